@@ -1,0 +1,434 @@
+//! One attempt: send a chat request to one model and judge what comes back.
+//!
+//! This is the single path shared by `fcm bench`, `fcm check` and `fcm serve`, so a model
+//! judged broken by the bench is judged broken by the router for the same reason. For
+//! streams it holds the bytes until the first useful content (the hold buffer), so a failed
+//! attempt never reaches a client; the caller then forwards the rest with [`OpenStream::next`].
+
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+
+use crate::catalog::{KeySource, ModelRef};
+use crate::classify::{classify_http, classify_transport, FailureKind, TransportFailure, Verdict};
+use crate::gate::{check_payload, AnswerStats, ContentValidation, GateReject, StreamSignal, StreamTracker};
+use crate::upstream::{io_failure, read_limited, ExchangeTimeouts, Incoming, Outgoing, Upstream, READ_CHUNK};
+
+/// Held stream bytes beyond which fcm stops waiting for content and passes the stream on:
+/// an odd provider must not be buffered forever.
+pub const HOLD_LIMIT: usize = 256 * 1024;
+/// Error bodies are read up to this size for classification.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+/// Connection setup never waits longer than this, whatever the other deadlines.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Everything needed to call one model, resolved once.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// `provider/modelId`.
+    pub key: String,
+    pub provider_id: String,
+    /// The model id sent on the wire.
+    pub wire_model: String,
+    /// The chat URL, or why it cannot be built (a missing URL variable).
+    pub url: Result<String, String>,
+    pub api_key: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub drop_fields: Vec<String>,
+}
+
+impl Target {
+    pub fn resolve(m: ModelRef<'_>, keys: &KeySource<'_>, session_id: &str) -> Target {
+        let (_, api_key) = keys.lookup(m.provider);
+        let mut headers: Vec<(String, String)> =
+            m.provider.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        if let Some(h) = &m.provider.session_header {
+            headers.push((h.clone(), session_id.to_string()));
+        }
+        Target {
+            key: m.key(),
+            provider_id: m.provider.id.clone(),
+            wire_model: m.model.id.clone(),
+            url: m.provider.chat_url(keys.env),
+            api_key,
+            headers,
+            drop_fields: m.provider.drop_fields.clone(),
+        }
+    }
+
+    /// The client's request made this target's: `model` replaced, rejected fields dropped.
+    pub fn request_body(&self, client: &Value) -> Vec<u8> {
+        let mut body = client.clone();
+        if let Some(obj) = body.as_object_mut() {
+            obj.insert("model".into(), Value::String(self.wire_model.clone()));
+            for f in &self.drop_fields {
+                obj.remove(f);
+            }
+        }
+        serde_json::to_vec(&body).expect("JSON values serialise")
+    }
+
+    /// Removes the key from a text that might echo it (provider error messages do).
+    fn redact(&self, text: &str) -> String {
+        match &self.api_key {
+            Some(k) if k.len() >= 4 => text.replace(k.as_str(), "[redacted]"),
+            _ => text.to_string(),
+        }
+    }
+}
+
+/// Deadlines and strictness for one attempt.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Non-stream: the whole answer must arrive within this.
+    pub body_read: Duration,
+    /// Stream: the first useful content must arrive within this.
+    pub first_token: Duration,
+    /// Stream: after content, the longest silence between chunks.
+    pub stream_stall: Duration,
+    /// Hard end of the attempt (the caller's overall budget).
+    pub deadline: Instant,
+    pub validation: ContentValidation,
+    /// Largest non-stream answer accepted.
+    pub max_body: usize,
+}
+
+/// A failed attempt.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub verdict: Verdict,
+    /// The provider's HTTP status, when it answered.
+    pub status: Option<u16>,
+    /// One line, safe to show (no key).
+    pub detail: String,
+    pub elapsed: Duration,
+}
+
+impl Failure {
+    pub fn kind(&self) -> FailureKind {
+        self.verdict.kind
+    }
+
+    /// `429` for a non-2xx answer, the kind for everything else: how traces show a failure.
+    pub fn label(&self) -> String {
+        match self.status {
+            Some(s) if !(200..300).contains(&s) => s.to_string(),
+            _ => self.verdict.kind.to_string(),
+        }
+    }
+}
+
+/// A committed answer.
+pub enum Answer {
+    /// A complete non-stream body that passed the gate.
+    Full { status: u16, body: Vec<u8>, stats: AnswerStats, elapsed: Duration },
+    /// A stream with useful content (or past the hold limit); `held` goes to the client first.
+    Stream(OpenStream),
+}
+
+/// One item of a committed stream.
+pub enum StreamItem {
+    Data(Vec<u8>),
+    /// The stream ended normally.
+    End,
+    /// The stream broke after commit (error frame, stall, read error, nothing useful).
+    Failed(Failure),
+}
+
+enum Chunk {
+    Data(Vec<u8>),
+    End,
+    Error(std::io::Error),
+}
+
+pub struct OpenStream {
+    pub status: u16,
+    /// Bytes received while holding, to be sent before anything else.
+    pub held: Vec<u8>,
+    /// Time from the start of the attempt to the first useful content.
+    pub ttft: Duration,
+    /// Committed by the hold limit rather than by content.
+    pub passthrough: bool,
+    tracker: StreamTracker,
+    chunks: Receiver<Chunk>,
+    started: Instant,
+    stall: Duration,
+    deadline: Instant,
+    ended: bool,
+    target: Target,
+}
+
+impl OpenStream {
+    pub fn stats(&self) -> &AnswerStats {
+        self.tracker.stats()
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Waits for the next chunk, at most the stall timeout (and never past the deadline).
+    pub fn next(&mut self) -> StreamItem {
+        if self.ended {
+            return self.end();
+        }
+        let wait = self.stall.min(self.deadline.saturating_duration_since(Instant::now()));
+        match self.chunks.recv_timeout(wait) {
+            Ok(Chunk::Data(bytes)) => match self.tracker.feed(&bytes) {
+                StreamSignal::Failed(r) => StreamItem::Failed(self.target.gate_failure(r, self.started)),
+                _ => StreamItem::Data(bytes),
+            },
+            Ok(Chunk::End) | Err(RecvTimeoutError::Disconnected) => {
+                self.ended = true;
+                if let StreamSignal::Failed(r) = self.tracker.finish() {
+                    return StreamItem::Failed(self.target.gate_failure(r, self.started));
+                }
+                self.end()
+            }
+            Ok(Chunk::Error(e)) => StreamItem::Failed(self.target.io_error(&e, self.started)),
+            Err(RecvTimeoutError::Timeout) => {
+                let kind = if self.tracker.is_useful() { FailureKind::StreamStall } else { FailureKind::Timeout };
+                StreamItem::Failed(failure(
+                    Verdict::of(kind, None),
+                    Some(self.status),
+                    format!("no data for {} ms", wait.as_millis()),
+                    self.started,
+                ))
+            }
+        }
+    }
+
+    fn end(&mut self) -> StreamItem {
+        if self.tracker.is_useful() {
+            StreamItem::End
+        } else {
+            StreamItem::Failed(failure(
+                Verdict::of(FailureKind::EmptyStream, None),
+                Some(self.status),
+                "stream ended without content".into(),
+                self.started,
+            ))
+        }
+    }
+
+    /// Reads the rest of the stream (the bench and check do not forward it).
+    pub fn drain(mut self) -> Result<(AnswerStats, Duration), Failure> {
+        loop {
+            match self.next() {
+                StreamItem::Data(_) => {}
+                StreamItem::End => return Ok((self.tracker.stats().clone(), self.started.elapsed())),
+                StreamItem::Failed(f) => return Err(f),
+            }
+        }
+    }
+}
+
+fn failure(verdict: Verdict, status: Option<u16>, detail: String, started: Instant) -> Failure {
+    Failure { verdict, status, detail, elapsed: started.elapsed() }
+}
+
+impl Target {
+    fn gate_failure(&self, r: GateReject, started: Instant) -> Failure {
+        let verdict = classify_http(200, None, None, r.detail.as_bytes(), Some(r.kind), SystemTime::now());
+        failure(verdict, Some(200), self.redact(&one_line(&r.detail)), started)
+    }
+
+    fn io_error(&self, e: &std::io::Error, started: Instant) -> Failure {
+        let (t, msg) = io_failure(e);
+        failure(classify_transport(t), None, self.redact(&msg), started)
+    }
+}
+
+/// The first 200 characters of a text, on one line.
+pub fn one_line(text: &str) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &flat[..i]),
+        None => flat,
+    }
+}
+
+/// Sends `client_body` to `target` and judges the answer. Streams return once committed.
+pub fn attempt(upstream: &Upstream, target: &Target, client_body: &Value, stream: bool, limits: &Limits) -> Result<Answer, Failure> {
+    let started = Instant::now();
+    let url = match &target.url {
+        Ok(u) => u,
+        Err(why) => {
+            let v = Verdict::of(FailureKind::ProviderUrlUnresolvable, None);
+            return Err(failure(v, None, why.clone(), started));
+        }
+    };
+    let remaining = limits.deadline.saturating_duration_since(started);
+    if remaining.is_zero() {
+        return Err(failure(Verdict::of(FailureKind::Timeout, None), None, "no time left in the budget".into(), started));
+    }
+    let timeouts = if stream {
+        ExchangeTimeouts {
+            connect: CONNECT_TIMEOUT.min(remaining),
+            per_call: Some(remaining + Duration::from_secs(1)),
+            per_read: Some(limits.first_token.max(limits.stream_stall).min(remaining) + Duration::from_millis(500)),
+        }
+    } else {
+        ExchangeTimeouts {
+            connect: CONNECT_TIMEOUT.min(remaining),
+            per_call: Some(limits.body_read.min(remaining)),
+            per_read: None,
+        }
+    };
+    let out = Outgoing {
+        url,
+        api_key: target.api_key.as_deref(),
+        headers: &target.headers,
+        body: target.request_body(client_body),
+        stream,
+    };
+    let mut incoming = upstream.send(out, timeouts).map_err(|(t, msg)| {
+        let mut f = failure(classify_transport(t), None, target.redact(&msg), started);
+        if t == TransportFailure::Timeout && started.elapsed() >= limits.body_read.min(remaining) {
+            f.detail = format!("no answer within {} ms", started.elapsed().as_millis());
+        }
+        f
+    })?;
+    if !(200..300).contains(&incoming.status) {
+        let (body, _) = read_limited(&mut incoming.body, ERROR_BODY_LIMIT).unwrap_or_default();
+        let verdict = classify_http(
+            incoming.status,
+            incoming.content_type.as_deref(),
+            incoming.retry_after.as_deref(),
+            &body,
+            None,
+            SystemTime::now(),
+        );
+        let detail = error_detail(&body);
+        return Err(failure(verdict, Some(incoming.status), target.redact(&detail), started));
+    }
+    if stream && (incoming.is_event_stream() || incoming.content_type.is_none()) {
+        return hold(incoming, target, limits, started).map(Answer::Stream);
+    }
+    read_full(incoming, target, limits, started)
+}
+
+/// A provider error body as one line: the `error.message` when there is one.
+fn error_detail(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let msg = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.get("message"))
+                .or_else(|| v.get("error").filter(|e| e.is_string()))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| text.into_owned());
+    one_line(&msg)
+}
+
+fn read_full(mut incoming: Incoming, target: &Target, limits: &Limits, started: Instant) -> Result<Answer, Failure> {
+    let status = incoming.status;
+    let (body, truncated) = read_limited(&mut incoming.body, limits.max_body).map_err(|e| target.io_error(&e, started))?;
+    if truncated {
+        let v = Verdict::of(FailureKind::InvalidJson, None);
+        let detail = format!("answer larger than {} MiB", limits.max_body / (1024 * 1024));
+        return Err(failure(v, Some(status), detail, started));
+    }
+    let gate = check_payload(&body, limits.validation);
+    let gate = match gate {
+        Err(r) if r.kind == FailureKind::InvalidJson && crate::classify::looks_like_html(incoming.content_type.as_deref(), &body) => {
+            Err(GateReject { kind: FailureKind::HtmlMaintenance, detail: "an HTML page instead of JSON".into() })
+        }
+        other => other,
+    };
+    match gate {
+        Ok(stats) => Ok(Answer::Full { status, body, stats, elapsed: started.elapsed() }),
+        Err(r) => Err(target.gate_failure(r, started)),
+    }
+}
+
+/// Starts a reader thread for the body and holds its chunks until the gate commits.
+fn hold(incoming: Incoming, target: &Target, limits: &Limits, started: Instant) -> Result<OpenStream, Failure> {
+    let (tx, rx) = mpsc::sync_channel::<Chunk>(16);
+    let mut body = incoming.body;
+    std::thread::Builder::new()
+        .name("fcm-upstream-read".into())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            let mut buf = vec![0u8; READ_CHUNK];
+            loop {
+                let msg = match body.read(&mut buf) {
+                    Ok(0) => Chunk::End,
+                    Ok(n) => Chunk::Data(buf[..n].to_vec()),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => Chunk::Error(e),
+                };
+                let last = !matches!(msg, Chunk::Data(_));
+                // A closed receiver means the consumer gave up: dropping `body` closes the socket.
+                if tx.send(msg).is_err() || last {
+                    return;
+                }
+            }
+        })
+        .map_err(|e| failure(Verdict::of(FailureKind::NetworkError, None), None, format!("cannot start reader: {e}"), started))?;
+    let mut open = OpenStream {
+        status: incoming.status,
+        held: Vec::new(),
+        ttft: Duration::ZERO,
+        passthrough: false,
+        tracker: StreamTracker::new(limits.validation),
+        chunks: rx,
+        started,
+        stall: limits.stream_stall,
+        deadline: limits.deadline,
+        ended: false,
+        target: target.clone(),
+    };
+    let first_token_deadline = (started + limits.first_token).min(limits.deadline);
+    loop {
+        let wait = first_token_deadline.saturating_duration_since(Instant::now());
+        let chunk = match open.chunks.recv_timeout(wait) {
+            Ok(c) => c,
+            Err(RecvTimeoutError::Disconnected) => Chunk::End,
+            Err(RecvTimeoutError::Timeout) => {
+                let detail = format!("no content within {} ms", started.elapsed().as_millis());
+                return Err(failure(Verdict::of(FailureKind::Timeout, None), Some(open.status), detail, started));
+            }
+        };
+        match chunk {
+            Chunk::Data(bytes) => {
+                let signal = open.tracker.feed(&bytes);
+                open.held.extend_from_slice(&bytes);
+                match signal {
+                    StreamSignal::FirstUseful => {
+                        open.ttft = started.elapsed();
+                        return Ok(open);
+                    }
+                    StreamSignal::Failed(r) => return Err(target.gate_failure(r, started)),
+                    StreamSignal::Pending if open.held.len() > HOLD_LIMIT => {
+                        open.passthrough = true;
+                        open.ttft = started.elapsed();
+                        return Ok(open);
+                    }
+                    StreamSignal::Pending => {}
+                }
+            }
+            Chunk::End => {
+                open.ended = true;
+                return match open.tracker.finish() {
+                    StreamSignal::FirstUseful => {
+                        open.ttft = started.elapsed();
+                        Ok(open)
+                    }
+                    StreamSignal::Failed(r) => Err(target.gate_failure(r, started)),
+                    StreamSignal::Pending => Err(failure(
+                        Verdict::of(FailureKind::EmptyStream, None),
+                        Some(open.status),
+                        "stream ended without content".into(),
+                        started,
+                    )),
+                };
+            }
+            Chunk::Error(e) => return Err(target.io_error(&e, started)),
+        }
+    }
+}

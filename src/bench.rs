@@ -1,0 +1,427 @@
+//! `fcm bench`: probe models in parallel, measure them, judge them, rank them.
+//!
+//! Probing goes through the same [`attempt`](crate::attempt) as the router, so a model the
+//! bench calls broken is broken for the router for the same reason. Statistics, verdicts and
+//! ranking are pure functions over ping results; I/O is the probe loop and the output.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::attempt::{attempt, Answer, Failure, Limits, Target};
+use crate::catalog::{tier_rank, ModelRef};
+use crate::classify::FailureKind;
+use crate::gate::ContentValidation;
+use crate::upstream::Upstream;
+
+/// A real question with a few-word answer: cheap, and a model that cannot answer it is broken.
+pub const PING_QUESTION: &str = "What is 17 + 25? Reply with the number only.";
+pub const PING_MAX_TOKENS: u32 = 32;
+/// Largest non-stream answer a ping accepts.
+const PING_MAX_BODY: usize = 8 * 1024 * 1024;
+/// A rate limit asking to wait at most this long is waited out between pings.
+const MAX_PING_WAIT: Duration = Duration::from_secs(5);
+/// Median time to first token at or under which a fully successful model is `Perfect`.
+pub const PERFECT_TTFT_MS: u64 = 1000;
+/// Median time to first token from which a fully successful model is `Slow`.
+pub const SLOW_TTFT_MS: u64 = 2000;
+
+/// The chat request every ping sends (the model is filled in per target).
+pub fn ping_body() -> Value {
+    json!({
+        "model": "",
+        "messages": [{"role": "user", "content": PING_QUESTION}],
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "max_tokens": PING_MAX_TOKENS,
+        "temperature": 0
+    })
+}
+
+/// One ping's result.
+#[derive(Debug, Clone)]
+pub enum Ping {
+    Ok { ttft_ms: u64, total_ms: u64, tokens: u64 },
+    Failed { kind: FailureKind, status: Option<u16>, detail: String, pause: Option<Duration> },
+}
+
+/// Runs one streaming ping through the shared attempt and drains it.
+pub fn ping(upstream: &Upstream, target: &Target, timeout: Duration) -> Ping {
+    let limits = Limits {
+        body_read: timeout,
+        first_token: timeout,
+        stream_stall: timeout,
+        deadline: Instant::now() + timeout,
+        validation: ContentValidation::Strict,
+        max_body: PING_MAX_BODY,
+    };
+    let failed = |f: Failure| Ping::Failed {
+        kind: f.kind(),
+        status: f.status,
+        pause: f.verdict.quota_pause,
+        detail: f.detail,
+    };
+    match attempt(upstream, target, &ping_body(), true, &limits) {
+        Ok(Answer::Full { stats, elapsed, .. }) => {
+            let ms = elapsed.as_millis() as u64;
+            Ping::Ok { ttft_ms: ms, total_ms: ms, tokens: stats.output_tokens() }
+        }
+        Ok(Answer::Stream(s)) => {
+            let ttft_ms = s.ttft.as_millis() as u64;
+            match s.drain() {
+                Ok((stats, total)) => Ping::Ok { ttft_ms, total_ms: total.as_millis() as u64, tokens: stats.output_tokens() },
+                Err(f) => failed(f),
+            }
+        }
+        Err(f) => failed(f),
+    }
+}
+
+/// Pings one model `pings` times in a row, honouring rate limits and giving up early on
+/// failures that another ping cannot change (a bad key, an unresolvable URL).
+pub fn probe(upstream: &Upstream, target: &Target, pings: u32, timeout: Duration) -> Vec<Ping> {
+    let mut results = Vec::new();
+    let mut timeouts_in_a_row = 0;
+    for i in 0..pings {
+        let p = ping(upstream, target, timeout);
+        let last = i + 1 == pings;
+        let stop = match &p {
+            Ping::Failed { kind: FailureKind::AuthError | FailureKind::ProviderUrlUnresolvable, .. } => true,
+            Ping::Failed { pause: Some(wait), .. } => {
+                // Wait out a short rate limit; a long one ends this model's pings.
+                if *wait <= MAX_PING_WAIT && !last {
+                    std::thread::sleep(*wait);
+                    false
+                } else {
+                    true
+                }
+            }
+            Ping::Failed { kind: FailureKind::Timeout, .. } => {
+                timeouts_in_a_row += 1;
+                timeouts_in_a_row >= 2
+            }
+            _ => {
+                timeouts_in_a_row = 0;
+                false
+            }
+        };
+        results.push(p);
+        if stop {
+            break;
+        }
+    }
+    results
+}
+
+/// A model's rating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BenchVerdict {
+    Perfect,
+    Normal,
+    Slow,
+    Unstable,
+    RateLimited,
+    EmptyAnswers,
+    Down,
+    AuthFailed,
+    NoKey,
+}
+
+impl BenchVerdict {
+    pub fn label(self) -> &'static str {
+        match self {
+            BenchVerdict::Perfect => "Perfect",
+            BenchVerdict::Normal => "Normal",
+            BenchVerdict::Slow => "Slow",
+            BenchVerdict::Unstable => "Unstable",
+            BenchVerdict::RateLimited => "Rate limited",
+            BenchVerdict::EmptyAnswers => "Empty answers",
+            BenchVerdict::Down => "Down",
+            BenchVerdict::AuthFailed => "Auth failed",
+            BenchVerdict::NoKey => "No key",
+        }
+    }
+}
+
+/// One model's summary: the `models[]` entry of `fcm bench --json` and `bench.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelResult {
+    pub rank: usize,
+    pub model: String,
+    pub provider: String,
+    pub label: String,
+    pub tier: String,
+    pub swe_bench: Option<f64>,
+    pub usable: bool,
+    pub verdict: BenchVerdict,
+    pub pings: u32,
+    pub successes: u32,
+    pub success_rate: f64,
+    pub ttft_ms_p50: Option<u64>,
+    pub ttft_ms_p95: Option<u64>,
+    pub latency_ms_p50: Option<u64>,
+    pub latency_ms_p95: Option<u64>,
+    pub jitter_ms: Option<u64>,
+    pub tokens_per_sec: Option<f64>,
+    pub last_failure_kind: Option<FailureKind>,
+    pub last_failure_status: Option<u16>,
+    pub last_failure: Option<String>,
+    pub measured_at: String,
+}
+
+/// The whole document: `fcm bench --json` and `$FCM_HOME/bench.json`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BenchReport {
+    pub generated_at: String,
+    pub models: Vec<ModelResult>,
+}
+
+/// Nearest-rank percentile of sorted values.
+pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+fn std_dev(values: &[u64]) -> Option<u64> {
+    if values.is_empty() {
+        return None;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<u64>() as f64 / n;
+    let var = values.iter().map(|v| (*v as f64 - mean).powi(2)).sum::<f64>() / n;
+    Some(var.sqrt().round() as u64)
+}
+
+/// The verdict for a set of pings (empty pings: the model was not contacted for lack of a key).
+pub fn verdict(pings: &[Ping], ttft_p50: Option<u64>) -> BenchVerdict {
+    if pings.is_empty() {
+        return BenchVerdict::NoKey;
+    }
+    let failures: Vec<FailureKind> = pings
+        .iter()
+        .filter_map(|p| match p {
+            Ping::Failed { kind, .. } => Some(*kind),
+            Ping::Ok { .. } => None,
+        })
+        .collect();
+    let successes = pings.len() - failures.len();
+    if successes == 0 {
+        let last = *failures.last().expect("pings is not empty");
+        return if failures.contains(&FailureKind::AuthError) {
+            BenchVerdict::AuthFailed
+        } else if last.is_quota() {
+            BenchVerdict::RateLimited
+        } else if last.is_unusable_answer() {
+            BenchVerdict::EmptyAnswers
+        } else {
+            BenchVerdict::Down
+        };
+    }
+    if !failures.is_empty() {
+        return if failures.iter().all(|k| k.is_quota()) { BenchVerdict::RateLimited } else { BenchVerdict::Unstable };
+    }
+    match ttft_p50.unwrap_or(0) {
+        t if t <= PERFECT_TTFT_MS => BenchVerdict::Perfect,
+        t if t < SLOW_TTFT_MS => BenchVerdict::Normal,
+        _ => BenchVerdict::Slow,
+    }
+}
+
+/// Summarises one model's pings (rank is filled in by [`rank`]).
+pub fn summarize(m: ModelRef<'_>, pings: &[Ping], measured_at: &str) -> ModelResult {
+    let mut ttft = Vec::new();
+    let mut total = Vec::new();
+    let mut tps = Vec::new();
+    let mut last_failure = None;
+    for p in pings {
+        match p {
+            Ping::Ok { ttft_ms, total_ms, tokens } => {
+                ttft.push(*ttft_ms);
+                total.push(*total_ms);
+                tps.push(*tokens as f64 * 1000.0 / (*total_ms).max(1) as f64);
+            }
+            Ping::Failed { kind, status, detail, .. } => last_failure = Some((*kind, *status, detail.clone())),
+        }
+    }
+    let jitter = std_dev(&total);
+    ttft.sort_unstable();
+    total.sort_unstable();
+    tps.sort_by(f64::total_cmp);
+    let ttft_p50 = percentile(&ttft, 50.0);
+    let v = verdict(pings, ttft_p50);
+    let successes = ttft.len() as u32;
+    ModelResult {
+        rank: 0,
+        model: m.key(),
+        provider: m.provider.id.clone(),
+        label: m.model.label.clone(),
+        tier: m.model.tier.clone(),
+        swe_bench: m.model.swe_bench,
+        usable: successes > 0,
+        verdict: v,
+        pings: pings.len() as u32,
+        successes,
+        success_rate: if pings.is_empty() { 0.0 } else { successes as f64 / pings.len() as f64 },
+        ttft_ms_p50: ttft_p50,
+        ttft_ms_p95: percentile(&ttft, 95.0),
+        latency_ms_p50: percentile(&total, 50.0),
+        latency_ms_p95: percentile(&total, 95.0),
+        jitter_ms: jitter,
+        tokens_per_sec: (!tps.is_empty()).then(|| (tps[(tps.len() - 1) / 2] * 10.0).round() / 10.0),
+        last_failure_kind: last_failure.as_ref().map(|f| f.0),
+        last_failure_status: last_failure.as_ref().and_then(|f| f.1),
+        last_failure: last_failure.map(|f| f.2),
+        measured_at: measured_at.to_string(),
+    }
+}
+
+/// Sorts best first and numbers the ranks. Order: usable models first; then by verdict
+/// (Perfect, Normal, Slow, Unstable, Rate limited, Empty answers, Down, Auth failed, No
+/// key); then success rate (higher first); then median time to first token; then catalog
+/// tier and SWE-bench score; then the model key, so equal results keep a stable order.
+pub fn rank(results: &mut [ModelResult]) {
+    results.sort_by(|a, b| {
+        b.usable
+            .cmp(&a.usable)
+            .then(a.verdict.cmp(&b.verdict))
+            .then(b.success_rate.total_cmp(&a.success_rate))
+            .then(a.ttft_ms_p50.unwrap_or(u64::MAX).cmp(&b.ttft_ms_p50.unwrap_or(u64::MAX)))
+            .then(tier_rank(&a.tier).cmp(&tier_rank(&b.tier)))
+            .then(b.swe_bench.unwrap_or(-1.0).total_cmp(&a.swe_bench.unwrap_or(-1.0)))
+            .then(a.model.cmp(&b.model))
+    });
+    for (i, r) in results.iter_mut().enumerate() {
+        r.rank = i + 1;
+    }
+}
+
+/// Merges a new run into the saved report: this run's models replace their old entries,
+/// models not probed this time keep theirs. Ranks are recomputed over the whole.
+pub fn merge(previous: BenchReport, current: &BenchReport) -> BenchReport {
+    let mut models = current.models.clone();
+    for old in previous.models {
+        if !models.iter().any(|m| m.model == old.model) {
+            models.push(old);
+        }
+    }
+    rank(&mut models);
+    BenchReport { generated_at: current.generated_at.clone(), models }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Provider;
+
+    fn ok(ttft: u64, total: u64) -> Ping {
+        Ping::Ok { ttft_ms: ttft, total_ms: total, tokens: 2 }
+    }
+
+    fn fail(kind: FailureKind) -> Ping {
+        Ping::Failed { kind, status: None, detail: String::new(), pause: None }
+    }
+
+    #[test]
+    fn percentiles_nearest_rank() {
+        let v = [10, 20, 30, 40, 50, 60, 70, 80, 90, 100];
+        assert_eq!(percentile(&v, 50.0), Some(50));
+        assert_eq!(percentile(&v, 95.0), Some(100));
+        assert_eq!(percentile(&[7], 95.0), Some(7));
+        assert_eq!(percentile(&[], 50.0), None);
+    }
+
+    #[test]
+    fn verdict_table() {
+        use BenchVerdict::*;
+        use FailureKind::*;
+        let cases: Vec<(Vec<Ping>, BenchVerdict)> = vec![
+            (vec![], NoKey),
+            (vec![ok(300, 400); 3], Perfect),
+            (vec![ok(1500, 1600); 3], Normal),
+            (vec![ok(2500, 2600); 3], Slow),
+            (vec![ok(300, 400), fail(ProviderServerError), ok(300, 400)], Unstable),
+            (vec![ok(300, 400), fail(RateLimit)], RateLimited),
+            (vec![fail(RateLimit)], RateLimited),
+            (vec![fail(QuotaExhausted)], RateLimited),
+            (vec![fail(AuthError)], AuthFailed),
+            (vec![fail(EmptyChoices); 3], EmptyAnswers),
+            (vec![fail(ErrorPayload); 3], EmptyAnswers),
+            (vec![fail(EmptyStream); 3], EmptyAnswers),
+            (vec![fail(Timeout), fail(Timeout)], Down),
+            (vec![fail(NetworkError)], Down),
+            (vec![fail(HtmlMaintenance)], EmptyAnswers),
+        ];
+        for (pings, want) in cases {
+            let ttft: Vec<u64> = pings.iter().filter_map(|p| if let Ping::Ok { ttft_ms, .. } = p { Some(*ttft_ms) } else { None }).collect();
+            let mut sorted = ttft.clone();
+            sorted.sort_unstable();
+            assert_eq!(verdict(&pings, percentile(&sorted, 50.0)), want, "{pings:?}");
+        }
+    }
+
+    fn provider() -> Provider {
+        serde_json::from_value(json!({"id": "p", "baseUrl": "http://127.0.0.1:1/v1", "models": [
+            {"id": "a", "context": 1, "tier": "S"}, {"id": "b", "context": 1, "tier": "A"}]}))
+        .unwrap()
+    }
+
+    #[test]
+    fn summary_statistics() {
+        let p = provider();
+        let m = ModelRef { provider: &p, model: &p.models[0] };
+        let r = summarize(m, &[ok(100, 200), ok(300, 400), fail(FailureKind::Timeout)], "t");
+        assert_eq!(r.model, "p/a");
+        assert_eq!((r.pings, r.successes), (3, 2));
+        assert!((r.success_rate - 2.0 / 3.0).abs() < 1e-9);
+        assert_eq!((r.ttft_ms_p50, r.ttft_ms_p95), (Some(100), Some(300)));
+        assert_eq!((r.latency_ms_p50, r.latency_ms_p95), (Some(200), Some(400)));
+        assert_eq!(r.jitter_ms, Some(100));
+        assert_eq!(r.tokens_per_sec, Some(5.0));
+        assert_eq!(r.last_failure_kind, Some(FailureKind::Timeout));
+        assert_eq!(r.verdict, BenchVerdict::Unstable);
+    }
+
+    #[test]
+    fn ranking_order() {
+        let p = provider();
+        let a = ModelRef { provider: &p, model: &p.models[0] };
+        let b = ModelRef { provider: &p, model: &p.models[1] };
+        let mut results = vec![
+            summarize(a, &[], "t"),
+            summarize(a, &[fail(FailureKind::AuthError)], "t"),
+            summarize(b, &vec![ok(900, 950); 3], "t"),
+            summarize(a, &vec![ok(500, 700); 3], "t"),
+            summarize(a, &[ok(50, 70), fail(FailureKind::Timeout)], "t"),
+            summarize(a, &vec![ok(2500, 2600); 2], "t"),
+        ];
+        results[0].model = "p/nokey".into();
+        rank(&mut results);
+        let order: Vec<(BenchVerdict, Option<u64>)> = results.iter().map(|r| (r.verdict, r.ttft_ms_p50)).collect();
+        use BenchVerdict::*;
+        assert_eq!(
+            order,
+            vec![(Perfect, Some(500)), (Perfect, Some(900)), (Slow, Some(2500)), (Unstable, Some(50)), (AuthFailed, None), (NoKey, None)]
+        );
+        assert_eq!(results.iter().map(|r| r.rank).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn merge_keeps_unprobed_models() {
+        let p = provider();
+        let a = ModelRef { provider: &p, model: &p.models[0] };
+        let b = ModelRef { provider: &p, model: &p.models[1] };
+        let old = BenchReport { generated_at: "old".into(), models: vec![summarize(a, &[ok(1, 1)], "old"), summarize(b, &[ok(1, 1)], "old")] };
+        let new = BenchReport { generated_at: "new".into(), models: vec![summarize(a, &[fail(FailureKind::Timeout)], "new")] };
+        let merged = merge(old, &new);
+        assert_eq!(merged.models.len(), 2);
+        assert_eq!(merged.models[0].model, "p/b");
+        assert_eq!(merged.models[1].measured_at, "new");
+    }
+}

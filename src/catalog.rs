@@ -1,0 +1,357 @@
+//! The model catalog: which providers exist, their endpoints, key variables and models.
+//!
+//! The default catalog (`providers.json`) is compiled into the binary; `FCM_CATALOG=path`
+//! replaces it with a file of the same schema, which is how tests point fcm at fake
+//! providers. Custom providers from the user's config are merged in by `config`. This module
+//! also answers "which key does this provider use, and is it set?" without printing it.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// The catalog shipped inside the binary.
+pub const EMBEDDED: &str = include_str!("../providers.json");
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Catalog {
+    pub version: u32,
+    pub providers: Vec<Provider>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Provider {
+    pub id: String,
+    #[serde(default)]
+    pub name: String,
+    /// The chat URL is `baseUrl + "/chat/completions"`; `{VAR}` is filled from the environment.
+    pub base_url: String,
+    #[serde(default)]
+    pub api_key_env: Vec<String>,
+    #[serde(default = "yes")]
+    pub key_required: bool,
+    #[serde(default)]
+    pub signup_url: String,
+    #[serde(default)]
+    pub limits: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<String>,
+    /// One 429 pauses every model of the provider (a shared account-wide quota).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub shared_quota: bool,
+    /// Request fields this provider rejects; stripped before sending.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drop_fields: Vec<String>,
+    /// Headers sent on every request to this provider.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// A header carrying one random id per process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_header: Option<String>,
+    /// Added from the user's config rather than the catalog.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub custom: bool,
+    pub models: Vec<Model>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Model {
+    pub id: String,
+    #[serde(default)]
+    pub label: String,
+    #[serde(default)]
+    pub tier: String,
+    #[serde(default)]
+    pub swe_bench: Option<f64>,
+    pub context: u64,
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Tiers from best to worst; unknown tiers sort last.
+pub const TIERS: [&str; 8] = ["S+", "S", "A+", "A", "A-", "B+", "B", "C"];
+
+pub fn tier_rank(tier: &str) -> usize {
+    TIERS.iter().position(|t| *t == tier).unwrap_or(TIERS.len())
+}
+
+/// Whether and how a provider's key is available; never holds the key itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyStatus {
+    /// Found in this environment variable.
+    Env(String),
+    /// Found in `config.json` `apiKeys`.
+    Config,
+    /// Required but absent; lists the variables that would provide it.
+    Missing(Vec<String>),
+    NotNeeded,
+}
+
+impl KeyStatus {
+    /// `set`, `missing` or `not_needed`, as `fcm models --json` reports it.
+    pub fn code(&self) -> &'static str {
+        match self {
+            KeyStatus::Env(_) | KeyStatus::Config => "set",
+            KeyStatus::Missing(_) => "missing",
+            KeyStatus::NotNeeded => "not_needed",
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            KeyStatus::Env(var) => format!("{var} set"),
+            KeyStatus::Config => "key in config.json".to_string(),
+            KeyStatus::Missing(vars) if vars.is_empty() => "missing: apiKeys in config.json".into(),
+            KeyStatus::Missing(vars) => format!("missing: {}", vars.join(" or ")),
+            KeyStatus::NotNeeded => "no key needed".to_string(),
+        }
+    }
+
+    pub fn usable(&self) -> bool {
+        !matches!(self, KeyStatus::Missing(_))
+    }
+}
+
+/// Where keys come from: the environment (first listed variable that is set wins), then
+/// `config.json` `apiKeys.<provider>`.
+pub struct KeySource<'a> {
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    pub config_keys: &'a BTreeMap<String, String>,
+}
+
+impl KeySource<'_> {
+    pub fn lookup(&self, provider: &Provider) -> (KeyStatus, Option<String>) {
+        for var in &provider.api_key_env {
+            if let Some(v) = (self.env)(var).filter(|v| !v.trim().is_empty()) {
+                return (KeyStatus::Env(var.clone()), Some(v.trim().to_string()));
+            }
+        }
+        if let Some(v) = self.config_keys.get(&provider.id).filter(|v| !v.trim().is_empty()) {
+            return (KeyStatus::Config, Some(v.trim().to_string()));
+        }
+        if provider.key_required {
+            (KeyStatus::Missing(provider.api_key_env.clone()), None)
+        } else {
+            (KeyStatus::NotNeeded, None)
+        }
+    }
+}
+
+/// The process environment, as a [`KeySource`] wants it.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// The last four characters of a key, the most fcm ever shows of one.
+pub fn key_hint(key: &str) -> String {
+    let chars: Vec<char> = key.chars().collect();
+    if chars.len() < 12 {
+        return "…".to_string();
+    }
+    format!("…{}", chars[chars.len() - 4..].iter().collect::<String>())
+}
+
+impl Provider {
+    /// The chat completions URL with `{VAR}` placeholders filled; an error names the variable.
+    pub fn chat_url(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+        let mut url = String::new();
+        let mut rest = self.base_url.trim_end_matches('/');
+        while let Some(start) = rest.find('{') {
+            let end = rest[start..].find('}').map(|e| start + e).ok_or("unclosed { in baseUrl")?;
+            let var = &rest[start + 1..end];
+            let value = env(var).filter(|v| !v.is_empty()).ok_or_else(|| {
+                format!("{} needs {var} set (its URL contains {{{var}}})", self.id)
+            })?;
+            url.push_str(&rest[..start]);
+            url.push_str(&value);
+            rest = &rest[end + 1..];
+        }
+        url.push_str(rest);
+        url.push_str("/chat/completions");
+        Ok(url)
+    }
+}
+
+/// A model together with its provider.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelRef<'a> {
+    pub provider: &'a Provider,
+    pub model: &'a Model,
+}
+
+impl ModelRef<'_> {
+    /// `provider/modelId`, the name of a model everywhere in fcm.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.provider.id, self.model.id)
+    }
+}
+
+impl Catalog {
+    /// The catalog in force: `FCM_CATALOG` if set, else the embedded one.
+    pub fn load() -> Result<Catalog> {
+        match std::env::var_os("FCM_CATALOG") {
+            Some(path) if !path.is_empty() => Catalog::from_file(Path::new(&path)),
+            _ => Catalog::parse(EMBEDDED, "embedded providers.json"),
+        }
+    }
+
+    pub fn from_file(path: &Path) -> Result<Catalog> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read catalog {} (FCM_CATALOG)", path.display()))?;
+        Catalog::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses and validates; errors name `origin`, the line/column and the field.
+    pub fn parse(text: &str, origin: &str) -> Result<Catalog> {
+        let catalog: Catalog = serde_json::from_str(text)
+            .map_err(|e| anyhow::anyhow!("malformed catalog {origin}: {e}"))?;
+        catalog.validate().with_context(|| format!("invalid catalog {origin}"))?;
+        Ok(catalog)
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        let mut keys = HashSet::new();
+        let mut ids = HashSet::new();
+        for p in &self.providers {
+            if p.id.is_empty() || p.id.contains('/') || p.id.contains(':') {
+                bail!("provider id {:?} must be non-empty, without '/' or ':'", p.id);
+            }
+            if !ids.insert(p.id.as_str()) {
+                bail!("provider {} is listed twice", p.id);
+            }
+            let url = p.base_url.to_ascii_lowercase();
+            let host = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+            if host.is_none_or(|h| h.split('/').next().unwrap_or("").is_empty()) {
+                bail!("provider {}: baseUrl {:?} is not an http(s) URL", p.id, p.base_url);
+            }
+            for m in &p.models {
+                if m.id.is_empty() {
+                    bail!("provider {}: a model has an empty id", p.id);
+                }
+                if m.context == 0 {
+                    bail!("model {}/{}: context must be > 0", p.id, m.id);
+                }
+                if !keys.insert(format!("{}/{}", p.id, m.id)) {
+                    bail!("model {}/{} is listed twice", p.id, m.id);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn models(&self) -> impl Iterator<Item = ModelRef<'_>> {
+        self.providers
+            .iter()
+            .flat_map(|p| p.models.iter().map(move |m| ModelRef { provider: p, model: m }))
+    }
+
+    pub fn provider(&self, id: &str) -> Option<&Provider> {
+        self.providers.iter().find(|p| p.id == id)
+    }
+
+    /// Looks up `provider/modelId` (the model id may itself contain `/`).
+    pub fn find(&self, key: &str) -> Option<ModelRef<'_>> {
+        let (pid, mid) = key.split_once('/')?;
+        let provider = self.provider(pid)?;
+        let model = provider.models.iter().find(|m| m.id == mid)?;
+        Some(ModelRef { provider, model })
+    }
+
+    pub fn model_count(&self) -> usize {
+        self.providers.iter().map(|p| p.models.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_catalog_is_sound() {
+        let c = Catalog::parse(EMBEDDED, "embedded").unwrap();
+        assert!(c.providers.len() >= 20, "{} providers", c.providers.len());
+        assert!(c.model_count() >= 240, "{} models", c.model_count());
+        let keys: HashSet<String> = c.models().map(|m| m.key()).collect();
+        assert_eq!(keys.len(), c.model_count(), "model keys are unique");
+        for m in c.models() {
+            assert!(m.model.context > 0, "{}", m.key());
+            assert!(!m.model.label.is_empty(), "{}", m.key());
+        }
+        let env = |v: &str| (v == "CLOUDFLARE_ACCOUNT_ID").then(|| "acct".to_string());
+        for p in &c.providers {
+            let url = p.chat_url(&env).unwrap();
+            assert!(url.starts_with("https://") && url.ends_with("/chat/completions"), "{url}");
+            assert!(!url.contains('{'), "{url}");
+        }
+        assert!(c.provider("github-models").is_none(), "retired provider left out");
+        assert!(c.find("groq/openai/gpt-oss-120b").is_some());
+        assert!(c.find("zai/glm-5.3-flash").is_some(), "zai/ prefix stripped from ids");
+        assert!(!c.provider("kilo").unwrap().key_required);
+    }
+
+    #[test]
+    fn malformed_catalog_names_line_and_field() {
+        let err = Catalog::parse("{\"version\":1,\n\"providers\":[{\"id\":\"x\"}]}", "cat.json")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cat.json") && err.contains("baseUrl") && err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn invalid_catalogs_are_refused() {
+        let bad = [
+            r#"{"version":1,"providers":[{"id":"a","baseUrl":"ftp://x","models":[]}]}"#,
+            r#"{"version":1,"providers":[{"id":"a","baseUrl":"http://x","models":[{"id":"m","context":0}]}]}"#,
+            r#"{"version":1,"providers":[{"id":"a","baseUrl":"http://x","models":[{"id":"m","context":1},{"id":"m","context":1}]}]}"#,
+        ];
+        for text in bad {
+            assert!(Catalog::parse(text, "t").is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn url_placeholders_are_filled_or_named() {
+        let c = Catalog::parse(EMBEDDED, "embedded").unwrap();
+        let cf = c.provider("cloudflare").unwrap();
+        let err = cf.chat_url(&|_| None).unwrap_err();
+        assert!(err.contains("CLOUDFLARE_ACCOUNT_ID"), "{err}");
+        let url = cf.chat_url(&|_| Some("abc".into())).unwrap();
+        assert_eq!(url, "https://api.cloudflare.com/client/v4/accounts/abc/ai/v1/chat/completions");
+    }
+
+    #[test]
+    fn keys_env_first_then_config() {
+        let c = Catalog::parse(EMBEDDED, "embedded").unwrap();
+        let codestral = c.provider("codestral").unwrap();
+        let mut cfg = BTreeMap::new();
+        let env = |v: &str| (v == "CODESTRAL_API_KEY").then(|| "env-key-123456".to_string());
+        let (status, key) = KeySource { env: &env, config_keys: &cfg }.lookup(codestral);
+        assert_eq!((status, key.as_deref()), (KeyStatus::Env("CODESTRAL_API_KEY".into()), Some("env-key-123456")));
+        cfg.insert("codestral".to_string(), "cfg-key".to_string());
+        let none = |_: &str| None;
+        let (status, key) = KeySource { env: &none, config_keys: &cfg }.lookup(codestral);
+        assert_eq!((status, key.as_deref()), (KeyStatus::Config, Some("cfg-key")));
+        let (status, _) = KeySource { env: &none, config_keys: &BTreeMap::new() }.lookup(codestral);
+        assert_eq!(status.describe(), "missing: MISTRAL_API_KEY or CODESTRAL_API_KEY");
+        let (status, _) = KeySource { env: &none, config_keys: &BTreeMap::new() }.lookup(c.provider("llm7").unwrap());
+        assert_eq!(status, KeyStatus::NotNeeded);
+    }
+
+    #[test]
+    fn key_hint_shows_at_most_four_chars() {
+        assert_eq!(key_hint("gsk_abcdefghijkl1234"), "…1234");
+        assert_eq!(key_hint("short"), "…");
+    }
+}

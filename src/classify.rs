@@ -1,0 +1,397 @@
+//! Failure kinds and verdicts: what went wrong with one attempt and what that means.
+//!
+//! Pure: fed a status, headers, body text or transport error, never touching the network.
+//! The same verdict drives `fcm bench` (a model's rating), `fcm check` (an exit code) and the
+//! router (failover, breaker damage, provider blocks and quota pauses).
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+/// Default pause after a 429 that gives no `Retry-After`.
+pub const DEFAULT_QUOTA_PAUSE: Duration = Duration::from_secs(60);
+/// Longest pause fcm honours: a provider asking for hours is paused 15 min, then retried.
+pub const MAX_QUOTA_PAUSE: Duration = Duration::from_secs(15 * 60);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FailureKind {
+    AuthError,
+    RateLimit,
+    QuotaExhausted,
+    InvalidRequest,
+    ModelOverloaded,
+    Timeout,
+    StreamStall,
+    NetworkError,
+    ProviderServerError,
+    ProviderUrlUnresolvable,
+    HtmlMaintenance,
+    InvalidJson,
+    EmptyChoices,
+    EmptyContent,
+    ErrorPayload,
+    EmptyStream,
+}
+
+impl FailureKind {
+    pub const ALL: [FailureKind; 16] = [
+        FailureKind::AuthError,
+        FailureKind::RateLimit,
+        FailureKind::QuotaExhausted,
+        FailureKind::InvalidRequest,
+        FailureKind::ModelOverloaded,
+        FailureKind::Timeout,
+        FailureKind::StreamStall,
+        FailureKind::NetworkError,
+        FailureKind::ProviderServerError,
+        FailureKind::ProviderUrlUnresolvable,
+        FailureKind::HtmlMaintenance,
+        FailureKind::InvalidJson,
+        FailureKind::EmptyChoices,
+        FailureKind::EmptyContent,
+        FailureKind::ErrorPayload,
+        FailureKind::EmptyStream,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::AuthError => "auth_error",
+            FailureKind::RateLimit => "rate_limit",
+            FailureKind::QuotaExhausted => "quota_exhausted",
+            FailureKind::InvalidRequest => "invalid_request",
+            FailureKind::ModelOverloaded => "model_overloaded",
+            FailureKind::Timeout => "timeout",
+            FailureKind::StreamStall => "stream_stall",
+            FailureKind::NetworkError => "network_error",
+            FailureKind::ProviderServerError => "provider_server_error",
+            FailureKind::ProviderUrlUnresolvable => "provider_url_unresolvable",
+            FailureKind::HtmlMaintenance => "html_maintenance",
+            FailureKind::InvalidJson => "invalid_json",
+            FailureKind::EmptyChoices => "empty_choices",
+            FailureKind::EmptyContent => "empty_content",
+            FailureKind::ErrorPayload => "error_payload",
+            FailureKind::EmptyStream => "empty_stream",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// The answer came back but carried nothing usable (the content gate's kinds).
+    pub fn is_unusable_answer(self) -> bool {
+        matches!(
+            self,
+            FailureKind::HtmlMaintenance
+                | FailureKind::InvalidJson
+                | FailureKind::EmptyChoices
+                | FailureKind::EmptyContent
+                | FailureKind::ErrorPayload
+                | FailureKind::EmptyStream
+        )
+    }
+
+    pub fn is_quota(self) -> bool {
+        matches!(self, FailureKind::RateLimit | FailureKind::QuotaExhausted)
+    }
+}
+
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for FailureKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for FailureKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Self::parse(&s).ok_or_else(|| serde::de::Error::custom(format!("unknown failure kind {s}")))
+    }
+}
+
+/// Who a failure is blamed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blame {
+    /// The provider account or endpoint: keys, quotas, the whole service being down.
+    Provider,
+    /// This model on this provider.
+    Model,
+    /// The request itself: another model would likely reject it too.
+    Client,
+}
+
+/// What one failure means for routing and health.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub kind: FailureKind,
+    pub blame: Blame,
+    /// Try another model for this request.
+    pub failover: bool,
+    /// Counts against the model's breaker.
+    pub damages_health: bool,
+    /// Skip every model of this provider for the rest of the request (a bad key).
+    pub blocks_provider: bool,
+    /// Leave the model alone this long (rate limits and quotas).
+    pub quota_pause: Option<Duration>,
+}
+
+impl Verdict {
+    /// The verdict a kind carries by itself; `retry_after` only matters for quota kinds.
+    pub fn of(kind: FailureKind, retry_after: Option<Duration>) -> Verdict {
+        use FailureKind::*;
+        let (blame, damages_health) = match kind {
+            AuthError | RateLimit | QuotaExhausted => (Blame::Provider, false),
+            InvalidRequest => (Blame::Client, false),
+            NetworkError | ProviderUrlUnresolvable | ProviderServerError | HtmlMaintenance => {
+                (Blame::Provider, true)
+            }
+            ModelOverloaded | Timeout | StreamStall | InvalidJson | EmptyChoices | EmptyContent
+            | ErrorPayload | EmptyStream => (Blame::Model, true),
+        };
+        let quota_pause = kind
+            .is_quota()
+            .then(|| retry_after.unwrap_or(DEFAULT_QUOTA_PAUSE).min(MAX_QUOTA_PAUSE));
+        Verdict {
+            kind,
+            blame,
+            failover: true,
+            damages_health,
+            blocks_provider: kind == AuthError,
+            quota_pause,
+        }
+    }
+}
+
+/// Error wording that names the real cause whatever the status says. Checked before the
+/// status code, case-insensitively, first match wins: a 400 or a 200 error payload saying
+/// "rate limit" is a rate limit.
+const WORDING_RULES: &[(&str, FailureKind)] = &[
+    ("quota exceeded", FailureKind::QuotaExhausted),
+    ("exceeded your current quota", FailureKind::QuotaExhausted),
+    ("insufficient_quota", FailureKind::QuotaExhausted),
+    ("insufficient credits", FailureKind::QuotaExhausted),
+    ("quota", FailureKind::QuotaExhausted),
+    ("rate limit", FailureKind::RateLimit),
+    ("rate_limit", FailureKind::RateLimit),
+    ("ratelimit", FailureKind::RateLimit),
+    ("too many requests", FailureKind::RateLimit),
+    ("overloaded", FailureKind::ModelOverloaded),
+    ("capacity", FailureKind::ModelOverloaded),
+];
+
+/// The kind an error text's wording points to, if any.
+pub fn kind_from_wording(text: &str) -> Option<FailureKind> {
+    let lower = text.to_ascii_lowercase();
+    WORDING_RULES
+        .iter()
+        .find(|(needle, _)| lower.contains(needle))
+        .map(|&(_, kind)| kind)
+}
+
+/// True when a body is an HTML page (a maintenance or login page) rather than an API answer.
+pub fn looks_like_html(content_type: Option<&str>, body: &[u8]) -> bool {
+    if content_type.is_some_and(|c| c.to_ascii_lowercase().contains("text/html")) {
+        return true;
+    }
+    let start: Vec<u8> = body
+        .iter()
+        .skip_while(|b| b.is_ascii_whitespace())
+        .take(15)
+        .map(|b| b.to_ascii_lowercase())
+        .collect();
+    start.starts_with(b"<!doctype html") || start.starts_with(b"<html")
+}
+
+/// Reads `Retry-After`: delta seconds or an HTTP date, relative to `now`.
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = crate::time::parse_http_date(value)?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// Classifies an HTTP answer that is not a usable success: a non-2xx status, or a 2xx whose
+/// body the gate rejected (`gate_kind`). `body` is the (possibly truncated) error text.
+pub fn classify_http(
+    status: u16,
+    content_type: Option<&str>,
+    retry_after: Option<&str>,
+    body: &[u8],
+    gate_kind: Option<FailureKind>,
+    now: SystemTime,
+) -> Verdict {
+    let retry = retry_after.and_then(|v| parse_retry_after(v, now));
+    let text = String::from_utf8_lossy(body);
+    let html = looks_like_html(content_type, body);
+    // Wording in an HTML page is marketing copy, not an API error: don't read it.
+    let worded = if html { None } else { kind_from_wording(&text) };
+    let kind = match status {
+        401 | 403 => FailureKind::AuthError,
+        402 => FailureKind::QuotaExhausted,
+        429 => match worded {
+            Some(FailureKind::QuotaExhausted) => FailureKind::QuotaExhausted,
+            _ => FailureKind::RateLimit,
+        },
+        _ if worded.is_some() && gate_kind != Some(FailureKind::EmptyStream) => worded.unwrap(),
+        _ if html => FailureKind::HtmlMaintenance,
+        408 => FailureKind::Timeout,
+        529 => FailureKind::ModelOverloaded,
+        500..=599 => FailureKind::ProviderServerError,
+        400..=499 => FailureKind::InvalidRequest,
+        _ => gate_kind.unwrap_or(FailureKind::InvalidJson),
+    };
+    let mut verdict = Verdict::of(kind, retry);
+    if kind == FailureKind::InvalidRequest && matches!(status, 404 | 410) {
+        // The model is gone or unknown at this provider: a stale catalog entry, not the
+        // client's fault, and it should stop being routed to.
+        verdict.blame = Blame::Model;
+        verdict.damages_health = true;
+    }
+    verdict
+}
+
+/// Transport failures, as seen by the HTTP client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportFailure {
+    Timeout,
+    DnsFailure,
+    Connection,
+}
+
+pub fn classify_transport(failure: TransportFailure) -> Verdict {
+    Verdict::of(
+        match failure {
+            TransportFailure::Timeout => FailureKind::Timeout,
+            TransportFailure::DnsFailure => FailureKind::ProviderUrlUnresolvable,
+            TransportFailure::Connection => FailureKind::NetworkError,
+        },
+        None,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use FailureKind::*;
+
+    fn http(status: u16, ct: Option<&str>, ra: Option<&str>, body: &str) -> Verdict {
+        classify_http(status, ct, ra, body.as_bytes(), None, SystemTime::UNIX_EPOCH)
+    }
+
+    fn gated(kind: FailureKind, body: &str) -> Verdict {
+        classify_http(200, Some("application/json"), None, body.as_bytes(), Some(kind), SystemTime::UNIX_EPOCH)
+    }
+
+    #[test]
+    fn auth_error_blocks_provider_without_damage() {
+        for status in [401, 403] {
+            let v = http(status, None, None, r#"{"error":{"message":"invalid api key"}}"#);
+            assert_eq!(v.kind, AuthError);
+            assert!(v.blocks_provider && v.failover && !v.damages_health);
+            assert_eq!(v.blame, Blame::Provider);
+        }
+    }
+
+    #[test]
+    fn rate_limit_pauses_by_retry_after_capped() {
+        let v = http(429, None, Some("7"), "slow down");
+        assert_eq!((v.kind, v.quota_pause), (RateLimit, Some(Duration::from_secs(7))));
+        assert!(!v.damages_health && !v.blocks_provider);
+        assert_eq!(http(429, None, None, "").quota_pause, Some(DEFAULT_QUOTA_PAUSE));
+        assert_eq!(http(429, None, Some("86400"), "").quota_pause, Some(MAX_QUOTA_PAUSE));
+        let date = "Thu, 01 Jan 1970 00:00:42 GMT";
+        assert_eq!(http(429, None, Some(date), "").quota_pause, Some(Duration::from_secs(42)));
+    }
+
+    #[test]
+    fn quota_exhausted_from_429_wording_or_402() {
+        assert_eq!(http(429, None, None, "daily quota exceeded").kind, QuotaExhausted);
+        assert_eq!(http(402, None, None, "negative balance").kind, QuotaExhausted);
+        assert!(http(402, None, None, "").quota_pause.is_some());
+    }
+
+    #[test]
+    fn wording_beats_status() {
+        assert_eq!(http(400, None, None, r#"{"error":"Rate limit reached"}"#).kind, RateLimit);
+        assert_eq!(http(500, None, None, "Too Many Requests").kind, RateLimit);
+        assert_eq!(gated(ErrorPayload, r#"{"error":{"message":"quota exceeded"}}"#).kind, QuotaExhausted);
+        assert_eq!(http(503, None, None, "model is overloaded").kind, ModelOverloaded);
+        assert_eq!(kind_from_wording("no capacity left"), Some(ModelOverloaded));
+        assert_eq!(kind_from_wording("fine"), None);
+    }
+
+    #[test]
+    fn invalid_request_is_blamed_on_client() {
+        let v = http(400, None, None, r#"{"error":{"message":"bad field"}}"#);
+        assert_eq!((v.kind, v.blame), (InvalidRequest, Blame::Client));
+        assert!(v.failover && !v.damages_health);
+        assert_eq!(http(422, None, None, "").kind, InvalidRequest);
+    }
+
+    #[test]
+    fn gone_model_damages_health() {
+        let v = http(410, None, None, "gone");
+        assert_eq!((v.kind, v.blame, v.damages_health), (InvalidRequest, Blame::Model, true));
+    }
+
+    #[test]
+    fn model_overloaded_on_529() {
+        let v = http(529, None, None, "");
+        assert_eq!((v.kind, v.damages_health), (ModelOverloaded, true));
+    }
+
+    #[test]
+    fn server_errors_and_timeouts() {
+        assert_eq!(http(500, None, None, "boom").kind, ProviderServerError);
+        assert_eq!(http(502, None, None, "").kind, ProviderServerError);
+        assert_eq!(http(408, None, None, "").kind, Timeout);
+        assert!(http(500, None, None, "").damages_health);
+    }
+
+    #[test]
+    fn html_pages_are_maintenance() {
+        let page = "<!DOCTYPE html><html><body>Scheduled maintenance: capacity upgrade</body></html>";
+        assert_eq!(http(503, Some("text/html"), None, page).kind, HtmlMaintenance);
+        assert_eq!(gated(InvalidJson, page).kind, HtmlMaintenance);
+        assert_eq!(http(200, None, None, "  <html>").kind, HtmlMaintenance);
+    }
+
+    #[test]
+    fn gate_kinds_pass_through() {
+        for kind in [InvalidJson, EmptyChoices, EmptyContent, ErrorPayload, EmptyStream] {
+            let v = gated(kind, "{}");
+            assert_eq!((v.kind, v.blame, v.damages_health), (kind, Blame::Model, true));
+            assert!(kind.is_unusable_answer());
+        }
+    }
+
+    #[test]
+    fn transport_failures() {
+        assert_eq!(classify_transport(TransportFailure::Timeout).kind, Timeout);
+        assert_eq!(classify_transport(TransportFailure::DnsFailure).kind, ProviderUrlUnresolvable);
+        assert_eq!(classify_transport(TransportFailure::Connection).kind, NetworkError);
+        assert!(classify_transport(TransportFailure::Connection).damages_health);
+    }
+
+    #[test]
+    fn stream_stall_and_url_kinds_have_verdicts() {
+        assert_eq!(Verdict::of(StreamStall, None).blame, Blame::Model);
+        assert_eq!(Verdict::of(ProviderUrlUnresolvable, None).blame, Blame::Provider);
+    }
+
+    #[test]
+    fn kind_names_round_trip() {
+        for kind in FailureKind::ALL {
+            assert_eq!(FailureKind::parse(kind.as_str()), Some(kind));
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(serde_json::from_str::<FailureKind>(&json).unwrap(), kind);
+        }
+    }
+}

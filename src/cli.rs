@@ -1,0 +1,176 @@
+//! Command-line flags (argh), dispatch and exit codes. No logic lives here.
+
+use argh::FromArgs;
+
+use crate::cmd;
+
+/// Exit code for a usage error (bad flag, unknown provider or model).
+pub const EXIT_USAGE: i32 = 2;
+/// Exit code for a runtime failure.
+pub const EXIT_FAILURE: i32 = 1;
+
+/// A mistake in how fcm was called; exits 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Shorthand for returning a usage error.
+pub fn usage<T>(msg: impl Into<String>) -> anyhow::Result<T> {
+    Err(UsageError(msg.into()).into())
+}
+
+#[derive(FromArgs)]
+/// fcm: find, benchmark and route between free coding LLMs.
+pub struct Fcm {
+    #[argh(subcommand)]
+    pub command: Command,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand)]
+pub enum Command {
+    Models(ModelsArgs),
+    Bench(BenchArgs),
+    Check(CheckArgs),
+    Demo(DemoArgs),
+    FakeProvider(FakeProviderArgs),
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "models")]
+/// List the catalog's models and whether their keys are set.
+pub struct ModelsArgs {
+    /// only this provider (e.g. groq)
+    #[argh(option)]
+    pub provider: Option<String>,
+    /// only this tier (S+, S, A+, A, A-, B+, B, C)
+    #[argh(option)]
+    pub tier: Option<String>,
+    /// print JSON instead of a table
+    #[argh(switch)]
+    pub json: bool,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "bench")]
+/// Probe models in parallel, measure latency and answer validity, rank them.
+pub struct BenchArgs {
+    /// providers to probe: all (default) or ID[,ID...]
+    #[argh(option, default = "String::from(\"all\")")]
+    pub provider: String,
+    /// probe only this model (provider/modelId); repeatable
+    #[argh(option)]
+    pub model: Vec<String>,
+    /// pings per model, one after another (default 3)
+    #[argh(option, default = "3")]
+    pub pings: u32,
+    /// seconds one ping may take (default 15)
+    #[argh(option, default = "15")]
+    pub timeout: u64,
+    /// models probed at once (default 32)
+    #[argh(option, default = "32")]
+    pub concurrency: usize,
+    /// print one JSON document instead of the table
+    #[argh(switch)]
+    pub json: bool,
+    /// do not save results to $FCM_HOME/bench.json
+    #[argh(switch)]
+    pub no_save: bool,
+}
+
+#[derive(FromArgs)]
+#[argh(
+    subcommand,
+    name = "check",
+    note = "Runs one real completion through the content gate and prints one line.",
+    error_code(0, "ok: the model answered with real content"),
+    error_code(2, "usage error"),
+    error_code(3, "key not set (or a variable the provider URL needs)"),
+    error_code(4, "key rejected (HTTP 401/403)"),
+    error_code(5, "rate limited or out of quota"),
+    error_code(6, "answer unusable (empty, error payload, invalid JSON, HTML, bad request)"),
+    error_code(7, "unreachable, timed out, or provider error")
+)]
+/// Smoke-check a provider key with one real completion (for CI).
+pub struct CheckArgs {
+    /// PROVIDER or PROVIDER/MODEL
+    #[argh(positional)]
+    pub target: String,
+    /// seconds to wait for the answer (default 30)
+    #[argh(option, default = "30")]
+    pub timeout: u64,
+    /// print one JSON object instead of a line
+    #[argh(switch)]
+    pub json: bool,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "demo")]
+/// Bench a built-in simulated provider on loopback: no keys or network needed.
+pub struct DemoArgs {
+    /// pings per model (default 3)
+    #[argh(option, default = "3")]
+    pub pings: u32,
+    /// print JSON instead of the table
+    #[argh(switch)]
+    pub json: bool,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "fake-provider")]
+/// Run the scripted fake provider on loopback (tests and benchmark scripts).
+pub struct FakeProviderArgs {
+    /// port on 127.0.0.1 (default 0: any free port, printed on stdout)
+    #[argh(option, default = "0")]
+    pub port: u16,
+    /// keep no log of requests (long benchmark runs)
+    #[argh(switch)]
+    pub no_record: bool,
+}
+
+/// Parses the command line, runs the command, returns the process exit code.
+pub fn run() -> i32 {
+    let args: Vec<String> = std::env::args().collect();
+    let name = args.first().map(|a| std::path::Path::new(a)).and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("fcm");
+    let rest: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    let fcm = match Fcm::from_args(&[name], &rest) {
+        Ok(f) => f,
+        Err(early) => {
+            return match early.status {
+                Ok(()) => {
+                    print!("{}", early.output);
+                    0
+                }
+                Err(()) => {
+                    eprint!("{}", early.output);
+                    EXIT_USAGE
+                }
+            };
+        }
+    };
+    let result = match fcm.command {
+        Command::Models(a) => cmd::models::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
+        Command::Check(a) => cmd::check::run(a),
+        Command::Demo(a) => cmd::demo::run(a),
+        Command::FakeProvider(a) => cmd::fake_provider::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) if e.downcast_ref::<UsageError>().is_some() => {
+            eprintln!("fcm: {e}");
+            EXIT_USAGE
+        }
+        Err(e) => {
+            eprintln!("fcm: {e:#}");
+            EXIT_FAILURE
+        }
+    }
+}

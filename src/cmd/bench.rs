@@ -1,0 +1,187 @@
+//! `fcm bench`: choose the models, probe them on a thread pool, print and save the ranking.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+
+use crate::attempt::Target;
+use crate::bench::{merge, probe, rank, summarize, BenchReport, ModelResult};
+use crate::catalog::{Catalog, KeySource, ModelRef};
+use crate::cli::{usage, BenchArgs};
+use crate::cmd::{process_id_token, Setup};
+use crate::state;
+use crate::table;
+use crate::time;
+use crate::upstream::Upstream;
+
+/// Upper bounds that keep a typo from opening thousands of sockets or running for hours.
+const MAX_PINGS: u32 = 50;
+const MAX_CONCURRENCY: usize = 512;
+const MAX_TIMEOUT_SECS: u64 = 600;
+
+/// How to probe.
+pub struct ProbePlan {
+    pub pings: u32,
+    pub timeout: Duration,
+    pub concurrency: usize,
+    pub progress: bool,
+}
+
+pub fn run(args: BenchArgs) -> Result<i32> {
+    let plan = validate(&args)?;
+    let setup = Setup::load()?;
+    let models = select(&setup.catalog, &args.provider, &args.model)?;
+    let report = execute(&models, &setup.keys(), &plan)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_table(&report);
+    }
+    if !args.no_save {
+        save(&report)?;
+    }
+    Ok(exit_code(&report))
+}
+
+pub fn validate(args: &BenchArgs) -> Result<ProbePlan> {
+    if args.pings == 0 || args.pings > MAX_PINGS {
+        return usage(format!("--pings must be between 1 and {MAX_PINGS} (got {})", args.pings));
+    }
+    if args.concurrency == 0 || args.concurrency > MAX_CONCURRENCY {
+        return usage(format!("--concurrency must be between 1 and {MAX_CONCURRENCY} (got {})", args.concurrency));
+    }
+    if args.timeout == 0 || args.timeout > MAX_TIMEOUT_SECS {
+        return usage(format!("--timeout must be between 1 and {MAX_TIMEOUT_SECS} seconds (got {})", args.timeout));
+    }
+    Ok(ProbePlan {
+        pings: args.pings,
+        timeout: Duration::from_secs(args.timeout),
+        concurrency: args.concurrency,
+        progress: !args.json && std::io::stderr().is_terminal(),
+    })
+}
+
+/// The models named by `--provider` and `--model`; unknown names are usage errors.
+pub fn select<'a>(catalog: &'a Catalog, providers: &str, models: &[String]) -> Result<Vec<ModelRef<'a>>> {
+    if !models.is_empty() {
+        return models
+            .iter()
+            .map(|key| match catalog.find(key) {
+                Some(m) => Ok(m),
+                None => usage(format!("unknown model {key:?}; `fcm models` lists them as provider/modelId")),
+            })
+            .collect();
+    }
+    if providers.trim() == "all" {
+        return Ok(catalog.models().collect());
+    }
+    let mut chosen = Vec::new();
+    for id in providers.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if catalog.provider(id).is_none() {
+            let ids: Vec<&str> = catalog.providers.iter().map(|p| p.id.as_str()).collect();
+            return usage(format!("unknown provider {id:?}; valid: all, {}", ids.join(", ")));
+        }
+        chosen.extend(catalog.models().filter(|m| m.provider.id == id));
+    }
+    if chosen.is_empty() {
+        return usage("--provider names no provider");
+    }
+    Ok(chosen)
+}
+
+/// Probes every model that has a key (the others are reported as `no key`) and ranks them.
+pub fn execute(models: &[ModelRef<'_>], keys: &KeySource<'_>, plan: &ProbePlan) -> Result<BenchReport> {
+    let session = process_id_token();
+    let now = time::rfc3339(time::now_ms());
+    let upstream = Upstream::new();
+    let (reachable, no_key): (Vec<&ModelRef<'_>>, Vec<&ModelRef<'_>>) = models.iter().partition(|m| keys.lookup(m.provider).0.usable());
+    let targets: Vec<(ModelRef<'_>, Target)> =
+        reachable.iter().map(|m| (**m, Target::resolve(**m, keys, &session))).collect();
+    let bar = if plan.progress {
+        let b = ProgressBar::with_draw_target(Some(targets.len() as u64), ProgressDrawTarget::stderr());
+        b.set_style(
+            ProgressStyle::with_template("{spinner} probing [{bar:30}] {pos}/{len} models {elapsed}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        b.enable_steady_tick(Duration::from_millis(120));
+        b
+    } else {
+        ProgressBar::hidden()
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(plan.concurrency.min(targets.len().max(1)))
+        .thread_name(|i| format!("fcm-probe-{i}"))
+        .stack_size(256 * 1024)
+        .build()
+        .context("cannot start the probe threads")?;
+    let mut results: Vec<ModelResult> = pool.install(|| {
+        targets
+            .par_iter()
+            .with_max_len(1)
+            .map(|(m, target)| {
+                let pings = probe(&upstream, target, plan.pings, plan.timeout);
+                bar.inc(1);
+                summarize(*m, &pings, &now)
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    results.extend(no_key.iter().map(|m| summarize(**m, &[], &now)));
+    rank(&mut results);
+    Ok(BenchReport { generated_at: now, models: results })
+}
+
+/// 0 when at least one model is usable, 1 when none is.
+pub fn exit_code(report: &BenchReport) -> i32 {
+    if report.models.iter().any(|m| m.usable) { 0 } else { 1 }
+}
+
+/// Merges this run into `$FCM_HOME/bench.json`.
+pub fn save(report: &BenchReport) -> Result<()> {
+    let path = state::state_file("bench.json")?;
+    let previous: BenchReport = state::load_json(&path)?;
+    state::write_json_atomic(&path, &merge(previous, report))
+}
+
+pub fn print_table(report: &BenchReport) {
+    let mut t = table::new(&["#", "Model", "Verdict", "OK", "TTFT p50", "p50", "p95", "Jitter", "Tok/s", "Last failure"]);
+    let (probed, no_key): (Vec<_>, Vec<_>) = report.models.iter().partition(|m| m.pings > 0);
+    for m in &probed {
+        let failure = match (&m.last_failure_kind, m.last_failure_status) {
+            (Some(k), Some(s)) if !(200..300).contains(&s) => format!("{k} (HTTP {s})"),
+            (Some(k), _) => k.to_string(),
+            (None, _) => String::new(),
+        };
+        t.add_row(vec![
+            m.rank.to_string(),
+            m.model.clone(),
+            m.verdict.label().to_string(),
+            format!("{}/{}", m.successes, m.pings),
+            table::ms(m.ttft_ms_p50),
+            table::ms(m.latency_ms_p50),
+            table::ms(m.latency_ms_p95),
+            table::ms(m.jitter_ms),
+            m.tokens_per_sec.map_or("-".into(), |v| format!("{v:.1}")),
+            failure,
+        ]);
+    }
+    if !probed.is_empty() {
+        println!("{t}");
+    }
+    let usable = probed.iter().filter(|m| m.usable).count();
+    println!("{} models probed, {usable} usable", probed.len());
+    if !no_key.is_empty() {
+        let mut providers: Vec<&str> = no_key.iter().map(|m| m.provider.as_str()).collect();
+        providers.sort_unstable();
+        providers.dedup();
+        println!(
+            "{} models not contacted (no key): {} (see `fcm models` for the variables to set)",
+            no_key.len(),
+            providers.join(", ")
+        );
+    }
+}

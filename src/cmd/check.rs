@@ -1,0 +1,149 @@
+//! `fcm check`: one real completion through the gate, one line, an exit code for CI.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::attempt::Target;
+use crate::bench::{ping, Ping};
+use crate::catalog::{key_hint, tier_rank, KeyStatus, ModelRef};
+use crate::classify::FailureKind;
+use crate::cli::{usage, CheckArgs};
+use crate::cmd::{process_id_token, Setup};
+use crate::upstream::Upstream;
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_NO_KEY: i32 = 3;
+pub const EXIT_KEY_REJECTED: i32 = 4;
+pub const EXIT_RATE_LIMITED: i32 = 5;
+pub const EXIT_UNUSABLE: i32 = 6;
+pub const EXIT_UNREACHABLE: i32 = 7;
+
+/// The exit code a failure kind maps to.
+pub fn exit_code_for(kind: FailureKind) -> i32 {
+    use FailureKind::*;
+    match kind {
+        AuthError => EXIT_KEY_REJECTED,
+        RateLimit | QuotaExhausted => EXIT_RATE_LIMITED,
+        InvalidRequest | HtmlMaintenance | InvalidJson | EmptyChoices | EmptyContent | ErrorPayload | EmptyStream => {
+            EXIT_UNUSABLE
+        }
+        ProviderUrlUnresolvable => EXIT_NO_KEY,
+        ModelOverloaded | Timeout | StreamStall | NetworkError | ProviderServerError => EXIT_UNREACHABLE,
+    }
+}
+
+fn what(kind: FailureKind) -> &'static str {
+    use FailureKind::*;
+    match kind {
+        AuthError => "key rejected",
+        RateLimit => "rate limited",
+        QuotaExhausted => "out of quota",
+        InvalidRequest => "request refused",
+        HtmlMaintenance => "answered with an HTML page",
+        InvalidJson => "answered with invalid JSON",
+        EmptyChoices | EmptyContent | EmptyStream => "answered with no content",
+        ErrorPayload => "answered with an error payload",
+        ProviderUrlUnresolvable => "URL incomplete",
+        ModelOverloaded => "model overloaded",
+        Timeout => "timed out",
+        StreamStall => "stream stalled",
+        NetworkError => "unreachable",
+        ProviderServerError => "provider error",
+    }
+}
+
+/// `PROVIDER/MODEL`, or the best-tiered model of `PROVIDER`.
+fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>> {
+    if let Some(m) = setup.catalog.find(target) {
+        return Ok(m);
+    }
+    let (pid, mid) = target.split_once('/').unwrap_or((target, ""));
+    let Some(provider) = setup.catalog.provider(pid) else {
+        let ids: Vec<&str> = setup.catalog.providers.iter().map(|p| p.id.as_str()).collect();
+        return usage(format!("unknown provider {pid:?}; valid providers: {}", ids.join(", ")));
+    };
+    if !mid.is_empty() {
+        return usage(format!("unknown model {target:?}; `fcm models --provider {pid}` lists its models"));
+    }
+    let best = provider
+        .models
+        .iter()
+        .min_by(|a, b| {
+            tier_rank(&a.tier)
+                .cmp(&tier_rank(&b.tier))
+                .then(b.swe_bench.unwrap_or(-1.0).total_cmp(&a.swe_bench.unwrap_or(-1.0)))
+        });
+    match best {
+        Some(model) => Ok(ModelRef { provider, model }),
+        None => usage(format!("provider {pid} has no models")),
+    }
+}
+
+pub fn run(args: CheckArgs) -> Result<i32> {
+    if args.timeout == 0 || args.timeout > 600 {
+        return usage(format!("--timeout must be between 1 and 600 seconds (got {})", args.timeout));
+    }
+    let setup = Setup::load()?;
+    let m = choose(&setup, &args.target)?;
+    let keys = setup.keys();
+    let (status, key) = keys.lookup(m.provider);
+    let key_note = match (&status, &key) {
+        (KeyStatus::Env(var), Some(k)) => format!("{var} {}", key_hint(k)),
+        (KeyStatus::Config, Some(k)) => format!("config.json apiKeys.{} {}", m.provider.id, key_hint(k)),
+        _ => status.describe(),
+    };
+    let report = |code: i32, kind: Option<FailureKind>, http: Option<u16>, ms: Option<u64>, line: String| -> Result<i32> {
+        if args.json {
+            let v = json!({"model": m.key(), "ok": code == EXIT_OK, "exitCode": code, "kind": kind,
+                           "status": http, "latencyMs": ms, "key": key_note, "message": line});
+            println!("{v}");
+        } else {
+            println!("{line}");
+        }
+        Ok(code)
+    };
+    if let KeyStatus::Missing(vars) = &status {
+        let how = if vars.is_empty() {
+            format!("add apiKeys.{} to config.json", m.provider.id)
+        } else {
+            format!("set {} (sign up: {})", vars.join(" or "), m.provider.signup_url)
+        };
+        return report(EXIT_NO_KEY, None, None, None, format!("FAIL {}: key not set; {how}", m.key()));
+    }
+    let target = Target::resolve(m, &keys, &process_id_token());
+    match ping(&Upstream::new(), &target, Duration::from_secs(args.timeout)) {
+        Ping::Ok { total_ms, tokens, .. } => report(
+            EXIT_OK,
+            None,
+            Some(200),
+            Some(total_ms),
+            format!("ok   {}: answered in {total_ms} ms, {tokens} tokens ({key_note})", m.key()),
+        ),
+        Ping::Failed { kind, status: http, detail, .. } => {
+            let code = exit_code_for(kind);
+            let http_note = http.filter(|s| !(200..300).contains(s)).map(|s| format!("HTTP {s}, ")).unwrap_or_default();
+            let line = format!("FAIL {}: {} ({http_note}{kind}): {detail} ({key_note})", m.key(), what(kind));
+            report(code, Some(kind), http, None, line)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_an_exit_code() {
+        for kind in FailureKind::ALL {
+            let code = exit_code_for(kind);
+            assert!((3..=7).contains(&code), "{kind}");
+            assert!(!what(kind).is_empty());
+        }
+        assert_eq!(exit_code_for(FailureKind::AuthError), 4);
+        assert_eq!(exit_code_for(FailureKind::RateLimit), 5);
+        assert_eq!(exit_code_for(FailureKind::EmptyChoices), 6);
+        assert_eq!(exit_code_for(FailureKind::Timeout), 7);
+    }
+}

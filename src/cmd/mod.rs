@@ -1,0 +1,51 @@
+//! One module per command: each loads what it needs, does its job and prints the result.
+
+pub mod bench;
+pub mod check;
+pub mod demo;
+pub mod fake_provider;
+pub mod models;
+
+use anyhow::Result;
+
+use crate::catalog::{self, Catalog, KeySource};
+use crate::config::Config;
+use crate::state;
+
+/// What most commands start from: the catalog (with the user's custom providers) and config.
+pub struct Setup {
+    pub catalog: Catalog,
+    pub config: Config,
+}
+
+impl Setup {
+    /// Loads the catalog and `$FCM_HOME/config.json`, printing config warnings to stderr.
+    pub fn load() -> Result<Setup> {
+        let mut catalog = Catalog::load()?;
+        let path = state::state_file("config.json")?;
+        let loaded = Config::load(&path)?;
+        for w in &loaded.warnings {
+            eprintln!("fcm: {}: {w}", path.display());
+        }
+        loaded.config.merge_into(&mut catalog)?;
+        Ok(Setup { catalog, config: loaded.config })
+    }
+
+    pub fn keys(&self) -> KeySource<'_> {
+        KeySource { env: &catalog::process_env, config_keys: &self.config.api_keys }
+    }
+}
+
+/// A random-enough id for this process (session headers), without a random crate.
+pub fn process_id_token() -> String {
+    let t = crate::time::now_ms();
+    let mix = t.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(std::process::id()).rotate_left(32);
+    format!(
+        "{:08x}-{:04x}-4{:03x}-a{:03x}-{:012x}",
+        mix >> 32,
+        (mix >> 16) & 0xffff,
+        mix & 0xfff,
+        (t >> 4) & 0xfff,
+        mix.rotate_left(17) & 0xffff_ffff_ffff
+    )
+}

@@ -1,0 +1,282 @@
+//! The user's settings (`$FCM_HOME/config.json`): defaults, clamped ranges, and warnings.
+//!
+//! Every field has a default, so a missing file or a partial one works. Values out of range
+//! are clamped and unknown keys are reported (a typo must not silently do nothing); both
+//! come back as warnings for the command to print at start.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::catalog::{Catalog, Provider};
+use crate::gate::ContentValidation;
+
+pub const DEFAULT_PORT: u16 = 19280;
+/// No timeout below one second: shorter ones cut off healthy providers mid-handshake.
+pub const MIN_TIMEOUT_MS: u64 = 1000;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Config {
+    pub port: u16,
+    pub api_keys: BTreeMap<String, String>,
+    /// Custom providers beside the catalog, or overrides of a catalog provider's `baseUrl`.
+    pub providers: Vec<Provider>,
+    pub router: RouterConfig,
+    pub serve: ServeConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            port: DEFAULT_PORT,
+            api_keys: BTreeMap::new(),
+            providers: Vec::new(),
+            router: RouterConfig::default(),
+            serve: ServeConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RouterConfig {
+    pub failover: FailoverConfig,
+    pub breaker: BreakerConfig,
+    pub sets: BTreeMap<String, ModelSet>,
+    pub active_set: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FailoverConfig {
+    pub max_attempts: u32,
+    pub total_budget_ms: u64,
+    pub body_read_timeout_ms: u64,
+    pub first_token_timeout_ms: u64,
+    pub stream_stall_timeout_ms: u64,
+    pub content_validation: ContentValidation,
+    pub last_resort_model: Option<String>,
+}
+
+impl Default for FailoverConfig {
+    fn default() -> Self {
+        FailoverConfig {
+            max_attempts: 4,
+            total_budget_ms: 120_000,
+            body_read_timeout_ms: 30_000,
+            first_token_timeout_ms: 30_000,
+            stream_stall_timeout_ms: 30_000,
+            content_validation: ContentValidation::Strict,
+            last_resort_model: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BreakerConfig {
+    pub failure_threshold: u32,
+    pub initial_cooldown_ms: u64,
+    pub max_cooldown_ms: u64,
+    pub trip_memory_ms: u64,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        BreakerConfig {
+            failure_threshold: 3,
+            initial_cooldown_ms: 30_000,
+            max_cooldown_ms: 300_000,
+            trip_memory_ms: 86_400_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ModelSet {
+    pub strategy: String,
+    pub sticky: u32,
+    pub models: Vec<String>,
+}
+
+impl Default for ModelSet {
+    fn default() -> Self {
+        ModelSet { strategy: "fallback".into(), sticky: 1, models: Vec::new() }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ServeConfig {
+    pub token: Option<String>,
+}
+
+/// A loaded config and what was wrong with it.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub config: Config,
+    pub warnings: Vec<String>,
+}
+
+impl Config {
+    /// Loads `$FCM_HOME/config.json`. A missing file is the defaults. A file that is not
+    /// valid config is an error naming it (it is the user's own file: never moved aside).
+    pub fn load(path: &Path) -> Result<Loaded> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        Config::parse(&text).with_context(|| format!("config {}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> Result<Loaded> {
+        let raw: Value = serde_json::from_str(text).context("not valid JSON")?;
+        let mut warnings = Vec::new();
+        unknown_keys(&raw, &Config::default_json(), "", &mut warnings);
+        let mut config: Config = serde_json::from_value(raw).context("wrong value type")?;
+        config.clamp(&mut warnings);
+        Ok(Loaded { config, warnings })
+    }
+
+    fn default_json() -> Value {
+        let mut v = serde_json::to_value(Config::default()).expect("config serialises");
+        // Fields that are null or empty by default still have known sub-keys.
+        v["router"]["failover"]["lastResortModel"] = Value::String(String::new());
+        v["router"]["activeSet"] = Value::String(String::new());
+        v["serve"]["token"] = Value::String(String::new());
+        v
+    }
+
+    fn clamp(&mut self, warnings: &mut Vec<String>) {
+        let f = &mut self.router.failover;
+        clamp_u64(&mut f.total_budget_ms, MIN_TIMEOUT_MS, 600_000, "router.failover.totalBudgetMs", warnings);
+        for (v, name) in [
+            (&mut f.body_read_timeout_ms, "router.failover.bodyReadTimeoutMs"),
+            (&mut f.first_token_timeout_ms, "router.failover.firstTokenTimeoutMs"),
+            (&mut f.stream_stall_timeout_ms, "router.failover.streamStallTimeoutMs"),
+        ] {
+            clamp_u64(v, MIN_TIMEOUT_MS, 600_000, name, warnings);
+        }
+        let mut attempts = u64::from(f.max_attempts);
+        clamp_u64(&mut attempts, 1, 20, "router.failover.maxAttempts", warnings);
+        f.max_attempts = attempts as u32;
+        let b = &mut self.router.breaker;
+        let mut threshold = u64::from(b.failure_threshold);
+        clamp_u64(&mut threshold, 1, 100, "router.breaker.failureThreshold", warnings);
+        b.failure_threshold = threshold as u32;
+        clamp_u64(&mut b.initial_cooldown_ms, MIN_TIMEOUT_MS, 86_400_000, "router.breaker.initialCooldownMs", warnings);
+        let min_max = b.initial_cooldown_ms;
+        clamp_u64(&mut b.max_cooldown_ms, min_max, 86_400_000, "router.breaker.maxCooldownMs", warnings);
+        clamp_u64(&mut b.trip_memory_ms, 60_000, 30 * 86_400_000, "router.breaker.tripMemoryMs", warnings);
+        if self.port == 0 {
+            warnings.push(format!("port 0 is not usable; using {DEFAULT_PORT}"));
+            self.port = DEFAULT_PORT;
+        }
+    }
+
+    /// The catalog with the user's custom providers merged in: a provider with a new id is
+    /// added (marked custom); one with a catalog id replaces that provider's `baseUrl`, and
+    /// its models, when it lists any.
+    pub fn merge_into(&self, catalog: &mut Catalog) -> Result<()> {
+        for custom in &self.providers {
+            match catalog.providers.iter_mut().find(|p| p.id == custom.id) {
+                Some(existing) => {
+                    existing.base_url = custom.base_url.clone();
+                    if !custom.models.is_empty() {
+                        existing.models = custom.models.clone();
+                    }
+                }
+                None => {
+                    let mut p = custom.clone();
+                    p.custom = true;
+                    catalog.providers.push(p);
+                }
+            }
+        }
+        catalog.validate().context("config.json providers")
+    }
+}
+
+fn clamp_u64(v: &mut u64, min: u64, max: u64, name: &str, warnings: &mut Vec<String>) {
+    let clamped = (*v).clamp(min, max);
+    if clamped != *v {
+        warnings.push(format!("{name} = {} is out of range {min}..={max}; using {clamped}", *v));
+        *v = clamped;
+    }
+}
+
+/// Reports keys of `raw` that the config does not know, as dotted paths. Maps whose keys
+/// are the user's own names (`apiKeys`, `sets`) and lists are not checked key by key.
+fn unknown_keys(raw: &Value, known: &Value, prefix: &str, warnings: &mut Vec<String>) {
+    let (Some(raw), Some(known)) = (raw.as_object(), known.as_object()) else { return };
+    for (key, value) in raw {
+        let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+        match known.get(key) {
+            None => warnings.push(format!("unknown setting {path} (ignored)")),
+            Some(_) if matches!(path.as_str(), "apiKeys" | "router.sets") => {}
+            Some(k) => unknown_keys(value, k, &path, warnings),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_config_is_defaults() {
+        let l = Config::parse("{}").unwrap();
+        assert!(l.warnings.is_empty());
+        assert_eq!(l.config.port, DEFAULT_PORT);
+        assert_eq!(l.config.router.failover.max_attempts, 4);
+        assert_eq!(l.config.router.breaker.failure_threshold, 3);
+    }
+
+    #[test]
+    fn values_are_clamped_with_warnings() {
+        let l = Config::parse(r#"{"router":{"failover":{"firstTokenTimeoutMs":5,"maxAttempts":0}}}"#).unwrap();
+        assert_eq!(l.config.router.failover.first_token_timeout_ms, MIN_TIMEOUT_MS);
+        assert_eq!(l.config.router.failover.max_attempts, 1);
+        assert_eq!(l.warnings.len(), 2, "{:?}", l.warnings);
+        assert!(l.warnings[0].contains("firstTokenTimeoutMs"));
+    }
+
+    #[test]
+    fn unknown_keys_are_reported() {
+        let l = Config::parse(
+            r#"{"prot":1,"apiKeys":{"groq":"k"},"router":{"failover":{"maxAtempts":2},"sets":{"mine":{"models":[]}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            l.warnings,
+            vec!["unknown setting prot (ignored)", "unknown setting router.failover.maxAtempts (ignored)"]
+        );
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        let err = Config::parse(r#"{"router":{"failover":{"contentValidation":"loose"}}}"#).unwrap_err();
+        assert!(format!("{err:#}").contains("loose"), "{err:#}");
+        assert!(Config::parse("{oops").is_err());
+    }
+
+    #[test]
+    fn custom_providers_merge() {
+        let mut cat = Catalog::parse(crate::catalog::EMBEDDED, "embedded").unwrap();
+        let l = Config::parse(
+            r#"{"providers":[{"id":"local","name":"Ollama","baseUrl":"http://127.0.0.1:11434/v1","keyRequired":false,"models":[{"id":"qwen3-coder","context":32768}]},
+                {"id":"groq","baseUrl":"http://127.0.0.1:9/v1","models":[]}]}"#,
+        )
+        .unwrap();
+        l.config.merge_into(&mut cat).unwrap();
+        assert!(cat.find("local/qwen3-coder").unwrap().provider.custom);
+        assert_eq!(cat.provider("groq").unwrap().base_url, "http://127.0.0.1:9/v1");
+        assert!(cat.find("groq/openai/gpt-oss-120b").is_some(), "models kept");
+    }
+}

@@ -1,0 +1,535 @@
+//! A scripted OpenAI-compatible provider on loopback that misbehaves on purpose.
+//!
+//! One implementation serves `fcm demo`, the integration tests and the benchmark scripts.
+//! Each request's `model` picks a behaviour: `ok`, `slow:300`, `empty_choices`, `hang`, ...
+//! (see [`Behavior::parse`]); anything after `#` is a free tag, so a catalog can hold many
+//! models with one behaviour. It records every request so tests can assert what fcm sent.
+//! It speaks just enough HTTP/1.1 (keep-alive, Content-Length bodies, chunked answers) and
+//! nothing more; it is not a general server.
+
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// How long `hang` holds a connection at most, so a forgotten test cannot hang forever.
+const HANG_LIMIT: Duration = Duration::from_secs(120);
+/// Largest request body the fake provider reads.
+const MAX_REQUEST: usize = 64 * 1024 * 1024;
+
+/// What the fake provider does with a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Behavior {
+    /// Answers in the mode asked for (JSON or SSE).
+    Ok,
+    /// Like `ok` but streams word by word with a short pause between words.
+    OkStream,
+    /// Waits this long, then answers like `ok`.
+    Slow(Duration),
+    EmptyChoices,
+    EmptyContent,
+    /// 200 with an `error` object as the whole body.
+    ErrorPayload200,
+    InvalidJson,
+    /// 200 with an HTML maintenance page.
+    Html,
+    /// An SSE stream with only a role delta, then `[DONE]`.
+    SseEmpty,
+    SseErrorFirst,
+    SseErrorAfterContent,
+    /// Keep-alive comments for a while, then a normal stream.
+    SseKeepaliveThenOk,
+    /// 429 with `Retry-After` of this many seconds.
+    RateLimit(u64),
+    Auth401,
+    BadRequest400,
+    Server500,
+    /// Accepts and never answers.
+    Hang,
+    /// Reads the request and closes the connection.
+    DropConnection,
+    /// Over 256 KiB of frames without content, then `[DONE]`.
+    SseNoUseful256k,
+    ReasoningOnly,
+    ToolCallsOnly,
+    /// 200 with this many bytes of garbage.
+    Garbage(usize),
+    /// Streams some content, then stalls for this long before finishing.
+    StallAfterContent(Duration),
+}
+
+impl Behavior {
+    /// Parses `name[:param][#tag]`, e.g. `slow:2500`, `rate_limit:30`, `ok#17`.
+    pub fn parse(model: &str) -> Option<Behavior> {
+        let name = model.split('#').next().unwrap_or("");
+        let (name, param) = match name.split_once(':') {
+            Some((n, p)) => (n, p.parse::<u64>().ok()),
+            None => (name, None),
+        };
+        let ms = |default: u64| Duration::from_millis(param.unwrap_or(default));
+        Some(match name {
+            "ok" => Behavior::Ok,
+            "ok_stream" => Behavior::OkStream,
+            "slow" => Behavior::Slow(ms(300)),
+            "empty_choices" => Behavior::EmptyChoices,
+            "empty_content" => Behavior::EmptyContent,
+            "error_payload_200" => Behavior::ErrorPayload200,
+            "invalid_json" => Behavior::InvalidJson,
+            "html" => Behavior::Html,
+            "sse_empty" => Behavior::SseEmpty,
+            "sse_error_first" => Behavior::SseErrorFirst,
+            "sse_error_after_content" => Behavior::SseErrorAfterContent,
+            "sse_keepalive_then_ok" => Behavior::SseKeepaliveThenOk,
+            "rate_limit" => Behavior::RateLimit(param.unwrap_or(30)),
+            "auth_401" => Behavior::Auth401,
+            "bad_request_400" => Behavior::BadRequest400,
+            "server_500" => Behavior::Server500,
+            "hang" => Behavior::Hang,
+            "drop_connection" => Behavior::DropConnection,
+            "sse_no_useful_256k" => Behavior::SseNoUseful256k,
+            "reasoning_only" => Behavior::ReasoningOnly,
+            "tool_calls_only" => Behavior::ToolCallsOnly,
+            "garbage" => Behavior::Garbage(param.unwrap_or(5 * 1024 * 1024) as usize),
+            "stall_after_content" => Behavior::StallAfterContent(ms(5000)),
+            _ => return None,
+        })
+    }
+}
+
+/// A request as the fake provider received it.
+#[derive(Debug, Clone)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub path: String,
+    /// Header names lower-cased.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl RecordedRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+
+    pub fn model(&self) -> String {
+        self.json().get("model").and_then(Value::as_str).unwrap_or("").to_string()
+    }
+}
+
+struct Shared {
+    script: HashMap<String, Behavior>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    record: bool,
+    stop: AtomicBool,
+    counter: AtomicU64,
+}
+
+/// A running fake provider; stops when dropped.
+pub struct FakeProvider {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+impl FakeProvider {
+    /// Starts on `127.0.0.1:port` (0 picks a free port). `script` maps model ids to behaviours
+    /// for ids that do not name one themselves.
+    pub fn start(port: u16, script: HashMap<String, Behavior>) -> io::Result<FakeProvider> {
+        FakeProvider::start_with(port, script, true)
+    }
+
+    /// `record: false` keeps no request log (long benchmark runs).
+    pub fn start_with(port: u16, script: HashMap<String, Behavior>, record: bool) -> io::Result<FakeProvider> {
+        let listener = TcpListener::bind(("127.0.0.1", port))?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            script,
+            requests: Mutex::new(Vec::new()),
+            record,
+            stop: AtomicBool::new(false),
+            counter: AtomicU64::new(0),
+        });
+        let s = shared.clone();
+        std::thread::Builder::new().name("fake-provider".into()).spawn(move || {
+            for conn in listener.incoming() {
+                if s.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(conn) = conn else { continue };
+                let s = s.clone();
+                let _ = std::thread::Builder::new()
+                    .stack_size(256 * 1024)
+                    .spawn(move || serve_connection(conn, &s));
+            }
+        })?;
+        Ok(FakeProvider { addr, shared })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT/v1`, a catalog `baseUrl`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Requests whose body named this model.
+    pub fn requests_for(&self, model: &str) -> Vec<RecordedRequest> {
+        self.requests().into_iter().filter(|r| r.model() == model).collect()
+    }
+
+    pub fn behavior_for(&self, model: &str) -> Behavior {
+        behavior_for(&self.shared, model)
+    }
+
+    /// Blocks until the process is killed (for `fcm fake-provider`).
+    pub fn wait_forever(&self) -> ! {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+}
+
+impl Drop for FakeProvider {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
+    }
+}
+
+fn behavior_for(shared: &Shared, model: &str) -> Behavior {
+    shared
+        .script
+        .get(model)
+        .cloned()
+        .or_else(|| Behavior::parse(model))
+        .unwrap_or(Behavior::Ok)
+}
+
+fn serve_connection(conn: TcpStream, shared: &Shared) {
+    let _ = conn.set_nodelay(true);
+    let Ok(write_half) = conn.try_clone() else { return };
+    let mut reader = BufReader::new(conn);
+    let mut out = write_half;
+    loop {
+        let req = match read_request(&mut reader) {
+            Ok(Some(r)) => r,
+            _ => return,
+        };
+        if shared.record {
+            shared.requests.lock().unwrap().push(req.clone());
+        }
+        let keep_alive = !req
+            .header("connection")
+            .is_some_and(|c| c.eq_ignore_ascii_case("close"));
+        match respond(&req, shared, &mut out) {
+            Ok(true) if keep_alive => {}
+            _ => {
+                let _ = out.shutdown(Shutdown::Both);
+                return;
+            }
+        }
+    }
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> io::Result<Option<RecordedRequest>> {
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Ok(None);
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or("").to_string();
+    let path = parts.next().unwrap_or("").to_string();
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+    }
+    let len = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    if len > MAX_REQUEST {
+        return Ok(None);
+    }
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body)?;
+    Ok(Some(RecordedRequest { method, path, headers, body }))
+}
+
+/// Writes the head and (for fixed bodies) the body in one write: a split write meets
+/// delayed ACKs. Returns whether the connection may be kept.
+fn send_fixed(out: &mut TcpStream, status: &str, content_type: &str, extra: &str, body: &[u8]) -> io::Result<bool> {
+    let mut msg = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{extra}\r\n",
+        body.len()
+    )
+    .into_bytes();
+    msg.extend_from_slice(body);
+    out.write_all(&msg)?;
+    Ok(true)
+}
+
+/// A chunked SSE response, written frame by frame.
+struct SseWriter<'a> {
+    out: &'a mut TcpStream,
+    pending: Vec<u8>,
+}
+
+impl<'a> SseWriter<'a> {
+    fn start(out: &'a mut TcpStream) -> Self {
+        let head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+        SseWriter { out, pending: head }
+    }
+
+    fn raw(&mut self, text: &str) -> io::Result<()> {
+        self.pending.extend_from_slice(format!("{:x}\r\n", text.len()).as_bytes());
+        self.pending.extend_from_slice(text.as_bytes());
+        self.pending.extend_from_slice(b"\r\n");
+        self.flush()
+    }
+
+    fn data(&mut self, v: &Value) -> io::Result<()> {
+        self.raw(&format!("data: {v}\n\n"))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let bytes = std::mem::take(&mut self.pending);
+        self.out.write_all(&bytes)
+    }
+
+    fn done(mut self) -> io::Result<bool> {
+        self.raw("data: [DONE]\n\n")?;
+        self.pending.extend_from_slice(b"0\r\n\r\n");
+        self.flush()?;
+        Ok(true)
+    }
+}
+
+fn chunk(id: &str, model: &str, delta: Value, finish: Option<&str>) -> Value {
+    json!({"id": id, "object": "chat.completion.chunk", "created": 1_700_000_000u64, "model": model,
+           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+}
+
+fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::Result<bool> {
+    let n = shared.counter.fetch_add(1, Ordering::Relaxed);
+    if req.method == "GET" && req.path.ends_with("/models") {
+        let body = json!({"object": "list", "data": shared.script.keys().map(|k| json!({"id": k})).collect::<Vec<_>>()});
+        return send_fixed(out, "200 OK", "application/json", "", body.to_string().as_bytes());
+    }
+    if req.method != "POST" || !req.path.ends_with("/chat/completions") {
+        return send_fixed(out, "404 Not Found", "application/json", "", br#"{"error":{"message":"no such route"}}"#);
+    }
+    let body = req.json();
+    let model = body.get("model").and_then(Value::as_str).unwrap_or("").to_string();
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
+    let behavior = behavior_for(shared, &model);
+    let id = format!("chatcmpl-fake-{n}");
+    let answer = format!("Hello from {model}.");
+    let json_ct = "application/json";
+    let error = |msg: &str, kind: &str| json!({"error": {"message": msg, "type": kind}}).to_string();
+    match behavior {
+        Behavior::Slow(d) => {
+            std::thread::sleep(d);
+            ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO)
+        }
+        Behavior::Ok => ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO),
+        Behavior::OkStream => ok_answer(out, &id, &model, &answer, stream, usage, Duration::from_millis(5)),
+        Behavior::EmptyChoices if !stream => {
+            let b = json!({"id": id, "object": "chat.completion", "model": model, "choices": []});
+            send_fixed(out, "200 OK", json_ct, "", b.to_string().as_bytes())
+        }
+        Behavior::EmptyChoices => {
+            let mut w = SseWriter::start(out);
+            w.data(&json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": []}))?;
+            w.done()
+        }
+        Behavior::EmptyContent if !stream => {
+            let b = json!({"id": id, "object": "chat.completion", "model": model,
+                           "choices": [{"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": "stop"}]});
+            send_fixed(out, "200 OK", json_ct, "", b.to_string().as_bytes())
+        }
+        Behavior::EmptyContent => {
+            let mut w = SseWriter::start(out);
+            w.data(&chunk(&id, &model, json!({"role": "assistant", "content": ""}), None))?;
+            w.data(&chunk(&id, &model, json!({"content": ""}), Some("stop")))?;
+            w.done()
+        }
+        Behavior::ErrorPayload200 => {
+            send_fixed(out, "200 OK", json_ct, "", error("upstream model failed", "server_error").as_bytes())
+        }
+        Behavior::InvalidJson => send_fixed(out, "200 OK", json_ct, "", b"{\"choices\": [{\"message\": "),
+        Behavior::Html => send_fixed(
+            out,
+            "200 OK",
+            "text/html",
+            "",
+            b"<!DOCTYPE html><html><head><title>Maintenance</title></head><body>We'll be back soon.</body></html>",
+        ),
+        Behavior::SseEmpty => {
+            let mut w = SseWriter::start(out);
+            w.data(&chunk(&id, &model, json!({"role": "assistant"}), None))?;
+            w.done()
+        }
+        Behavior::SseErrorFirst => {
+            let mut w = SseWriter::start(out);
+            w.data(&json!({"error": {"message": "provider stream failed", "type": "server_error"}}))?;
+            w.done()
+        }
+        Behavior::SseErrorAfterContent => {
+            let mut w = SseWriter::start(out);
+            w.data(&chunk(&id, &model, json!({"role": "assistant", "content": "Partial answer from "}), None))?;
+            w.data(&chunk(&id, &model, json!({"content": model}), None))?;
+            w.data(&json!({"error": {"message": "stream broke mid-answer", "type": "server_error"}}))?;
+            w.done()
+        }
+        Behavior::SseKeepaliveThenOk => {
+            let mut w = SseWriter::start(out);
+            for _ in 0..5 {
+                w.raw(": keep-alive\n\n")?;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            stream_words(w, &id, &model, &answer, usage, Duration::ZERO)
+        }
+        Behavior::RateLimit(secs) => send_fixed(
+            out,
+            "429 Too Many Requests",
+            json_ct,
+            &format!("retry-after: {secs}\r\n"),
+            error("Rate limit exceeded: too many requests", "rate_limit_error").as_bytes(),
+        ),
+        Behavior::Auth401 => send_fixed(out, "401 Unauthorized", json_ct, "", error("Invalid API key", "authentication_error").as_bytes()),
+        Behavior::BadRequest400 => send_fixed(out, "400 Bad Request", json_ct, "", error("unsupported parameter: foo", "invalid_request_error").as_bytes()),
+        Behavior::Server500 => send_fixed(out, "500 Internal Server Error", json_ct, "", error("internal error", "server_error").as_bytes()),
+        Behavior::Hang => {
+            let start = Instant::now();
+            while start.elapsed() < HANG_LIMIT && !shared.stop.load(Ordering::SeqCst) {
+                // Ends early when the client goes away.
+                if out.peek(&mut [0u8; 1]).is_ok_and(|n| n == 0) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Ok(false)
+        }
+        Behavior::DropConnection => Ok(false),
+        Behavior::SseNoUseful256k => {
+            let mut w = SseWriter::start(out);
+            let frame = format!("data: {}\n\n", chunk(&id, &model, json!({"role": "assistant", "content": ""}), None));
+            let mut sent = 0;
+            while sent <= 300 * 1024 {
+                w.raw(&frame.repeat(16))?;
+                sent += frame.len() * 16;
+            }
+            w.done()
+        }
+        Behavior::ReasoningOnly if !stream => {
+            let b = json!({"id": id, "object": "chat.completion", "model": model,
+                           "choices": [{"index": 0, "message": {"role": "assistant", "content": "", "reasoning_content": "Thinking it over."}, "finish_reason": "stop"}]});
+            send_fixed(out, "200 OK", json_ct, "", b.to_string().as_bytes())
+        }
+        Behavior::ReasoningOnly => {
+            let mut w = SseWriter::start(out);
+            w.data(&chunk(&id, &model, json!({"role": "assistant", "reasoning_content": "Thinking it over."}), None))?;
+            w.data(&chunk(&id, &model, json!({}), Some("stop")))?;
+            w.done()
+        }
+        Behavior::ToolCallsOnly => tool_call_answer(out, &id, &model, stream),
+        Behavior::Garbage(n) => {
+            let garbage: Vec<u8> = (0..n).map(|i| b"x7#\xff{"[i % 5]).collect();
+            send_fixed(out, "200 OK", json_ct, "", &garbage)
+        }
+        Behavior::StallAfterContent(d) => {
+            let mut w = SseWriter::start(out);
+            w.data(&chunk(&id, &model, json!({"role": "assistant", "content": answer}), None))?;
+            std::thread::sleep(d);
+            w.data(&chunk(&id, &model, json!({}), Some("stop")))?;
+            w.done()
+        }
+    }
+}
+
+fn ok_answer(out: &mut TcpStream, id: &str, model: &str, answer: &str, stream: bool, usage: bool, pause: Duration) -> io::Result<bool> {
+    if stream {
+        return stream_words(SseWriter::start(out), id, model, answer, usage, pause);
+    }
+    let words = answer.split_whitespace().count() as u64;
+    let b = json!({"id": id, "object": "chat.completion", "created": 1_700_000_000u64, "model": model,
+                   "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": 12, "completion_tokens": words, "total_tokens": 12 + words}});
+    send_fixed(out, "200 OK", "application/json", "", b.to_string().as_bytes())
+}
+
+fn stream_words(mut w: SseWriter<'_>, id: &str, model: &str, answer: &str, usage: bool, pause: Duration) -> io::Result<bool> {
+    w.data(&chunk(id, model, json!({"role": "assistant", "content": ""}), None))?;
+    let words: Vec<&str> = answer.split_inclusive(' ').collect();
+    for word in &words {
+        w.data(&chunk(id, model, json!({"content": word}), None))?;
+        if !pause.is_zero() {
+            std::thread::sleep(pause);
+        }
+    }
+    w.data(&chunk(id, model, json!({}), Some("stop")))?;
+    if usage {
+        let n = words.len() as u64;
+        w.data(&json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": [],
+                       "usage": {"prompt_tokens": 12, "completion_tokens": n, "total_tokens": 12 + n}}))?;
+    }
+    w.done()
+}
+
+fn tool_call_answer(out: &mut TcpStream, id: &str, model: &str, stream: bool) -> io::Result<bool> {
+    let args = r#"{"command":"echo fcm-tool-ok"}"#;
+    if !stream {
+        let b = json!({"id": id, "object": "chat.completion", "model": model,
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+                           "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": args}}]},
+                           "finish_reason": "tool_calls"}]});
+        return send_fixed(out, "200 OK", "application/json", "", b.to_string().as_bytes());
+    }
+    let mut w = SseWriter::start(out);
+    w.data(&chunk(id, model, json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": ""}}]}), None))?;
+    let (a, b) = args.split_at(args.len() / 2);
+    for part in [a, b] {
+        w.data(&chunk(id, model, json!({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}), None))?;
+    }
+    w.data(&chunk(id, model, json!({}), Some("tool_calls")))?;
+    w.done()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn behaviours_parse_with_params_and_tags() {
+        assert_eq!(Behavior::parse("ok#3"), Some(Behavior::Ok));
+        assert_eq!(Behavior::parse("slow:2500"), Some(Behavior::Slow(Duration::from_millis(2500))));
+        assert_eq!(Behavior::parse("slow:300#12"), Some(Behavior::Slow(Duration::from_millis(300))));
+        assert_eq!(Behavior::parse("rate_limit"), Some(Behavior::RateLimit(30)));
+        assert_eq!(Behavior::parse("nope"), None);
+    }
+}

@@ -1,0 +1,444 @@
+//! The content gate: decides whether a provider's 2xx answer really carries an answer.
+//!
+//! Free providers answer 200 with `choices: []`, an `error` object, an HTML page, or a stream
+//! that opens and closes with nothing in it. The gate turns each of those into a failure kind
+//! so that it fails over instead of passing for a success. Pure: bytes in, judgement out.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::classify::{looks_like_html, FailureKind};
+use crate::sse::{SseEvent, SseParser};
+
+/// How much the gate demands of an answer (`router.failover.contentValidation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContentValidation {
+    /// JSON, no `error`, non-empty `choices`, and real content in the first choice.
+    #[default]
+    Strict,
+    /// JSON, no `error`, non-empty `choices`.
+    Basic,
+    /// Anything a 2xx carries passes.
+    Off,
+}
+
+/// Why the gate refused an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateReject {
+    pub kind: FailureKind,
+    /// A short description, e.g. the provider's own error message.
+    pub detail: String,
+}
+
+impl GateReject {
+    fn new(kind: FailureKind, detail: impl Into<String>) -> Self {
+        GateReject { kind, detail: detail.into() }
+    }
+}
+
+/// What the gate learned from an accepted answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AnswerStats {
+    /// `usage.completion_tokens` when the provider reported it.
+    pub completion_tokens: Option<u64>,
+    /// Characters of text, reasoning and tool arguments: the basis of a token estimate.
+    pub content_chars: usize,
+}
+
+impl AnswerStats {
+    /// Reported output tokens, else an estimate of one token per four characters.
+    pub fn output_tokens(&self) -> u64 {
+        self.completion_tokens.unwrap_or_else(|| (self.content_chars as u64).div_ceil(4))
+    }
+}
+
+/// The message of an `error` object (OpenAI style) or a vLLM `{"object":"error"}` body.
+fn error_message(v: &Value) -> Option<String> {
+    if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+        let msg = err
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| err.to_string());
+        return Some(msg);
+    }
+    if v.get("object").and_then(Value::as_str) == Some("error") {
+        return Some(v.get("message").and_then(Value::as_str).unwrap_or("error").to_string());
+    }
+    None
+}
+
+fn non_blank(v: Option<&Value>) -> usize {
+    match v.and_then(Value::as_str) {
+        Some(s) if !s.trim().is_empty() => s.chars().count(),
+        _ => 0,
+    }
+}
+
+/// Characters of useful content in a message or delta object (0 when there is none).
+/// Tool calls count even with empty arguments: a call is an answer.
+fn useful_chars(msg: &Value) -> Option<usize> {
+    let text = non_blank(msg.get("content"));
+    let reasoning = non_blank(msg.get("reasoning_content")) + non_blank(msg.get("reasoning"));
+    let mut tool = 0;
+    let mut has_tool = false;
+    if let Some(calls) = msg.get("tool_calls").and_then(Value::as_array) {
+        has_tool |= !calls.is_empty();
+        for call in calls {
+            tool += call.pointer("/function/arguments").and_then(Value::as_str).map_or(0, str::len);
+            tool += call.pointer("/function/name").and_then(Value::as_str).map_or(0, str::len);
+        }
+    }
+    if let Some(f) = msg.get("function_call").filter(|f| f.is_object()) {
+        has_tool = true;
+        tool += f.get("arguments").and_then(Value::as_str).map_or(0, str::len);
+    }
+    let total = text + reasoning + tool;
+    (total > 0 || has_tool).then_some(total.max(1))
+}
+
+fn completion_tokens(v: &Value) -> Option<u64> {
+    v.pointer("/usage/completion_tokens").and_then(Value::as_u64)
+}
+
+/// Judges a complete non-stream body.
+pub fn check_payload(body: &[u8], mode: ContentValidation) -> Result<AnswerStats, GateReject> {
+    if mode == ContentValidation::Off {
+        return Ok(AnswerStats::default());
+    }
+    if looks_like_html(None, body) {
+        return Err(GateReject::new(FailureKind::HtmlMaintenance, "an HTML page instead of JSON"));
+    }
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| GateReject::new(FailureKind::InvalidJson, format!("body is not JSON: {e}")))?;
+    if let Some(msg) = error_message(&v) {
+        return Err(GateReject::new(FailureKind::ErrorPayload, msg));
+    }
+    let choices = v.get("choices").and_then(Value::as_array);
+    let Some(first) = choices.and_then(|c| c.first()) else {
+        return Err(GateReject::new(FailureKind::EmptyChoices, "no choices in the answer"));
+    };
+    let mut stats = AnswerStats { completion_tokens: completion_tokens(&v), content_chars: 0 };
+    if mode == ContentValidation::Basic {
+        return Ok(stats);
+    }
+    match first.get("message").and_then(useful_chars) {
+        Some(chars) => {
+            stats.content_chars = chars;
+            Ok(stats)
+        }
+        None => Err(GateReject::new(
+            FailureKind::EmptyContent,
+            "first choice has no text, tool calls or reasoning",
+        )),
+    }
+}
+
+/// What feeding a chunk to a [`StreamTracker`] revealed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamSignal {
+    /// Nothing decisive yet (or nothing new after the first useful content).
+    Pending,
+    /// The first useful content just arrived: the answer can be committed.
+    FirstUseful,
+    /// The stream carries an error (or is an HTML page): the attempt failed.
+    Failed(GateReject),
+}
+
+/// Follows an SSE chat stream as bytes arrive and says when it becomes useful or fails.
+#[derive(Debug)]
+pub struct StreamTracker {
+    mode: ContentValidation,
+    parser: SseParser,
+    events: Vec<SseEvent>,
+    bytes_seen: usize,
+    useful: bool,
+    done: bool,
+    failed: Option<GateReject>,
+    /// Whether the first non-blank byte has been looked at (for an HTML page).
+    checked_start: bool,
+    stats: AnswerStats,
+}
+
+impl StreamTracker {
+    pub fn new(mode: ContentValidation) -> Self {
+        StreamTracker {
+            mode,
+            parser: SseParser::new(),
+            events: Vec::new(),
+            bytes_seen: 0,
+            useful: false,
+            done: false,
+            failed: None,
+            checked_start: false,
+            stats: AnswerStats::default(),
+        }
+    }
+
+    pub fn bytes_seen(&self) -> usize {
+        self.bytes_seen
+    }
+
+    pub fn is_useful(&self) -> bool {
+        self.useful
+    }
+
+    /// `data: [DONE]` was seen.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    pub fn failure(&self) -> Option<&GateReject> {
+        self.failed.as_ref()
+    }
+
+    pub fn stats(&self) -> &AnswerStats {
+        &self.stats
+    }
+
+    /// Feeds raw bytes, split anywhere.
+    pub fn feed(&mut self, chunk: &[u8]) -> StreamSignal {
+        self.bytes_seen += chunk.len();
+        if !self.checked_start {
+            if let Some(&b) = chunk.iter().find(|b| !b.is_ascii_whitespace()) {
+                self.checked_start = true;
+                if b == b'<' {
+                    return self.fail(GateReject::new(
+                        FailureKind::HtmlMaintenance,
+                        "an HTML page instead of an event stream",
+                    ));
+                }
+            }
+        }
+        if self.mode == ContentValidation::Off && !self.useful && self.checked_start {
+            self.useful = true;
+            return StreamSignal::FirstUseful;
+        }
+        self.parser.feed(chunk, &mut self.events);
+        let events = std::mem::take(&mut self.events);
+        let mut signal = StreamSignal::Pending;
+        for ev in &events {
+            match self.on_event(ev) {
+                StreamSignal::Pending => {}
+                s => {
+                    signal = s;
+                    if matches!(signal, StreamSignal::Failed(_)) {
+                        break;
+                    }
+                }
+            }
+        }
+        self.events = events;
+        self.events.clear();
+        signal
+    }
+
+    /// The stream ended: flushes a last unterminated event and reports the outcome.
+    pub fn finish(&mut self) -> StreamSignal {
+        let mut events = Vec::new();
+        self.parser.finish(&mut events);
+        let mut signal = StreamSignal::Pending;
+        for ev in &events {
+            if let s @ (StreamSignal::FirstUseful | StreamSignal::Failed(_)) = self.on_event(ev) {
+                signal = s;
+            }
+        }
+        signal
+    }
+
+    fn fail(&mut self, reject: GateReject) -> StreamSignal {
+        self.failed.get_or_insert(reject.clone());
+        StreamSignal::Failed(reject)
+    }
+
+    fn on_event(&mut self, ev: &SseEvent) -> StreamSignal {
+        if self.failed.is_some() {
+            return StreamSignal::Pending;
+        }
+        let data = ev.data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return StreamSignal::Pending;
+        }
+        let parsed: Option<Value> = serde_json::from_str(data).ok();
+        if ev.event.as_deref() == Some("error") {
+            let msg = parsed.as_ref().and_then(error_message).unwrap_or_else(|| data.to_string());
+            return self.fail(GateReject::new(FailureKind::ErrorPayload, msg));
+        }
+        let Some(v) = parsed else {
+            // A garbled frame is not fatal by itself; a stream of only garbage ends empty.
+            return StreamSignal::Pending;
+        };
+        if let Some(msg) = error_message(&v) {
+            return self.fail(GateReject::new(FailureKind::ErrorPayload, msg));
+        }
+        if let Some(t) = completion_tokens(&v) {
+            self.stats.completion_tokens = Some(t);
+        }
+        let mut chars = 0;
+        let mut any_choice = false;
+        for choice in v.get("choices").and_then(Value::as_array).into_iter().flatten() {
+            any_choice = true;
+            for key in ["delta", "message"] {
+                if let Some(c) = choice.get(key).and_then(useful_chars) {
+                    chars += c;
+                }
+            }
+        }
+        self.stats.content_chars += chars;
+        let now_useful = match self.mode {
+            ContentValidation::Strict => chars > 0,
+            ContentValidation::Basic => any_choice,
+            ContentValidation::Off => true,
+        };
+        if now_useful && !self.useful {
+            self.useful = true;
+            return StreamSignal::FirstUseful;
+        }
+        StreamSignal::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ContentValidation::*;
+    use FailureKind::*;
+
+    fn kind(body: &str, mode: ContentValidation) -> Result<(), FailureKind> {
+        check_payload(body.as_bytes(), mode).map(|_| ()).map_err(|r| r.kind)
+    }
+
+    const OK: &str = r#"{"choices":[{"message":{"role":"assistant","content":"4"}}],"usage":{"completion_tokens":1}}"#;
+
+    #[test]
+    fn payload_table() {
+        let cases: &[(&str, ContentValidation, Result<(), FailureKind>)] = &[
+            (OK, Strict, Ok(())),
+            (r#"{"choices":[]}"#, Strict, Err(EmptyChoices)),
+            (r#"{"id":"x"}"#, Strict, Err(EmptyChoices)),
+            (r#"{"choices":[]}"#, Basic, Err(EmptyChoices)),
+            (r#"{"choices":[{"message":{"content":"  "}}]}"#, Strict, Err(EmptyContent)),
+            (r#"{"choices":[{"message":{"content":"  "}}]}"#, Basic, Ok(())),
+            (r#"{"choices":[{"message":{"content":null,"tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}}]}"#, Strict, Ok(())),
+            (r#"{"choices":[{"message":{"content":null,"tool_calls":[]}}]}"#, Strict, Err(EmptyContent)),
+            (r#"{"choices":[{"message":{"function_call":{"name":"f","arguments":""}}}]}"#, Strict, Ok(())),
+            (r#"{"choices":[{"message":{"content":"","reasoning_content":"thinking"}}]}"#, Strict, Ok(())),
+            (r#"{"choices":[{"message":{"content":"","reasoning":"thinking"}}]}"#, Strict, Ok(())),
+            (r#"{"error":{"message":"upstream died"}}"#, Strict, Err(ErrorPayload)),
+            (r#"{"error":{"message":"upstream died"}}"#, Basic, Err(ErrorPayload)),
+            (r#"{"object":"error","message":"vllm says no"}"#, Strict, Err(ErrorPayload)),
+            (r#"{"choices":[{"message":"#, Strict, Err(InvalidJson)),
+            ("<html><body>maintenance</body></html>", Strict, Err(HtmlMaintenance)),
+            ("garbage", Off, Ok(())),
+            (r#"{"choices":[]}"#, Off, Ok(())),
+        ];
+        for (body, mode, want) in cases {
+            assert_eq!(&kind(body, *mode), want, "{body} in {mode:?}");
+        }
+    }
+
+    #[test]
+    fn payload_reports_usage_or_estimate() {
+        let stats = check_payload(OK.as_bytes(), Strict).unwrap();
+        assert_eq!(stats.output_tokens(), 1);
+        let est = check_payload(br#"{"choices":[{"message":{"content":"eight ch"}}]}"#, Strict).unwrap();
+        assert_eq!((est.completion_tokens, est.output_tokens()), (None, 2));
+    }
+
+    /// Feeds the input in chunks of every size and collects (signal, chunk index) pairs.
+    fn run(input: &str, mode: ContentValidation, chunk: usize) -> (Vec<StreamSignal>, StreamTracker) {
+        let mut t = StreamTracker::new(mode);
+        let mut signals = Vec::new();
+        for c in input.as_bytes().chunks(chunk) {
+            match t.feed(c) {
+                StreamSignal::Pending => {}
+                s => signals.push(s),
+            }
+        }
+        match t.finish() {
+            StreamSignal::Pending => {}
+            s => signals.push(s),
+        }
+        (signals, t)
+    }
+
+    const ROLE: &str = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n";
+    const TEXT: &str = "data: {\"choices\":[{\"delta\":{\"content\":\"héllo\"}}]}\n\n";
+    const USAGE: &str = "data: {\"choices\":[],\"usage\":{\"completion_tokens\":7}}\n\n";
+    const DONE: &str = "data: [DONE]\n\n";
+
+    #[test]
+    fn stream_useful_after_role_delta_at_any_split() {
+        let input = format!(": keep-alive\n\n{ROLE}{TEXT}{USAGE}{DONE}");
+        for chunk in 1..=input.len() {
+            let (signals, t) = run(&input, Strict, chunk);
+            assert_eq!(signals, vec![StreamSignal::FirstUseful], "chunk {chunk}");
+            assert!(t.is_done() && t.is_useful());
+            assert_eq!(t.stats().output_tokens(), 7);
+            assert_eq!(t.bytes_seen(), input.len());
+        }
+    }
+
+    #[test]
+    fn role_only_stream_is_never_useful() {
+        let (signals, t) = run(&format!("{ROLE}{ROLE}{DONE}"), Strict, 5);
+        assert!(signals.is_empty());
+        assert!(!t.is_useful() && t.is_done());
+        let (signals, _) = run(&format!("{ROLE}{DONE}"), Basic, 5);
+        assert_eq!(signals, vec![StreamSignal::FirstUseful]);
+    }
+
+    #[test]
+    fn error_frames_fail_the_stream() {
+        let err = "data: {\"error\":{\"message\":\"provider exploded\"}}\n\n";
+        for chunk in [1, 3, 64] {
+            let (signals, t) = run(&format!("{ROLE}{err}{DONE}"), Strict, chunk);
+            assert_eq!(
+                signals,
+                vec![StreamSignal::Failed(GateReject::new(ErrorPayload, "provider exploded"))]
+            );
+            assert!(!t.is_useful());
+        }
+        let (signals, _) = run("event: error\ndata: {\"type\":\"error\"}\n\n", Strict, 7);
+        assert!(matches!(&signals[0], StreamSignal::Failed(r) if r.kind == ErrorPayload));
+    }
+
+    #[test]
+    fn error_after_content_is_recorded() {
+        let err = "data: {\"error\":{\"message\":\"cut off\"}}\n\n";
+        let (signals, t) = run(&format!("{TEXT}{err}"), Strict, 9);
+        assert_eq!(signals[0], StreamSignal::FirstUseful);
+        assert!(matches!(&signals[1], StreamSignal::Failed(r) if r.kind == ErrorPayload));
+        assert_eq!(t.failure().unwrap().detail, "cut off");
+    }
+
+    #[test]
+    fn html_instead_of_stream() {
+        let (signals, _) = run("\n<!DOCTYPE html><html>down</html>", Strict, 4);
+        assert!(matches!(&signals[0], StreamSignal::Failed(r) if r.kind == HtmlMaintenance));
+    }
+
+    #[test]
+    fn tool_calls_and_reasoning_are_useful() {
+        let tool = "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"ls\",\"arguments\":\"\"}}]}}]}\n\n";
+        let reasoning = "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\"}}]}\n\n";
+        for input in [tool, reasoning] {
+            assert_eq!(run(input, Strict, 2).0, vec![StreamSignal::FirstUseful]);
+        }
+    }
+
+    #[test]
+    fn off_mode_accepts_first_bytes() {
+        let (signals, _) = run(&format!("{ROLE}{DONE}"), Off, 3);
+        assert_eq!(signals, vec![StreamSignal::FirstUseful]);
+    }
+
+    #[test]
+    fn estimate_without_usage() {
+        let (_, t) = run(&format!("{TEXT}{TEXT}{DONE}"), Strict, 11);
+        assert_eq!(t.stats().completion_tokens, None);
+        assert_eq!(t.stats().output_tokens(), 3); // 10 chars / 4, rounded up
+    }
+}

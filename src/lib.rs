@@ -1,0 +1,19 @@
+//! fcm: find, benchmark and route between free coding LLMs.
+//!
+//! The binary is `src/main.rs`; this library exposes the modules so that integration tests
+//! and benchmark scripts use the same code (the fake provider above all).
+
+pub mod attempt;
+pub mod bench;
+pub mod catalog;
+pub mod classify;
+pub mod cli;
+pub mod cmd;
+pub mod config;
+pub mod fake_provider;
+pub mod gate;
+pub mod sse;
+pub mod state;
+pub mod table;
+pub mod time;
+pub mod upstream;
