@@ -203,12 +203,7 @@ impl OpenStream {
         if self.tracker.is_useful() {
             StreamItem::End
         } else {
-            StreamItem::Failed(failure(
-                Verdict::of(FailureKind::EmptyStream, None),
-                Some(self.status),
-                "stream ended without content".into(),
-                self.started,
-            ))
+            StreamItem::Failed(self.target.gate_failure(self.tracker.empty_reject(), self.started))
         }
     }
 
@@ -420,12 +415,7 @@ fn hold(incoming: Incoming, target: &Target, limits: &Limits, started: Instant) 
                         Ok(open)
                     }
                     StreamSignal::Failed(r) => Err(target.gate_failure(r, started)),
-                    StreamSignal::Pending => Err(failure(
-                        Verdict::of(FailureKind::EmptyStream, None),
-                        Some(open.status),
-                        "stream ended without content".into(),
-                        started,
-                    )),
+                    StreamSignal::Pending => Err(target.gate_failure(open.tracker.empty_reject(), started)),
                 };
             }
             Chunk::Error(e) => return Err(target.io_error(&e, started)),

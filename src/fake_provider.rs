@@ -108,6 +108,8 @@ pub struct RecordedRequest {
     /// Header names lower-cased.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// When the request had been read.
+    pub at: Instant,
 }
 
 impl RecordedRequest {
@@ -276,7 +278,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> io::Result<Option<Recorded
     }
     let mut body = vec![0; len];
     reader.read_exact(&mut body)?;
-    Ok(Some(RecordedRequest { method, path, headers, body }))
+    Ok(Some(RecordedRequest { method, path, headers, body, at: Instant::now() }))
 }
 
 /// Writes the head and (for fixed bodies) the body in one write: a split write meets

@@ -156,6 +156,8 @@ pub struct StreamTracker {
     useful: bool,
     done: bool,
     failed: Option<GateReject>,
+    /// A frame with a non-empty `choices` array was seen.
+    saw_choice: bool,
     /// Whether the first non-blank byte has been looked at (for an HTML page).
     checked_start: bool,
     stats: AnswerStats,
@@ -171,6 +173,7 @@ impl StreamTracker {
             useful: false,
             done: false,
             failed: None,
+            saw_choice: false,
             checked_start: false,
             stats: AnswerStats::default(),
         }
@@ -187,6 +190,16 @@ impl StreamTracker {
     /// `data: [DONE]` was seen.
     pub fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// Why a stream that ended without useful content failed: `empty_choices` when no frame
+    /// ever carried a choice, `empty_stream` otherwise.
+    pub fn empty_reject(&self) -> GateReject {
+        if self.saw_choice || self.bytes_seen == 0 {
+            GateReject::new(FailureKind::EmptyStream, "stream ended without content")
+        } else {
+            GateReject::new(FailureKind::EmptyChoices, "stream ended without any choices")
+        }
     }
 
     pub fn failure(&self) -> Option<&GateReject> {
@@ -280,6 +293,7 @@ impl StreamTracker {
         let mut any_choice = false;
         for choice in v.get("choices").and_then(Value::as_array).into_iter().flatten() {
             any_choice = true;
+            self.saw_choice = true;
             for key in ["delta", "message"] {
                 if let Some(c) = choice.get(key).and_then(useful_chars) {
                     chars += c;
@@ -388,6 +402,15 @@ mod tests {
         assert!(!t.is_useful() && t.is_done());
         let (signals, _) = run(&format!("{ROLE}{DONE}"), Basic, 5);
         assert_eq!(signals, vec![StreamSignal::FirstUseful]);
+    }
+
+    #[test]
+    fn empty_stream_kinds() {
+        let (_, t) = run(&format!("{ROLE}{DONE}"), Strict, 8);
+        assert_eq!(t.empty_reject().kind, EmptyStream);
+        let (_, t) = run("data: {\"choices\":[]}\n\ndata: [DONE]\n\n", Strict, 8);
+        assert_eq!(t.empty_reject().kind, EmptyChoices);
+        assert_eq!(StreamTracker::new(Strict).empty_reject().kind, EmptyStream);
     }
 
     #[test]
