@@ -3,7 +3,7 @@
 //! This is the single path shared by `fcm bench`, `fcm check` and `fcm serve`, so a model
 //! judged broken by the bench is judged broken by the router for the same reason. For
 //! streams it holds the bytes until the first useful content (the hold buffer), so a failed
-//! attempt never reaches a client; the caller then forwards the rest with [`OpenStream::next`].
+//! attempt never reaches a client; the caller then forwards the rest with [`OpenStream::next_item`].
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant, SystemTime};
@@ -12,8 +12,12 @@ use serde_json::Value;
 
 use crate::catalog::{KeySource, ModelRef};
 use crate::classify::{classify_http, classify_transport, FailureKind, TransportFailure, Verdict};
-use crate::gate::{check_payload, AnswerStats, ContentValidation, GateReject, StreamSignal, StreamTracker};
-use crate::upstream::{io_failure, read_limited, ExchangeTimeouts, Incoming, Outgoing, Upstream, READ_CHUNK};
+use crate::gate::{
+    check_payload, AnswerStats, ContentValidation, GateReject, StreamSignal, StreamTracker,
+};
+use crate::upstream::{
+    io_failure, read_limited, ExchangeTimeouts, Incoming, Outgoing, Upstream, READ_CHUNK,
+};
 
 /// Held stream bytes beyond which fcm stops waiting for content and passes the stream on:
 /// an odd provider must not be buffered forever.
@@ -41,8 +45,12 @@ pub struct Target {
 impl Target {
     pub fn resolve(m: ModelRef<'_>, keys: &KeySource<'_>, session_id: &str) -> Target {
         let (_, api_key) = keys.lookup(m.provider);
-        let mut headers: Vec<(String, String)> =
-            m.provider.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut headers: Vec<(String, String)> = m
+            .provider
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         if let Some(h) = &m.provider.session_header {
             headers.push((h.clone(), session_id.to_string()));
         }
@@ -122,9 +130,14 @@ impl Failure {
 /// A committed answer.
 pub enum Answer {
     /// A complete non-stream body that passed the gate.
-    Full { status: u16, body: Vec<u8>, stats: AnswerStats, elapsed: Duration },
+    Full {
+        status: u16,
+        body: Vec<u8>,
+        stats: AnswerStats,
+        elapsed: Duration,
+    },
     /// A stream with useful content (or past the hold limit); `held` goes to the client first.
-    Stream(OpenStream),
+    Stream(Box<OpenStream>),
 }
 
 /// One item of a committed stream.
@@ -169,14 +182,18 @@ impl OpenStream {
     }
 
     /// Waits for the next chunk, at most the stall timeout (and never past the deadline).
-    pub fn next(&mut self) -> StreamItem {
+    pub fn next_item(&mut self) -> StreamItem {
         if self.ended {
             return self.end();
         }
-        let wait = self.stall.min(self.deadline.saturating_duration_since(Instant::now()));
+        let wait = self
+            .stall
+            .min(self.deadline.saturating_duration_since(Instant::now()));
         match self.chunks.recv_timeout(wait) {
             Ok(Chunk::Data(bytes)) => match self.tracker.feed(&bytes) {
-                StreamSignal::Failed(r) => StreamItem::Failed(self.target.gate_failure(r, self.started)),
+                StreamSignal::Failed(r) => {
+                    StreamItem::Failed(self.target.gate_failure(r, self.started))
+                }
                 _ => StreamItem::Data(bytes),
             },
             Ok(Chunk::End) | Err(RecvTimeoutError::Disconnected) => {
@@ -188,7 +205,11 @@ impl OpenStream {
             }
             Ok(Chunk::Error(e)) => StreamItem::Failed(self.target.io_error(&e, self.started)),
             Err(RecvTimeoutError::Timeout) => {
-                let kind = if self.tracker.is_useful() { FailureKind::StreamStall } else { FailureKind::Timeout };
+                let kind = if self.tracker.is_useful() {
+                    FailureKind::StreamStall
+                } else {
+                    FailureKind::Timeout
+                };
                 StreamItem::Failed(failure(
                     Verdict::of(kind, None),
                     Some(self.status),
@@ -203,16 +224,21 @@ impl OpenStream {
         if self.tracker.is_useful() {
             StreamItem::End
         } else {
-            StreamItem::Failed(self.target.gate_failure(self.tracker.empty_reject(), self.started))
+            StreamItem::Failed(
+                self.target
+                    .gate_failure(self.tracker.empty_reject(), self.started),
+            )
         }
     }
 
     /// Reads the rest of the stream (the bench and check do not forward it).
     pub fn drain(mut self) -> Result<(AnswerStats, Duration), Failure> {
         loop {
-            match self.next() {
+            match self.next_item() {
                 StreamItem::Data(_) => {}
-                StreamItem::End => return Ok((self.tracker.stats().clone(), self.started.elapsed())),
+                StreamItem::End => {
+                    return Ok((self.tracker.stats().clone(), self.started.elapsed()))
+                }
                 StreamItem::Failed(f) => return Err(f),
             }
         }
@@ -220,13 +246,30 @@ impl OpenStream {
 }
 
 fn failure(verdict: Verdict, status: Option<u16>, detail: String, started: Instant) -> Failure {
-    Failure { verdict, status, detail, elapsed: started.elapsed() }
+    Failure {
+        verdict,
+        status,
+        detail,
+        elapsed: started.elapsed(),
+    }
 }
 
 impl Target {
     fn gate_failure(&self, r: GateReject, started: Instant) -> Failure {
-        let verdict = classify_http(200, None, None, r.detail.as_bytes(), Some(r.kind), SystemTime::now());
-        failure(verdict, Some(200), self.redact(&one_line(&r.detail)), started)
+        let verdict = classify_http(
+            200,
+            None,
+            None,
+            r.detail.as_bytes(),
+            Some(r.kind),
+            SystemTime::now(),
+        );
+        failure(
+            verdict,
+            Some(200),
+            self.redact(&one_line(&r.detail)),
+            started,
+        )
     }
 
     fn io_error(&self, e: &std::io::Error, started: Instant) -> Failure {
@@ -245,7 +288,13 @@ pub fn one_line(text: &str) -> String {
 }
 
 /// Sends `client_body` to `target` and judges the answer. Streams return once committed.
-pub fn attempt(upstream: &Upstream, target: &Target, client_body: &Value, stream: bool, limits: &Limits) -> Result<Answer, Failure> {
+pub fn attempt(
+    upstream: &Upstream,
+    target: &Target,
+    client_body: &Value,
+    stream: bool,
+    limits: &Limits,
+) -> Result<Answer, Failure> {
     let started = Instant::now();
     let url = match &target.url {
         Ok(u) => u,
@@ -256,13 +305,21 @@ pub fn attempt(upstream: &Upstream, target: &Target, client_body: &Value, stream
     };
     let remaining = limits.deadline.saturating_duration_since(started);
     if remaining.is_zero() {
-        return Err(failure(Verdict::of(FailureKind::Timeout, None), None, "no time left in the budget".into(), started));
+        return Err(failure(
+            Verdict::of(FailureKind::Timeout, None),
+            None,
+            "no time left in the budget".into(),
+            started,
+        ));
     }
     let timeouts = if stream {
         ExchangeTimeouts {
             connect: CONNECT_TIMEOUT.min(remaining),
             per_call: Some(remaining + Duration::from_secs(1)),
-            per_read: Some(limits.first_token.max(limits.stream_stall).min(remaining) + Duration::from_millis(500)),
+            per_read: Some(
+                limits.first_token.max(limits.stream_stall).min(remaining)
+                    + Duration::from_millis(500),
+            ),
         }
     } else {
         ExchangeTimeouts {
@@ -296,10 +353,15 @@ pub fn attempt(upstream: &Upstream, target: &Target, client_body: &Value, stream
             SystemTime::now(),
         );
         let detail = error_detail(&body);
-        return Err(failure(verdict, Some(incoming.status), target.redact(&detail), started));
+        return Err(failure(
+            verdict,
+            Some(incoming.status),
+            target.redact(&detail),
+            started,
+        ));
     }
     if stream && (incoming.is_event_stream() || incoming.content_type.is_none()) {
-        return hold(incoming, target, limits, started).map(Answer::Stream);
+        return hold(incoming, target, limits, started).map(|s| Answer::Stream(Box::new(s)));
     }
     read_full(incoming, target, limits, started)
 }
@@ -320,9 +382,15 @@ fn error_detail(body: &[u8]) -> String {
     one_line(&msg)
 }
 
-fn read_full(mut incoming: Incoming, target: &Target, limits: &Limits, started: Instant) -> Result<Answer, Failure> {
+fn read_full(
+    mut incoming: Incoming,
+    target: &Target,
+    limits: &Limits,
+    started: Instant,
+) -> Result<Answer, Failure> {
     let status = incoming.status;
-    let (body, truncated) = read_limited(&mut incoming.body, limits.max_body).map_err(|e| target.io_error(&e, started))?;
+    let (body, truncated) = read_limited(&mut incoming.body, limits.max_body)
+        .map_err(|e| target.io_error(&e, started))?;
     if truncated {
         let v = Verdict::of(FailureKind::InvalidJson, None);
         let detail = format!("answer larger than {} MiB", limits.max_body / (1024 * 1024));
@@ -330,19 +398,35 @@ fn read_full(mut incoming: Incoming, target: &Target, limits: &Limits, started: 
     }
     let gate = check_payload(&body, limits.validation);
     let gate = match gate {
-        Err(r) if r.kind == FailureKind::InvalidJson && crate::classify::looks_like_html(incoming.content_type.as_deref(), &body) => {
-            Err(GateReject { kind: FailureKind::HtmlMaintenance, detail: "an HTML page instead of JSON".into() })
+        Err(r)
+            if r.kind == FailureKind::InvalidJson
+                && crate::classify::looks_like_html(incoming.content_type.as_deref(), &body) =>
+        {
+            Err(GateReject {
+                kind: FailureKind::HtmlMaintenance,
+                detail: "an HTML page instead of JSON".into(),
+            })
         }
         other => other,
     };
     match gate {
-        Ok(stats) => Ok(Answer::Full { status, body, stats, elapsed: started.elapsed() }),
+        Ok(stats) => Ok(Answer::Full {
+            status,
+            body,
+            stats,
+            elapsed: started.elapsed(),
+        }),
         Err(r) => Err(target.gate_failure(r, started)),
     }
 }
 
 /// Starts a reader thread for the body and holds its chunks until the gate commits.
-fn hold(incoming: Incoming, target: &Target, limits: &Limits, started: Instant) -> Result<OpenStream, Failure> {
+fn hold(
+    incoming: Incoming,
+    target: &Target,
+    limits: &Limits,
+    started: Instant,
+) -> Result<OpenStream, Failure> {
     let (tx, rx) = mpsc::sync_channel::<Chunk>(16);
     let mut body = incoming.body;
     std::thread::Builder::new()
@@ -364,7 +448,14 @@ fn hold(incoming: Incoming, target: &Target, limits: &Limits, started: Instant) 
                 }
             }
         })
-        .map_err(|e| failure(Verdict::of(FailureKind::NetworkError, None), None, format!("cannot start reader: {e}"), started))?;
+        .map_err(|e| {
+            failure(
+                Verdict::of(FailureKind::NetworkError, None),
+                None,
+                format!("cannot start reader: {e}"),
+                started,
+            )
+        })?;
     let mut open = OpenStream {
         status: incoming.status,
         held: Vec::new(),
@@ -386,7 +477,12 @@ fn hold(incoming: Incoming, target: &Target, limits: &Limits, started: Instant) 
             Err(RecvTimeoutError::Disconnected) => Chunk::End,
             Err(RecvTimeoutError::Timeout) => {
                 let detail = format!("no content within {} ms", started.elapsed().as_millis());
-                return Err(failure(Verdict::of(FailureKind::Timeout, None), Some(open.status), detail, started));
+                return Err(failure(
+                    Verdict::of(FailureKind::Timeout, None),
+                    Some(open.status),
+                    detail,
+                    started,
+                ));
             }
         };
         match chunk {
@@ -415,7 +511,9 @@ fn hold(incoming: Incoming, target: &Target, limits: &Limits, started: Instant) 
                         Ok(open)
                     }
                     StreamSignal::Failed(r) => Err(target.gate_failure(r, started)),
-                    StreamSignal::Pending => Err(target.gate_failure(open.tracker.empty_reject(), started)),
+                    StreamSignal::Pending => {
+                        Err(target.gate_failure(open.tracker.empty_reject(), started))
+                    }
                 };
             }
             Chunk::Error(e) => return Err(target.io_error(&e, started)),

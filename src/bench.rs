@@ -42,8 +42,17 @@ pub fn ping_body() -> Value {
 /// One ping's result.
 #[derive(Debug, Clone)]
 pub enum Ping {
-    Ok { ttft_ms: u64, total_ms: u64, tokens: u64 },
-    Failed { kind: FailureKind, status: Option<u16>, detail: String, pause: Option<Duration> },
+    Ok {
+        ttft_ms: u64,
+        total_ms: u64,
+        tokens: u64,
+    },
+    Failed {
+        kind: FailureKind,
+        status: Option<u16>,
+        detail: String,
+        pause: Option<Duration>,
+    },
 }
 
 /// Runs one streaming ping through the shared attempt and drains it.
@@ -65,12 +74,20 @@ pub fn ping(upstream: &Upstream, target: &Target, timeout: Duration) -> Ping {
     match attempt(upstream, target, &ping_body(), true, &limits) {
         Ok(Answer::Full { stats, elapsed, .. }) => {
             let ms = elapsed.as_millis() as u64;
-            Ping::Ok { ttft_ms: ms, total_ms: ms, tokens: stats.output_tokens() }
+            Ping::Ok {
+                ttft_ms: ms,
+                total_ms: ms,
+                tokens: stats.output_tokens(),
+            }
         }
         Ok(Answer::Stream(s)) => {
             let ttft_ms = s.ttft.as_millis() as u64;
             match s.drain() {
-                Ok((stats, total)) => Ping::Ok { ttft_ms, total_ms: total.as_millis() as u64, tokens: stats.output_tokens() },
+                Ok((stats, total)) => Ping::Ok {
+                    ttft_ms,
+                    total_ms: total.as_millis() as u64,
+                    tokens: stats.output_tokens(),
+                },
                 Err(f) => failed(f),
             }
         }
@@ -87,8 +104,13 @@ pub fn probe(upstream: &Upstream, target: &Target, pings: u32, timeout: Duration
         let p = ping(upstream, target, timeout);
         let last = i + 1 == pings;
         let stop = match &p {
-            Ping::Failed { kind: FailureKind::AuthError | FailureKind::ProviderUrlUnresolvable, .. } => true,
-            Ping::Failed { pause: Some(wait), .. } => {
+            Ping::Failed {
+                kind: FailureKind::AuthError | FailureKind::ProviderUrlUnresolvable,
+                ..
+            } => true,
+            Ping::Failed {
+                pause: Some(wait), ..
+            } => {
                 // Wait out a short rate limit; a long one ends this model's pings.
                 if *wait <= MAX_PING_WAIT && !last {
                     std::thread::sleep(*wait);
@@ -97,7 +119,10 @@ pub fn probe(upstream: &Upstream, target: &Target, pings: u32, timeout: Duration
                     true
                 }
             }
-            Ping::Failed { kind: FailureKind::Timeout, .. } => {
+            Ping::Failed {
+                kind: FailureKind::Timeout,
+                ..
+            } => {
                 timeouts_in_a_row += 1;
                 timeouts_in_a_row >= 2
             }
@@ -195,7 +220,11 @@ fn std_dev(values: &[u64]) -> Option<u64> {
     }
     let n = values.len() as f64;
     let mean = values.iter().sum::<u64>() as f64 / n;
-    let var = values.iter().map(|v| (*v as f64 - mean).powi(2)).sum::<f64>() / n;
+    let var = values
+        .iter()
+        .map(|v| (*v as f64 - mean).powi(2))
+        .sum::<f64>()
+        / n;
     Some(var.sqrt().round() as u64)
 }
 
@@ -225,7 +254,11 @@ pub fn verdict(pings: &[Ping], ttft_p50: Option<u64>) -> BenchVerdict {
         };
     }
     if !failures.is_empty() {
-        return if failures.iter().all(|k| k.is_quota()) { BenchVerdict::RateLimited } else { BenchVerdict::Unstable };
+        return if failures.iter().all(|k| k.is_quota()) {
+            BenchVerdict::RateLimited
+        } else {
+            BenchVerdict::Unstable
+        };
     }
     match ttft_p50.unwrap_or(0) {
         t if t <= PERFECT_TTFT_MS => BenchVerdict::Perfect,
@@ -242,12 +275,21 @@ pub fn summarize(m: ModelRef<'_>, pings: &[Ping], measured_at: &str) -> ModelRes
     let mut last_failure = None;
     for p in pings {
         match p {
-            Ping::Ok { ttft_ms, total_ms, tokens } => {
+            Ping::Ok {
+                ttft_ms,
+                total_ms,
+                tokens,
+            } => {
                 ttft.push(*ttft_ms);
                 total.push(*total_ms);
                 tps.push(*tokens as f64 * 1000.0 / (*total_ms).max(1) as f64);
             }
-            Ping::Failed { kind, status, detail, .. } => last_failure = Some((*kind, *status, detail.clone())),
+            Ping::Failed {
+                kind,
+                status,
+                detail,
+                ..
+            } => last_failure = Some((*kind, *status, detail.clone())),
         }
     }
     let jitter = std_dev(&total);
@@ -268,7 +310,11 @@ pub fn summarize(m: ModelRef<'_>, pings: &[Ping], measured_at: &str) -> ModelRes
         verdict: v,
         pings: pings.len() as u32,
         successes,
-        success_rate: if pings.is_empty() { 0.0 } else { successes as f64 / pings.len() as f64 },
+        success_rate: if pings.is_empty() {
+            0.0
+        } else {
+            successes as f64 / pings.len() as f64
+        },
         ttft_ms_p50: ttft_p50,
         ttft_ms_p95: percentile(&ttft, 95.0),
         latency_ms_p50: percentile(&total, 50.0),
@@ -292,9 +338,17 @@ pub fn rank(results: &mut [ModelResult]) {
             .cmp(&a.usable)
             .then(a.verdict.cmp(&b.verdict))
             .then(b.success_rate.total_cmp(&a.success_rate))
-            .then(a.ttft_ms_p50.unwrap_or(u64::MAX).cmp(&b.ttft_ms_p50.unwrap_or(u64::MAX)))
+            .then(
+                a.ttft_ms_p50
+                    .unwrap_or(u64::MAX)
+                    .cmp(&b.ttft_ms_p50.unwrap_or(u64::MAX)),
+            )
             .then(tier_rank(&a.tier).cmp(&tier_rank(&b.tier)))
-            .then(b.swe_bench.unwrap_or(-1.0).total_cmp(&a.swe_bench.unwrap_or(-1.0)))
+            .then(
+                b.swe_bench
+                    .unwrap_or(-1.0)
+                    .total_cmp(&a.swe_bench.unwrap_or(-1.0)),
+            )
             .then(a.model.cmp(&b.model))
     });
     for (i, r) in results.iter_mut().enumerate() {
@@ -312,7 +366,10 @@ pub fn merge(previous: BenchReport, current: &BenchReport) -> BenchReport {
         }
     }
     rank(&mut models);
-    BenchReport { generated_at: current.generated_at.clone(), models }
+    BenchReport {
+        generated_at: current.generated_at.clone(),
+        models,
+    }
 }
 
 #[cfg(test)]
@@ -321,11 +378,20 @@ mod tests {
     use crate::catalog::Provider;
 
     fn ok(ttft: u64, total: u64) -> Ping {
-        Ping::Ok { ttft_ms: ttft, total_ms: total, tokens: 2 }
+        Ping::Ok {
+            ttft_ms: ttft,
+            total_ms: total,
+            tokens: 2,
+        }
     }
 
     fn fail(kind: FailureKind) -> Ping {
-        Ping::Failed { kind, status: None, detail: String::new(), pause: None }
+        Ping::Failed {
+            kind,
+            status: None,
+            detail: String::new(),
+            pause: None,
+        }
     }
 
     #[test]
@@ -346,7 +412,10 @@ mod tests {
             (vec![ok(300, 400); 3], Perfect),
             (vec![ok(1500, 1600); 3], Normal),
             (vec![ok(2500, 2600); 3], Slow),
-            (vec![ok(300, 400), fail(ProviderServerError), ok(300, 400)], Unstable),
+            (
+                vec![ok(300, 400), fail(ProviderServerError), ok(300, 400)],
+                Unstable,
+            ),
             (vec![ok(300, 400), fail(RateLimit)], RateLimited),
             (vec![fail(RateLimit)], RateLimited),
             (vec![fail(QuotaExhausted)], RateLimited),
@@ -359,24 +428,46 @@ mod tests {
             (vec![fail(HtmlMaintenance)], EmptyAnswers),
         ];
         for (pings, want) in cases {
-            let ttft: Vec<u64> = pings.iter().filter_map(|p| if let Ping::Ok { ttft_ms, .. } = p { Some(*ttft_ms) } else { None }).collect();
+            let ttft: Vec<u64> = pings
+                .iter()
+                .filter_map(|p| {
+                    if let Ping::Ok { ttft_ms, .. } = p {
+                        Some(*ttft_ms)
+                    } else {
+                        None
+                    }
+                })
+                .collect();
             let mut sorted = ttft.clone();
             sorted.sort_unstable();
-            assert_eq!(verdict(&pings, percentile(&sorted, 50.0)), want, "{pings:?}");
+            assert_eq!(
+                verdict(&pings, percentile(&sorted, 50.0)),
+                want,
+                "{pings:?}"
+            );
         }
     }
 
     fn provider() -> Provider {
-        serde_json::from_value(json!({"id": "p", "baseUrl": "http://127.0.0.1:1/v1", "models": [
-            {"id": "a", "context": 1, "tier": "S"}, {"id": "b", "context": 1, "tier": "A"}]}))
+        serde_json::from_value(
+            json!({"id": "p", "baseUrl": "http://127.0.0.1:1/v1", "models": [
+            {"id": "a", "context": 1, "tier": "S"}, {"id": "b", "context": 1, "tier": "A"}]}),
+        )
         .unwrap()
     }
 
     #[test]
     fn summary_statistics() {
         let p = provider();
-        let m = ModelRef { provider: &p, model: &p.models[0] };
-        let r = summarize(m, &[ok(100, 200), ok(300, 400), fail(FailureKind::Timeout)], "t");
+        let m = ModelRef {
+            provider: &p,
+            model: &p.models[0],
+        };
+        let r = summarize(
+            m,
+            &[ok(100, 200), ok(300, 400), fail(FailureKind::Timeout)],
+            "t",
+        );
         assert_eq!(r.model, "p/a");
         assert_eq!((r.pings, r.successes), (3, 2));
         assert!((r.success_rate - 2.0 / 3.0).abs() < 1e-9);
@@ -391,8 +482,14 @@ mod tests {
     #[test]
     fn ranking_order() {
         let p = provider();
-        let a = ModelRef { provider: &p, model: &p.models[0] };
-        let b = ModelRef { provider: &p, model: &p.models[1] };
+        let a = ModelRef {
+            provider: &p,
+            model: &p.models[0],
+        };
+        let b = ModelRef {
+            provider: &p,
+            model: &p.models[1],
+        };
         let mut results = vec![
             summarize(a, &[], "t"),
             summarize(a, &[fail(FailureKind::AuthError)], "t"),
@@ -403,22 +500,48 @@ mod tests {
         ];
         results[0].model = "p/nokey".into();
         rank(&mut results);
-        let order: Vec<(BenchVerdict, Option<u64>)> = results.iter().map(|r| (r.verdict, r.ttft_ms_p50)).collect();
+        let order: Vec<(BenchVerdict, Option<u64>)> =
+            results.iter().map(|r| (r.verdict, r.ttft_ms_p50)).collect();
         use BenchVerdict::*;
         assert_eq!(
             order,
-            vec![(Perfect, Some(500)), (Perfect, Some(900)), (Slow, Some(2500)), (Unstable, Some(50)), (AuthFailed, None), (NoKey, None)]
+            vec![
+                (Perfect, Some(500)),
+                (Perfect, Some(900)),
+                (Slow, Some(2500)),
+                (Unstable, Some(50)),
+                (AuthFailed, None),
+                (NoKey, None)
+            ]
         );
-        assert_eq!(results.iter().map(|r| r.rank).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5, 6]);
+        assert_eq!(
+            results.iter().map(|r| r.rank).collect::<Vec<_>>(),
+            vec![1, 2, 3, 4, 5, 6]
+        );
     }
 
     #[test]
     fn merge_keeps_unprobed_models() {
         let p = provider();
-        let a = ModelRef { provider: &p, model: &p.models[0] };
-        let b = ModelRef { provider: &p, model: &p.models[1] };
-        let old = BenchReport { generated_at: "old".into(), models: vec![summarize(a, &[ok(1, 1)], "old"), summarize(b, &[ok(1, 1)], "old")] };
-        let new = BenchReport { generated_at: "new".into(), models: vec![summarize(a, &[fail(FailureKind::Timeout)], "new")] };
+        let a = ModelRef {
+            provider: &p,
+            model: &p.models[0],
+        };
+        let b = ModelRef {
+            provider: &p,
+            model: &p.models[1],
+        };
+        let old = BenchReport {
+            generated_at: "old".into(),
+            models: vec![
+                summarize(a, &[ok(1, 1)], "old"),
+                summarize(b, &[ok(1, 1)], "old"),
+            ],
+        };
+        let new = BenchReport {
+            generated_at: "new".into(),
+            models: vec![summarize(a, &[fail(FailureKind::Timeout)], "new")],
+        };
         let merged = merge(old, &new);
         assert_eq!(merged.models.len(), 2);
         assert_eq!(merged.models[0].model, "p/b");

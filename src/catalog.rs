@@ -138,7 +138,11 @@ impl KeySource<'_> {
                 return (KeyStatus::Env(var.clone()), Some(v.trim().to_string()));
             }
         }
-        if let Some(v) = self.config_keys.get(&provider.id).filter(|v| !v.trim().is_empty()) {
+        if let Some(v) = self
+            .config_keys
+            .get(&provider.id)
+            .filter(|v| !v.trim().is_empty())
+        {
             return (KeyStatus::Config, Some(v.trim().to_string()));
         }
         if provider.key_required {
@@ -169,7 +173,10 @@ impl Provider {
         let mut url = String::new();
         let mut rest = self.base_url.trim_end_matches('/');
         while let Some(start) = rest.find('{') {
-            let end = rest[start..].find('}').map(|e| start + e).ok_or("unclosed { in baseUrl")?;
+            let end = rest[start..]
+                .find('}')
+                .map(|e| start + e)
+                .ok_or("unclosed { in baseUrl")?;
             let var = &rest[start + 1..end];
             let value = env(var).filter(|v| !v.is_empty()).ok_or_else(|| {
                 format!("{} needs {var} set (its URL contains {{{var}}})", self.id)
@@ -217,7 +224,9 @@ impl Catalog {
     pub fn parse(text: &str, origin: &str) -> Result<Catalog> {
         let catalog: Catalog = serde_json::from_str(text)
             .map_err(|e| anyhow::anyhow!("malformed catalog {origin}: {e}"))?;
-        catalog.validate().with_context(|| format!("invalid catalog {origin}"))?;
+        catalog
+            .validate()
+            .with_context(|| format!("invalid catalog {origin}"))?;
         Ok(catalog)
     }
 
@@ -226,15 +235,24 @@ impl Catalog {
         let mut ids = HashSet::new();
         for p in &self.providers {
             if p.id.is_empty() || p.id.contains('/') || p.id.contains(':') {
-                bail!("provider id {:?} must be non-empty, without '/' or ':'", p.id);
+                bail!(
+                    "provider id {:?} must be non-empty, without '/' or ':'",
+                    p.id
+                );
             }
             if !ids.insert(p.id.as_str()) {
                 bail!("provider {} is listed twice", p.id);
             }
             let url = p.base_url.to_ascii_lowercase();
-            let host = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+            let host = url
+                .strip_prefix("https://")
+                .or_else(|| url.strip_prefix("http://"));
             if host.is_none_or(|h| h.split('/').next().unwrap_or("").is_empty()) {
-                bail!("provider {}: baseUrl {:?} is not an http(s) URL", p.id, p.base_url);
+                bail!(
+                    "provider {}: baseUrl {:?} is not an http(s) URL",
+                    p.id,
+                    p.base_url
+                );
             }
             for m in &p.models {
                 if m.id.is_empty() {
@@ -252,9 +270,12 @@ impl Catalog {
     }
 
     pub fn models(&self) -> impl Iterator<Item = ModelRef<'_>> {
-        self.providers
-            .iter()
-            .flat_map(|p| p.models.iter().map(move |m| ModelRef { provider: p, model: m }))
+        self.providers.iter().flat_map(|p| {
+            p.models.iter().map(move |m| ModelRef {
+                provider: p,
+                model: m,
+            })
+        })
     }
 
     pub fn provider(&self, id: &str) -> Option<&Provider> {
@@ -292,21 +313,36 @@ mod tests {
         let env = |v: &str| (v == "CLOUDFLARE_ACCOUNT_ID").then(|| "acct".to_string());
         for p in &c.providers {
             let url = p.chat_url(&env).unwrap();
-            assert!(url.starts_with("https://") && url.ends_with("/chat/completions"), "{url}");
+            assert!(
+                url.starts_with("https://") && url.ends_with("/chat/completions"),
+                "{url}"
+            );
             assert!(!url.contains('{'), "{url}");
         }
-        assert!(c.provider("github-models").is_none(), "retired provider left out");
+        assert!(
+            c.provider("github-models").is_none(),
+            "retired provider left out"
+        );
         assert!(c.find("groq/openai/gpt-oss-120b").is_some());
-        assert!(c.find("zai/glm-5.3-flash").is_some(), "zai/ prefix stripped from ids");
+        assert!(
+            c.find("zai/glm-5.3-flash").is_some(),
+            "zai/ prefix stripped from ids"
+        );
         assert!(!c.provider("kilo").unwrap().key_required);
     }
 
     #[test]
     fn malformed_catalog_names_line_and_field() {
-        let err = Catalog::parse("{\"version\":1,\n\"providers\":[{\"id\":\"x\"}]}", "cat.json")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("cat.json") && err.contains("baseUrl") && err.contains("line 2"), "{err}");
+        let err = Catalog::parse(
+            "{\"version\":1,\n\"providers\":[{\"id\":\"x\"}]}",
+            "cat.json",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("cat.json") && err.contains("baseUrl") && err.contains("line 2"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -328,7 +364,10 @@ mod tests {
         let err = cf.chat_url(&|_| None).unwrap_err();
         assert!(err.contains("CLOUDFLARE_ACCOUNT_ID"), "{err}");
         let url = cf.chat_url(&|_| Some("abc".into())).unwrap();
-        assert_eq!(url, "https://api.cloudflare.com/client/v4/accounts/abc/ai/v1/chat/completions");
+        assert_eq!(
+            url,
+            "https://api.cloudflare.com/client/v4/accounts/abc/ai/v1/chat/completions"
+        );
     }
 
     #[test]
@@ -337,15 +376,43 @@ mod tests {
         let codestral = c.provider("codestral").unwrap();
         let mut cfg = BTreeMap::new();
         let env = |v: &str| (v == "CODESTRAL_API_KEY").then(|| "env-key-123456".to_string());
-        let (status, key) = KeySource { env: &env, config_keys: &cfg }.lookup(codestral);
-        assert_eq!((status, key.as_deref()), (KeyStatus::Env("CODESTRAL_API_KEY".into()), Some("env-key-123456")));
+        let (status, key) = KeySource {
+            env: &env,
+            config_keys: &cfg,
+        }
+        .lookup(codestral);
+        assert_eq!(
+            (status, key.as_deref()),
+            (
+                KeyStatus::Env("CODESTRAL_API_KEY".into()),
+                Some("env-key-123456")
+            )
+        );
         cfg.insert("codestral".to_string(), "cfg-key".to_string());
         let none = |_: &str| None;
-        let (status, key) = KeySource { env: &none, config_keys: &cfg }.lookup(codestral);
-        assert_eq!((status, key.as_deref()), (KeyStatus::Config, Some("cfg-key")));
-        let (status, _) = KeySource { env: &none, config_keys: &BTreeMap::new() }.lookup(codestral);
-        assert_eq!(status.describe(), "missing: MISTRAL_API_KEY or CODESTRAL_API_KEY");
-        let (status, _) = KeySource { env: &none, config_keys: &BTreeMap::new() }.lookup(c.provider("llm7").unwrap());
+        let (status, key) = KeySource {
+            env: &none,
+            config_keys: &cfg,
+        }
+        .lookup(codestral);
+        assert_eq!(
+            (status, key.as_deref()),
+            (KeyStatus::Config, Some("cfg-key"))
+        );
+        let (status, _) = KeySource {
+            env: &none,
+            config_keys: &BTreeMap::new(),
+        }
+        .lookup(codestral);
+        assert_eq!(
+            status.describe(),
+            "missing: MISTRAL_API_KEY or CODESTRAL_API_KEY"
+        );
+        let (status, _) = KeySource {
+            env: &none,
+            config_keys: &BTreeMap::new(),
+        }
+        .lookup(c.provider("llm7").unwrap());
         assert_eq!(status, KeyStatus::NotNeeded);
     }
 

@@ -153,9 +153,11 @@ impl Verdict {
             ModelOverloaded | Timeout | StreamStall | InvalidJson | EmptyChoices | EmptyContent
             | ErrorPayload | EmptyStream => (Blame::Model, true),
         };
-        let quota_pause = kind
-            .is_quota()
-            .then(|| retry_after.unwrap_or(DEFAULT_QUOTA_PAUSE).min(MAX_QUOTA_PAUSE));
+        let quota_pause = kind.is_quota().then(|| {
+            retry_after
+                .unwrap_or(DEFAULT_QUOTA_PAUSE)
+                .min(MAX_QUOTA_PAUSE)
+        });
         Verdict {
             kind,
             blame,
@@ -282,17 +284,36 @@ mod tests {
     use FailureKind::*;
 
     fn http(status: u16, ct: Option<&str>, ra: Option<&str>, body: &str) -> Verdict {
-        classify_http(status, ct, ra, body.as_bytes(), None, SystemTime::UNIX_EPOCH)
+        classify_http(
+            status,
+            ct,
+            ra,
+            body.as_bytes(),
+            None,
+            SystemTime::UNIX_EPOCH,
+        )
     }
 
     fn gated(kind: FailureKind, body: &str) -> Verdict {
-        classify_http(200, Some("application/json"), None, body.as_bytes(), Some(kind), SystemTime::UNIX_EPOCH)
+        classify_http(
+            200,
+            Some("application/json"),
+            None,
+            body.as_bytes(),
+            Some(kind),
+            SystemTime::UNIX_EPOCH,
+        )
     }
 
     #[test]
     fn auth_error_blocks_provider_without_damage() {
         for status in [401, 403] {
-            let v = http(status, None, None, r#"{"error":{"message":"invalid api key"}}"#);
+            let v = http(
+                status,
+                None,
+                None,
+                r#"{"error":{"message":"invalid api key"}}"#,
+            );
             assert_eq!(v.kind, AuthError);
             assert!(v.blocks_provider && v.failover && !v.damages_health);
             assert_eq!(v.blame, Blame::Provider);
@@ -302,27 +323,54 @@ mod tests {
     #[test]
     fn rate_limit_pauses_by_retry_after_capped() {
         let v = http(429, None, Some("7"), "slow down");
-        assert_eq!((v.kind, v.quota_pause), (RateLimit, Some(Duration::from_secs(7))));
+        assert_eq!(
+            (v.kind, v.quota_pause),
+            (RateLimit, Some(Duration::from_secs(7)))
+        );
         assert!(!v.damages_health && !v.blocks_provider);
-        assert_eq!(http(429, None, None, "").quota_pause, Some(DEFAULT_QUOTA_PAUSE));
-        assert_eq!(http(429, None, Some("86400"), "").quota_pause, Some(MAX_QUOTA_PAUSE));
+        assert_eq!(
+            http(429, None, None, "").quota_pause,
+            Some(DEFAULT_QUOTA_PAUSE)
+        );
+        assert_eq!(
+            http(429, None, Some("86400"), "").quota_pause,
+            Some(MAX_QUOTA_PAUSE)
+        );
         let date = "Thu, 01 Jan 1970 00:00:42 GMT";
-        assert_eq!(http(429, None, Some(date), "").quota_pause, Some(Duration::from_secs(42)));
+        assert_eq!(
+            http(429, None, Some(date), "").quota_pause,
+            Some(Duration::from_secs(42))
+        );
     }
 
     #[test]
     fn quota_exhausted_from_429_wording_or_402() {
-        assert_eq!(http(429, None, None, "daily quota exceeded").kind, QuotaExhausted);
-        assert_eq!(http(402, None, None, "negative balance").kind, QuotaExhausted);
+        assert_eq!(
+            http(429, None, None, "daily quota exceeded").kind,
+            QuotaExhausted
+        );
+        assert_eq!(
+            http(402, None, None, "negative balance").kind,
+            QuotaExhausted
+        );
         assert!(http(402, None, None, "").quota_pause.is_some());
     }
 
     #[test]
     fn wording_beats_status() {
-        assert_eq!(http(400, None, None, r#"{"error":"Rate limit reached"}"#).kind, RateLimit);
+        assert_eq!(
+            http(400, None, None, r#"{"error":"Rate limit reached"}"#).kind,
+            RateLimit
+        );
         assert_eq!(http(500, None, None, "Too Many Requests").kind, RateLimit);
-        assert_eq!(gated(ErrorPayload, r#"{"error":{"message":"quota exceeded"}}"#).kind, QuotaExhausted);
-        assert_eq!(http(503, None, None, "model is overloaded").kind, ModelOverloaded);
+        assert_eq!(
+            gated(ErrorPayload, r#"{"error":{"message":"quota exceeded"}}"#).kind,
+            QuotaExhausted
+        );
+        assert_eq!(
+            http(503, None, None, "model is overloaded").kind,
+            ModelOverloaded
+        );
         assert_eq!(kind_from_wording("no capacity left"), Some(ModelOverloaded));
         assert_eq!(kind_from_wording("fine"), None);
     }
@@ -338,7 +386,10 @@ mod tests {
     #[test]
     fn gone_model_damages_health() {
         let v = http(410, None, None, "gone");
-        assert_eq!((v.kind, v.blame, v.damages_health), (InvalidRequest, Blame::Model, true));
+        assert_eq!(
+            (v.kind, v.blame, v.damages_health),
+            (InvalidRequest, Blame::Model, true)
+        );
     }
 
     #[test]
@@ -357,17 +408,30 @@ mod tests {
 
     #[test]
     fn html_pages_are_maintenance() {
-        let page = "<!DOCTYPE html><html><body>Scheduled maintenance: capacity upgrade</body></html>";
-        assert_eq!(http(503, Some("text/html"), None, page).kind, HtmlMaintenance);
+        let page =
+            "<!DOCTYPE html><html><body>Scheduled maintenance: capacity upgrade</body></html>";
+        assert_eq!(
+            http(503, Some("text/html"), None, page).kind,
+            HtmlMaintenance
+        );
         assert_eq!(gated(InvalidJson, page).kind, HtmlMaintenance);
         assert_eq!(http(200, None, None, "  <html>").kind, HtmlMaintenance);
     }
 
     #[test]
     fn gate_kinds_pass_through() {
-        for kind in [InvalidJson, EmptyChoices, EmptyContent, ErrorPayload, EmptyStream] {
+        for kind in [
+            InvalidJson,
+            EmptyChoices,
+            EmptyContent,
+            ErrorPayload,
+            EmptyStream,
+        ] {
             let v = gated(kind, "{}");
-            assert_eq!((v.kind, v.blame, v.damages_health), (kind, Blame::Model, true));
+            assert_eq!(
+                (v.kind, v.blame, v.damages_health),
+                (kind, Blame::Model, true)
+            );
             assert!(kind.is_unusable_answer());
         }
     }
@@ -375,15 +439,24 @@ mod tests {
     #[test]
     fn transport_failures() {
         assert_eq!(classify_transport(TransportFailure::Timeout).kind, Timeout);
-        assert_eq!(classify_transport(TransportFailure::DnsFailure).kind, ProviderUrlUnresolvable);
-        assert_eq!(classify_transport(TransportFailure::Connection).kind, NetworkError);
+        assert_eq!(
+            classify_transport(TransportFailure::DnsFailure).kind,
+            ProviderUrlUnresolvable
+        );
+        assert_eq!(
+            classify_transport(TransportFailure::Connection).kind,
+            NetworkError
+        );
         assert!(classify_transport(TransportFailure::Connection).damages_health);
     }
 
     #[test]
     fn stream_stall_and_url_kinds_have_verdicts() {
         assert_eq!(Verdict::of(StreamStall, None).blame, Blame::Model);
-        assert_eq!(Verdict::of(ProviderUrlUnresolvable, None).blame, Blame::Provider);
+        assert_eq!(
+            Verdict::of(ProviderUrlUnresolvable, None).blame,
+            Blame::Provider
+        );
     }
 
     #[test]

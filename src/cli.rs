@@ -95,7 +95,10 @@ pub struct BenchArgs {
     error_code(3, "key not set (or a variable the provider URL needs)"),
     error_code(4, "key rejected (HTTP 401/403)"),
     error_code(5, "rate limited or out of quota"),
-    error_code(6, "answer unusable (empty, error payload, invalid JSON, HTML, bad request)"),
+    error_code(
+        6,
+        "answer unusable (empty, error payload, invalid JSON, HTML, bad request)"
+    ),
     error_code(7, "unreachable, timed out, or provider error")
 )]
 /// Smoke-check a provider key with one real completion (for CI).
@@ -138,7 +141,12 @@ pub struct FakeProviderArgs {
 /// Parses the command line, runs the command, returns the process exit code.
 pub fn run() -> i32 {
     let args: Vec<String> = std::env::args().collect();
-    let name = args.first().map(|a| std::path::Path::new(a)).and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("fcm");
+    let name = args
+        .first()
+        .map(std::path::Path::new)
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+        .unwrap_or("fcm");
     let rest: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
     let fcm = match Fcm::from_args(&[name], &rest) {
         Ok(f) => f,

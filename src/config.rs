@@ -106,7 +106,11 @@ pub struct ModelSet {
 
 impl Default for ModelSet {
     fn default() -> Self {
-        ModelSet { strategy: "fallback".into(), sticky: 1, models: Vec::new() }
+        ModelSet {
+            strategy: "fallback".into(),
+            sticky: 1,
+            models: Vec::new(),
+        }
     }
 }
 
@@ -155,25 +159,70 @@ impl Config {
 
     fn clamp(&mut self, warnings: &mut Vec<String>) {
         let f = &mut self.router.failover;
-        clamp_u64(&mut f.total_budget_ms, MIN_TIMEOUT_MS, 600_000, "router.failover.totalBudgetMs", warnings);
+        clamp_u64(
+            &mut f.total_budget_ms,
+            MIN_TIMEOUT_MS,
+            600_000,
+            "router.failover.totalBudgetMs",
+            warnings,
+        );
         for (v, name) in [
-            (&mut f.body_read_timeout_ms, "router.failover.bodyReadTimeoutMs"),
-            (&mut f.first_token_timeout_ms, "router.failover.firstTokenTimeoutMs"),
-            (&mut f.stream_stall_timeout_ms, "router.failover.streamStallTimeoutMs"),
+            (
+                &mut f.body_read_timeout_ms,
+                "router.failover.bodyReadTimeoutMs",
+            ),
+            (
+                &mut f.first_token_timeout_ms,
+                "router.failover.firstTokenTimeoutMs",
+            ),
+            (
+                &mut f.stream_stall_timeout_ms,
+                "router.failover.streamStallTimeoutMs",
+            ),
         ] {
             clamp_u64(v, MIN_TIMEOUT_MS, 600_000, name, warnings);
         }
         let mut attempts = u64::from(f.max_attempts);
-        clamp_u64(&mut attempts, 1, 20, "router.failover.maxAttempts", warnings);
+        clamp_u64(
+            &mut attempts,
+            1,
+            20,
+            "router.failover.maxAttempts",
+            warnings,
+        );
         f.max_attempts = attempts as u32;
         let b = &mut self.router.breaker;
         let mut threshold = u64::from(b.failure_threshold);
-        clamp_u64(&mut threshold, 1, 100, "router.breaker.failureThreshold", warnings);
+        clamp_u64(
+            &mut threshold,
+            1,
+            100,
+            "router.breaker.failureThreshold",
+            warnings,
+        );
         b.failure_threshold = threshold as u32;
-        clamp_u64(&mut b.initial_cooldown_ms, MIN_TIMEOUT_MS, 86_400_000, "router.breaker.initialCooldownMs", warnings);
+        clamp_u64(
+            &mut b.initial_cooldown_ms,
+            MIN_TIMEOUT_MS,
+            86_400_000,
+            "router.breaker.initialCooldownMs",
+            warnings,
+        );
         let min_max = b.initial_cooldown_ms;
-        clamp_u64(&mut b.max_cooldown_ms, min_max, 86_400_000, "router.breaker.maxCooldownMs", warnings);
-        clamp_u64(&mut b.trip_memory_ms, 60_000, 30 * 86_400_000, "router.breaker.tripMemoryMs", warnings);
+        clamp_u64(
+            &mut b.max_cooldown_ms,
+            min_max,
+            86_400_000,
+            "router.breaker.maxCooldownMs",
+            warnings,
+        );
+        clamp_u64(
+            &mut b.trip_memory_ms,
+            60_000,
+            30 * 86_400_000,
+            "router.breaker.tripMemoryMs",
+            warnings,
+        );
         if self.port == 0 {
             warnings.push(format!("port 0 is not usable; using {DEFAULT_PORT}"));
             self.port = DEFAULT_PORT;
@@ -206,7 +255,10 @@ impl Config {
 fn clamp_u64(v: &mut u64, min: u64, max: u64, name: &str, warnings: &mut Vec<String>) {
     let clamped = (*v).clamp(min, max);
     if clamped != *v {
-        warnings.push(format!("{name} = {} is out of range {min}..={max}; using {clamped}", *v));
+        warnings.push(format!(
+            "{name} = {} is out of range {min}..={max}; using {clamped}",
+            *v
+        ));
         *v = clamped;
     }
 }
@@ -214,9 +266,15 @@ fn clamp_u64(v: &mut u64, min: u64, max: u64, name: &str, warnings: &mut Vec<Str
 /// Reports keys of `raw` that the config does not know, as dotted paths. Maps whose keys
 /// are the user's own names (`apiKeys`, `sets`) and lists are not checked key by key.
 fn unknown_keys(raw: &Value, known: &Value, prefix: &str, warnings: &mut Vec<String>) {
-    let (Some(raw), Some(known)) = (raw.as_object(), known.as_object()) else { return };
+    let (Some(raw), Some(known)) = (raw.as_object(), known.as_object()) else {
+        return;
+    };
     for (key, value) in raw {
-        let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
         match known.get(key) {
             None => warnings.push(format!("unknown setting {path} (ignored)")),
             Some(_) if matches!(path.as_str(), "apiKeys" | "router.sets") => {}
@@ -240,8 +298,13 @@ mod tests {
 
     #[test]
     fn values_are_clamped_with_warnings() {
-        let l = Config::parse(r#"{"router":{"failover":{"firstTokenTimeoutMs":5,"maxAttempts":0}}}"#).unwrap();
-        assert_eq!(l.config.router.failover.first_token_timeout_ms, MIN_TIMEOUT_MS);
+        let l =
+            Config::parse(r#"{"router":{"failover":{"firstTokenTimeoutMs":5,"maxAttempts":0}}}"#)
+                .unwrap();
+        assert_eq!(
+            l.config.router.failover.first_token_timeout_ms,
+            MIN_TIMEOUT_MS
+        );
         assert_eq!(l.config.router.failover.max_attempts, 1);
         assert_eq!(l.warnings.len(), 2, "{:?}", l.warnings);
         assert!(l.warnings[0].contains("firstTokenTimeoutMs"));
@@ -255,13 +318,17 @@ mod tests {
         .unwrap();
         assert_eq!(
             l.warnings,
-            vec!["unknown setting prot (ignored)", "unknown setting router.failover.maxAtempts (ignored)"]
+            vec![
+                "unknown setting prot (ignored)",
+                "unknown setting router.failover.maxAtempts (ignored)"
+            ]
         );
     }
 
     #[test]
     fn bad_values_are_errors() {
-        let err = Config::parse(r#"{"router":{"failover":{"contentValidation":"loose"}}}"#).unwrap_err();
+        let err =
+            Config::parse(r#"{"router":{"failover":{"contentValidation":"loose"}}}"#).unwrap_err();
         assert!(format!("{err:#}").contains("loose"), "{err:#}");
         assert!(Config::parse("{oops").is_err());
     }
@@ -276,7 +343,13 @@ mod tests {
         .unwrap();
         l.config.merge_into(&mut cat).unwrap();
         assert!(cat.find("local/qwen3-coder").unwrap().provider.custom);
-        assert_eq!(cat.provider("groq").unwrap().base_url, "http://127.0.0.1:9/v1");
-        assert!(cat.find("groq/openai/gpt-oss-120b").is_some(), "models kept");
+        assert_eq!(
+            cat.provider("groq").unwrap().base_url,
+            "http://127.0.0.1:9/v1"
+        );
+        assert!(
+            cat.find("groq/openai/gpt-oss-120b").is_some(),
+            "models kept"
+        );
     }
 }

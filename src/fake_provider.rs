@@ -114,7 +114,10 @@ pub struct RecordedRequest {
 
 impl RecordedRequest {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn json(&self) -> Value {
@@ -122,7 +125,11 @@ impl RecordedRequest {
     }
 
     pub fn model(&self) -> String {
-        self.json().get("model").and_then(Value::as_str).unwrap_or("").to_string()
+        self.json()
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
     }
 }
 
@@ -148,7 +155,11 @@ impl FakeProvider {
     }
 
     /// `record: false` keeps no request log (long benchmark runs).
-    pub fn start_with(port: u16, script: HashMap<String, Behavior>, record: bool) -> io::Result<FakeProvider> {
+    pub fn start_with(
+        port: u16,
+        script: HashMap<String, Behavior>,
+        record: bool,
+    ) -> io::Result<FakeProvider> {
         let listener = TcpListener::bind(("127.0.0.1", port))?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
@@ -159,18 +170,20 @@ impl FakeProvider {
             counter: AtomicU64::new(0),
         });
         let s = shared.clone();
-        std::thread::Builder::new().name("fake-provider".into()).spawn(move || {
-            for conn in listener.incoming() {
-                if s.stop.load(Ordering::SeqCst) {
-                    return;
+        std::thread::Builder::new()
+            .name("fake-provider".into())
+            .spawn(move || {
+                for conn in listener.incoming() {
+                    if s.stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let Ok(conn) = conn else { continue };
+                    let s = s.clone();
+                    let _ = std::thread::Builder::new()
+                        .stack_size(256 * 1024)
+                        .spawn(move || serve_connection(conn, &s));
                 }
-                let Ok(conn) = conn else { continue };
-                let s = s.clone();
-                let _ = std::thread::Builder::new()
-                    .stack_size(256 * 1024)
-                    .spawn(move || serve_connection(conn, &s));
-            }
-        })?;
+            })?;
         Ok(FakeProvider { addr, shared })
     }
 
@@ -189,7 +202,10 @@ impl FakeProvider {
 
     /// Requests whose body named this model.
     pub fn requests_for(&self, model: &str) -> Vec<RecordedRequest> {
-        self.requests().into_iter().filter(|r| r.model() == model).collect()
+        self.requests()
+            .into_iter()
+            .filter(|r| r.model() == model)
+            .collect()
     }
 
     pub fn behavior_for(&self, model: &str) -> Behavior {
@@ -222,7 +238,9 @@ fn behavior_for(shared: &Shared, model: &str) -> Behavior {
 
 fn serve_connection(conn: TcpStream, shared: &Shared) {
     let _ = conn.set_nodelay(true);
-    let Ok(write_half) = conn.try_clone() else { return };
+    let Ok(write_half) = conn.try_clone() else {
+        return;
+    };
     let mut reader = BufReader::new(conn);
     let mut out = write_half;
     loop {
@@ -278,12 +296,24 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> io::Result<Option<Recorded
     }
     let mut body = vec![0; len];
     reader.read_exact(&mut body)?;
-    Ok(Some(RecordedRequest { method, path, headers, body, at: Instant::now() }))
+    Ok(Some(RecordedRequest {
+        method,
+        path,
+        headers,
+        body,
+        at: Instant::now(),
+    }))
 }
 
 /// Writes the head and (for fixed bodies) the body in one write: a split write meets
 /// delayed ACKs. Returns whether the connection may be kept.
-fn send_fixed(out: &mut TcpStream, status: &str, content_type: &str, extra: &str, body: &[u8]) -> io::Result<bool> {
+fn send_fixed(
+    out: &mut TcpStream,
+    status: &str,
+    content_type: &str,
+    extra: &str,
+    body: &[u8],
+) -> io::Result<bool> {
     let mut msg = format!(
         "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{extra}\r\n",
         body.len()
@@ -307,7 +337,8 @@ impl<'a> SseWriter<'a> {
     }
 
     fn raw(&mut self, text: &str) -> io::Result<()> {
-        self.pending.extend_from_slice(format!("{:x}\r\n", text.len()).as_bytes());
+        self.pending
+            .extend_from_slice(format!("{:x}\r\n", text.len()).as_bytes());
         self.pending.extend_from_slice(text.as_bytes());
         self.pending.extend_from_slice(b"\r\n");
         self.flush()
@@ -339,20 +370,40 @@ fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::R
     let n = shared.counter.fetch_add(1, Ordering::Relaxed);
     if req.method == "GET" && req.path.ends_with("/models") {
         let body = json!({"object": "list", "data": shared.script.keys().map(|k| json!({"id": k})).collect::<Vec<_>>()});
-        return send_fixed(out, "200 OK", "application/json", "", body.to_string().as_bytes());
+        return send_fixed(
+            out,
+            "200 OK",
+            "application/json",
+            "",
+            body.to_string().as_bytes(),
+        );
     }
     if req.method != "POST" || !req.path.ends_with("/chat/completions") {
-        return send_fixed(out, "404 Not Found", "application/json", "", br#"{"error":{"message":"no such route"}}"#);
+        return send_fixed(
+            out,
+            "404 Not Found",
+            "application/json",
+            "",
+            br#"{"error":{"message":"no such route"}}"#,
+        );
     }
     let body = req.json();
-    let model = body.get("model").and_then(Value::as_str).unwrap_or("").to_string();
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
+    let usage = body
+        .pointer("/stream_options/include_usage")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let behavior = behavior_for(shared, &model);
     let id = format!("chatcmpl-fake-{n}");
     let answer = format!("Hello from {model}.");
     let json_ct = "application/json";
-    let error = |msg: &str, kind: &str| json!({"error": {"message": msg, "type": kind}}).to_string();
+    let error =
+        |msg: &str, kind: &str| json!({"error": {"message": msg, "type": kind}}).to_string();
     match behavior {
         Behavior::Slow(d) => {
             std::thread::sleep(d);
@@ -474,7 +525,15 @@ fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::R
     }
 }
 
-fn ok_answer(out: &mut TcpStream, id: &str, model: &str, answer: &str, stream: bool, usage: bool, pause: Duration) -> io::Result<bool> {
+fn ok_answer(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    answer: &str,
+    stream: bool,
+    usage: bool,
+    pause: Duration,
+) -> io::Result<bool> {
     if stream {
         return stream_words(SseWriter::start(out), id, model, answer, usage, pause);
     }
@@ -482,11 +541,29 @@ fn ok_answer(out: &mut TcpStream, id: &str, model: &str, answer: &str, stream: b
     let b = json!({"id": id, "object": "chat.completion", "created": 1_700_000_000u64, "model": model,
                    "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
                    "usage": {"prompt_tokens": 12, "completion_tokens": words, "total_tokens": 12 + words}});
-    send_fixed(out, "200 OK", "application/json", "", b.to_string().as_bytes())
+    send_fixed(
+        out,
+        "200 OK",
+        "application/json",
+        "",
+        b.to_string().as_bytes(),
+    )
 }
 
-fn stream_words(mut w: SseWriter<'_>, id: &str, model: &str, answer: &str, usage: bool, pause: Duration) -> io::Result<bool> {
-    w.data(&chunk(id, model, json!({"role": "assistant", "content": ""}), None))?;
+fn stream_words(
+    mut w: SseWriter<'_>,
+    id: &str,
+    model: &str,
+    answer: &str,
+    usage: bool,
+    pause: Duration,
+) -> io::Result<bool> {
+    w.data(&chunk(
+        id,
+        model,
+        json!({"role": "assistant", "content": ""}),
+        None,
+    ))?;
     let words: Vec<&str> = answer.split_inclusive(' ').collect();
     for word in &words {
         w.data(&chunk(id, model, json!({"content": word}), None))?;
@@ -510,13 +587,24 @@ fn tool_call_answer(out: &mut TcpStream, id: &str, model: &str, stream: bool) ->
                        "choices": [{"index": 0, "message": {"role": "assistant", "content": null,
                            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": args}}]},
                            "finish_reason": "tool_calls"}]});
-        return send_fixed(out, "200 OK", "application/json", "", b.to_string().as_bytes());
+        return send_fixed(
+            out,
+            "200 OK",
+            "application/json",
+            "",
+            b.to_string().as_bytes(),
+        );
     }
     let mut w = SseWriter::start(out);
     w.data(&chunk(id, model, json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": ""}}]}), None))?;
     let (a, b) = args.split_at(args.len() / 2);
     for part in [a, b] {
-        w.data(&chunk(id, model, json!({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}), None))?;
+        w.data(&chunk(
+            id,
+            model,
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}),
+            None,
+        ))?;
     }
     w.data(&chunk(id, model, json!({}), Some("tool_calls")))?;
     w.done()
@@ -529,8 +617,14 @@ mod tests {
     #[test]
     fn behaviours_parse_with_params_and_tags() {
         assert_eq!(Behavior::parse("ok#3"), Some(Behavior::Ok));
-        assert_eq!(Behavior::parse("slow:2500"), Some(Behavior::Slow(Duration::from_millis(2500))));
-        assert_eq!(Behavior::parse("slow:300#12"), Some(Behavior::Slow(Duration::from_millis(300))));
+        assert_eq!(
+            Behavior::parse("slow:2500"),
+            Some(Behavior::Slow(Duration::from_millis(2500)))
+        );
+        assert_eq!(
+            Behavior::parse("slow:300#12"),
+            Some(Behavior::Slow(Duration::from_millis(300)))
+        );
         assert_eq!(Behavior::parse("rate_limit"), Some(Behavior::RateLimit(30)));
         assert_eq!(Behavior::parse("nope"), None);
     }

@@ -33,7 +33,10 @@ pub struct GateReject {
 
 impl GateReject {
     fn new(kind: FailureKind, detail: impl Into<String>) -> Self {
-        GateReject { kind, detail: detail.into() }
+        GateReject {
+            kind,
+            detail: detail.into(),
+        }
     }
 }
 
@@ -49,7 +52,8 @@ pub struct AnswerStats {
 impl AnswerStats {
     /// Reported output tokens, else an estimate of one token per four characters.
     pub fn output_tokens(&self) -> u64 {
-        self.completion_tokens.unwrap_or_else(|| (self.content_chars as u64).div_ceil(4))
+        self.completion_tokens
+            .unwrap_or_else(|| (self.content_chars as u64).div_ceil(4))
     }
 }
 
@@ -64,7 +68,12 @@ fn error_message(v: &Value) -> Option<String> {
         return Some(msg);
     }
     if v.get("object").and_then(Value::as_str) == Some("error") {
-        return Some(v.get("message").and_then(Value::as_str).unwrap_or("error").to_string());
+        return Some(
+            v.get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("error")
+                .to_string(),
+        );
     }
     None
 }
@@ -86,20 +95,30 @@ fn useful_chars(msg: &Value) -> Option<usize> {
     if let Some(calls) = msg.get("tool_calls").and_then(Value::as_array) {
         has_tool |= !calls.is_empty();
         for call in calls {
-            tool += call.pointer("/function/arguments").and_then(Value::as_str).map_or(0, str::len);
-            tool += call.pointer("/function/name").and_then(Value::as_str).map_or(0, str::len);
+            tool += call
+                .pointer("/function/arguments")
+                .and_then(Value::as_str)
+                .map_or(0, str::len);
+            tool += call
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .map_or(0, str::len);
         }
     }
     if let Some(f) = msg.get("function_call").filter(|f| f.is_object()) {
         has_tool = true;
-        tool += f.get("arguments").and_then(Value::as_str).map_or(0, str::len);
+        tool += f
+            .get("arguments")
+            .and_then(Value::as_str)
+            .map_or(0, str::len);
     }
     let total = text + reasoning + tool;
     (total > 0 || has_tool).then_some(total.max(1))
 }
 
 fn completion_tokens(v: &Value) -> Option<u64> {
-    v.pointer("/usage/completion_tokens").and_then(Value::as_u64)
+    v.pointer("/usage/completion_tokens")
+        .and_then(Value::as_u64)
 }
 
 /// Judges a complete non-stream body.
@@ -108,7 +127,10 @@ pub fn check_payload(body: &[u8], mode: ContentValidation) -> Result<AnswerStats
         return Ok(AnswerStats::default());
     }
     if looks_like_html(None, body) {
-        return Err(GateReject::new(FailureKind::HtmlMaintenance, "an HTML page instead of JSON"));
+        return Err(GateReject::new(
+            FailureKind::HtmlMaintenance,
+            "an HTML page instead of JSON",
+        ));
     }
     let v: Value = serde_json::from_slice(body)
         .map_err(|e| GateReject::new(FailureKind::InvalidJson, format!("body is not JSON: {e}")))?;
@@ -117,9 +139,15 @@ pub fn check_payload(body: &[u8], mode: ContentValidation) -> Result<AnswerStats
     }
     let choices = v.get("choices").and_then(Value::as_array);
     let Some(first) = choices.and_then(|c| c.first()) else {
-        return Err(GateReject::new(FailureKind::EmptyChoices, "no choices in the answer"));
+        return Err(GateReject::new(
+            FailureKind::EmptyChoices,
+            "no choices in the answer",
+        ));
     };
-    let mut stats = AnswerStats { completion_tokens: completion_tokens(&v), content_chars: 0 };
+    let mut stats = AnswerStats {
+        completion_tokens: completion_tokens(&v),
+        content_chars: 0,
+    };
     if mode == ContentValidation::Basic {
         return Ok(stats);
     }
@@ -198,7 +226,10 @@ impl StreamTracker {
         if self.saw_choice || self.bytes_seen == 0 {
             GateReject::new(FailureKind::EmptyStream, "stream ended without content")
         } else {
-            GateReject::new(FailureKind::EmptyChoices, "stream ended without any choices")
+            GateReject::new(
+                FailureKind::EmptyChoices,
+                "stream ended without any choices",
+            )
         }
     }
 
@@ -276,7 +307,10 @@ impl StreamTracker {
         }
         let parsed: Option<Value> = serde_json::from_str(data).ok();
         if ev.event.as_deref() == Some("error") {
-            let msg = parsed.as_ref().and_then(error_message).unwrap_or_else(|| data.to_string());
+            let msg = parsed
+                .as_ref()
+                .and_then(error_message)
+                .unwrap_or_else(|| data.to_string());
             return self.fail(GateReject::new(FailureKind::ErrorPayload, msg));
         }
         let Some(v) = parsed else {
@@ -291,7 +325,12 @@ impl StreamTracker {
         }
         let mut chars = 0;
         let mut any_choice = false;
-        for choice in v.get("choices").and_then(Value::as_array).into_iter().flatten() {
+        for choice in v
+            .get("choices")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             any_choice = true;
             self.saw_choice = true;
             for key in ["delta", "message"] {
@@ -321,7 +360,9 @@ mod tests {
     use FailureKind::*;
 
     fn kind(body: &str, mode: ContentValidation) -> Result<(), FailureKind> {
-        check_payload(body.as_bytes(), mode).map(|_| ()).map_err(|r| r.kind)
+        check_payload(body.as_bytes(), mode)
+            .map(|_| ())
+            .map_err(|r| r.kind)
     }
 
     const OK: &str = r#"{"choices":[{"message":{"role":"assistant","content":"4"}}],"usage":{"completion_tokens":1}}"#;
@@ -333,18 +374,62 @@ mod tests {
             (r#"{"choices":[]}"#, Strict, Err(EmptyChoices)),
             (r#"{"id":"x"}"#, Strict, Err(EmptyChoices)),
             (r#"{"choices":[]}"#, Basic, Err(EmptyChoices)),
-            (r#"{"choices":[{"message":{"content":"  "}}]}"#, Strict, Err(EmptyContent)),
-            (r#"{"choices":[{"message":{"content":"  "}}]}"#, Basic, Ok(())),
-            (r#"{"choices":[{"message":{"content":null,"tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}}]}"#, Strict, Ok(())),
-            (r#"{"choices":[{"message":{"content":null,"tool_calls":[]}}]}"#, Strict, Err(EmptyContent)),
-            (r#"{"choices":[{"message":{"function_call":{"name":"f","arguments":""}}}]}"#, Strict, Ok(())),
-            (r#"{"choices":[{"message":{"content":"","reasoning_content":"thinking"}}]}"#, Strict, Ok(())),
-            (r#"{"choices":[{"message":{"content":"","reasoning":"thinking"}}]}"#, Strict, Ok(())),
-            (r#"{"error":{"message":"upstream died"}}"#, Strict, Err(ErrorPayload)),
-            (r#"{"error":{"message":"upstream died"}}"#, Basic, Err(ErrorPayload)),
-            (r#"{"object":"error","message":"vllm says no"}"#, Strict, Err(ErrorPayload)),
+            (
+                r#"{"choices":[{"message":{"content":"  "}}]}"#,
+                Strict,
+                Err(EmptyContent),
+            ),
+            (
+                r#"{"choices":[{"message":{"content":"  "}}]}"#,
+                Basic,
+                Ok(()),
+            ),
+            (
+                r#"{"choices":[{"message":{"content":null,"tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}}]}"#,
+                Strict,
+                Ok(()),
+            ),
+            (
+                r#"{"choices":[{"message":{"content":null,"tool_calls":[]}}]}"#,
+                Strict,
+                Err(EmptyContent),
+            ),
+            (
+                r#"{"choices":[{"message":{"function_call":{"name":"f","arguments":""}}}]}"#,
+                Strict,
+                Ok(()),
+            ),
+            (
+                r#"{"choices":[{"message":{"content":"","reasoning_content":"thinking"}}]}"#,
+                Strict,
+                Ok(()),
+            ),
+            (
+                r#"{"choices":[{"message":{"content":"","reasoning":"thinking"}}]}"#,
+                Strict,
+                Ok(()),
+            ),
+            (
+                r#"{"error":{"message":"upstream died"}}"#,
+                Strict,
+                Err(ErrorPayload),
+            ),
+            (
+                r#"{"error":{"message":"upstream died"}}"#,
+                Basic,
+                Err(ErrorPayload),
+            ),
+            (
+                r#"{"object":"error","message":"vllm says no"}"#,
+                Strict,
+                Err(ErrorPayload),
+            ),
             (r#"{"choices":[{"message":"#, Strict, Err(InvalidJson)),
-            ("<html><body>maintenance</body></html>", Strict, Err(HtmlMaintenance)),
+            (
+                "<html><body>maintenance</body></html>",
+                Strict,
+                Err(HtmlMaintenance),
+            ),
             ("garbage", Off, Ok(())),
             (r#"{"choices":[]}"#, Off, Ok(())),
         ];
@@ -357,12 +442,20 @@ mod tests {
     fn payload_reports_usage_or_estimate() {
         let stats = check_payload(OK.as_bytes(), Strict).unwrap();
         assert_eq!(stats.output_tokens(), 1);
-        let est = check_payload(br#"{"choices":[{"message":{"content":"eight ch"}}]}"#, Strict).unwrap();
+        let est = check_payload(
+            br#"{"choices":[{"message":{"content":"eight ch"}}]}"#,
+            Strict,
+        )
+        .unwrap();
         assert_eq!((est.completion_tokens, est.output_tokens()), (None, 2));
     }
 
     /// Feeds the input in chunks of every size and collects (signal, chunk index) pairs.
-    fn run(input: &str, mode: ContentValidation, chunk: usize) -> (Vec<StreamSignal>, StreamTracker) {
+    fn run(
+        input: &str,
+        mode: ContentValidation,
+        chunk: usize,
+    ) -> (Vec<StreamSignal>, StreamTracker) {
         let mut t = StreamTracker::new(mode);
         let mut signals = Vec::new();
         for c in input.as_bytes().chunks(chunk) {
@@ -420,7 +513,10 @@ mod tests {
             let (signals, t) = run(&format!("{ROLE}{err}{DONE}"), Strict, chunk);
             assert_eq!(
                 signals,
-                vec![StreamSignal::Failed(GateReject::new(ErrorPayload, "provider exploded"))]
+                vec![StreamSignal::Failed(GateReject::new(
+                    ErrorPayload,
+                    "provider exploded"
+                ))]
             );
             assert!(!t.is_useful());
         }

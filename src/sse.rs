@@ -104,12 +104,25 @@ mod tests {
     fn frames_survive_any_chunking() {
         let input = "data: {\"a\":\"é€\"}\r\n\r\n: keep-alive\n\nevent: error\ndata: x\ndata: y\n\ndata:[DONE]\n\n";
         let want = vec![
-            SseEvent { event: None, data: "{\"a\":\"é€\"}".into() },
-            SseEvent { event: Some("error".into()), data: "x\ny".into() },
-            SseEvent { event: None, data: "[DONE]".into() },
+            SseEvent {
+                event: None,
+                data: "{\"a\":\"é€\"}".into(),
+            },
+            SseEvent {
+                event: Some("error".into()),
+                data: "x\ny".into(),
+            },
+            SseEvent {
+                event: None,
+                data: "[DONE]".into(),
+            },
         ];
         for chunk in 1..=input.len() {
-            assert_eq!(parse_in_chunks(input.as_bytes(), chunk), want, "chunk size {chunk}");
+            assert_eq!(
+                parse_in_chunks(input.as_bytes(), chunk),
+                want,
+                "chunk size {chunk}"
+            );
         }
     }
 

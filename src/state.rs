@@ -34,7 +34,10 @@ pub fn write_json_atomic<T: Serialize + ?Sized>(path: &Path, value: &T) -> Resul
 }
 
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     create_private_dir(dir)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("state");
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
@@ -85,7 +88,8 @@ pub fn load_json<T: DeserializeOwned + Default>(path: &Path) -> Result<T> {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(T::default()),
         Err(e) => {
-            return Err(e).with_context(|| format!("cannot read {} (check FCM_HOME)", path.display()))
+            return Err(e)
+                .with_context(|| format!("cannot read {} (check FCM_HOME)", path.display()))
         }
     };
     match serde_json::from_slice(&bytes) {
@@ -95,7 +99,9 @@ pub fn load_json<T: DeserializeOwned + Default>(path: &Path) -> Result<T> {
             eprintln!(
                 "fcm: warning: {} is corrupt ({e}); moved it to {} and started fresh",
                 path.display(),
-                aside.as_deref().map_or("<could not move it>".into(), |p| p.display().to_string())
+                aside
+                    .as_deref()
+                    .map_or("<could not move it>".into(), |p| p.display().to_string())
             );
             Ok(T::default())
         }
@@ -137,7 +143,10 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+            assert_eq!(
+                fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
         }
         let back: BTreeMap<String, i32> = load_json(&path).unwrap();
         assert_eq!(back, v);
@@ -167,7 +176,10 @@ mod tests {
             .collect();
         assert_eq!(aside.len(), 1);
         assert!(aside[0].starts_with("breakers.json.corrupt-"));
-        assert_eq!(fs::read_to_string(dir.join(&aside[0])).unwrap(), "{not json");
+        assert_eq!(
+            fs::read_to_string(dir.join(&aside[0])).unwrap(),
+            "{not json"
+        );
         fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -17,7 +17,11 @@ pub fn tokens(n: u64) -> String {
     const M: u64 = 1024 * 1024;
     if n >= M {
         let m = n as f64 / M as f64;
-        if (m - m.round()).abs() < 0.05 { format!("{}M", m.round()) } else { format!("{m:.1}M") }
+        if (m - m.round()).abs() < 0.05 {
+            format!("{}M", m.round())
+        } else {
+            format!("{m:.1}M")
+        }
     } else if n >= K {
         format!("{}k", (n as f64 / K as f64).round())
     } else {

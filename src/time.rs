@@ -6,7 +6,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch (0 for clocks before it).
 pub fn unix_ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 pub fn now_ms() -> u64 {
@@ -56,7 +58,10 @@ const MONTHS: [&str; 12] = [
 
 /// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form `Retry-After` uses.
 pub fn parse_http_date(text: &str) -> Option<SystemTime> {
-    let rest = text.trim().split_once(',').map_or(text.trim(), |(_, r)| r.trim());
+    let rest = text
+        .trim()
+        .split_once(',')
+        .map_or(text.trim(), |(_, r)| r.trim());
     let mut parts = rest.split_whitespace();
     let day: u32 = parts.next()?.parse().ok()?;
     let month = parts.next()?.to_ascii_lowercase();
@@ -98,7 +103,12 @@ mod tests {
         let t = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
         assert_eq!(unix_ms(t), 784_111_777_000);
         assert_eq!(rfc3339(unix_ms(t)), "1994-11-06T08:49:37Z");
-        for bad in ["", "soon", "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 32 Nov 1994 08:49:37 GMT"] {
+        for bad in [
+            "",
+            "soon",
+            "Sun, 06 Foo 1994 08:49:37 GMT",
+            "Sun, 32 Nov 1994 08:49:37 GMT",
+        ] {
             assert!(parse_http_date(bad).is_none(), "{bad}");
         }
     }

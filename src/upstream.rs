@@ -46,7 +46,9 @@ pub struct Incoming {
 
 impl Incoming {
     pub fn is_event_stream(&self) -> bool {
-        self.content_type.as_deref().is_some_and(|c| c.contains("text/event-stream"))
+        self.content_type
+            .as_deref()
+            .is_some_and(|c| c.contains("text/event-stream"))
     }
 }
 
@@ -71,13 +73,24 @@ impl Upstream {
     }
 
     /// Sends a POST and returns once the response head has arrived.
-    pub fn send(&self, out: Outgoing<'_>, t: ExchangeTimeouts) -> Result<Incoming, (TransportFailure, String)> {
+    pub fn send(
+        &self,
+        out: Outgoing<'_>,
+        t: ExchangeTimeouts,
+    ) -> Result<Incoming, (TransportFailure, String)> {
         let loopback = is_loopback(out.url);
         let mut req = self
             .agent
             .post(out.url)
             .header("content-type", "application/json")
-            .header("accept", if out.stream { "text/event-stream" } else { "application/json" });
+            .header(
+                "accept",
+                if out.stream {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                },
+            );
         for (k, v) in out.headers {
             req = req.header(k.as_str(), v.as_str());
         }
@@ -92,15 +105,27 @@ impl Upstream {
         if loopback {
             cfg = cfg.proxy(None);
         }
-        let response = cfg.build().send(&out.body[..]).map_err(|e| transport_failure(&e))?;
+        let response = cfg
+            .build()
+            .send(&out.body[..])
+            .map_err(|e| transport_failure(&e))?;
         let header = |name: &str| {
-            response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
         };
         let content_type = header("content-type");
         let retry_after = header("retry-after");
         let status = response.status().as_u16();
         let body = Box::new(response.into_body().into_reader());
-        Ok(Incoming { status, content_type, retry_after, body })
+        Ok(Incoming {
+            status,
+            content_type,
+            retry_after,
+            body,
+        })
     }
 }
 

@@ -6,7 +6,12 @@ use serde_json::Value;
 use support::*;
 
 fn model<'a>(report: &'a Value, key: &str) -> &'a Value {
-    report["models"].as_array().unwrap().iter().find(|m| m["model"] == key).unwrap_or_else(|| panic!("{key} missing"))
+    report["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["model"] == key)
+        .unwrap_or_else(|| panic!("{key} missing"))
 }
 
 #[test]
@@ -14,13 +19,34 @@ fn every_behaviour_gets_the_right_verdict_and_kind() {
     let fake = fake();
     let url = fake.base_url();
     let models = [
-        "ok", "ok_stream", "slow:300", "empty_choices", "empty_content", "error_payload_200", "invalid_json",
-        "html", "sse_empty", "sse_error_first", "sse_error_after_content", "sse_keepalive_then_ok",
-        "rate_limit:30", "auth_401", "bad_request_400", "server_500", "hang", "drop_connection",
-        "sse_no_useful_256k", "reasoning_only", "tool_calls_only", "garbage",
+        "ok",
+        "ok_stream",
+        "slow:300",
+        "empty_choices",
+        "empty_content",
+        "error_payload_200",
+        "invalid_json",
+        "html",
+        "sse_empty",
+        "sse_error_first",
+        "sse_error_after_content",
+        "sse_keepalive_then_ok",
+        "rate_limit:30",
+        "auth_401",
+        "bad_request_400",
+        "server_500",
+        "hang",
+        "drop_connection",
+        "sse_no_useful_256k",
+        "reasoning_only",
+        "tool_calls_only",
+        "garbage",
     ];
     let mut w = World::new();
-    w.catalog(&[("fake", &url, Some("FAKE_KEY"), &models), ("nokey", &url, Some("NOKEY_KEY"), &["ok#never"])]);
+    w.catalog(&[
+        ("fake", &url, Some("FAKE_KEY"), &models),
+        ("nokey", &url, Some("NOKEY_KEY"), &["ok#never"]),
+    ]);
     w.set_env("FAKE_KEY", KEY);
     let out = w.fcm(&["bench", "--json", "--pings", "2", "--timeout", "2"]);
     assert_eq!(out.code, 0, "{out:?}");
@@ -31,12 +57,22 @@ fn every_behaviour_gets_the_right_verdict_and_kind() {
         ("slow:300", "perfect", None, 2),
         ("empty_choices", "empty_answers", Some("empty_choices"), 2),
         ("empty_content", "empty_answers", Some("empty_stream"), 2),
-        ("error_payload_200", "empty_answers", Some("error_payload"), 2),
+        (
+            "error_payload_200",
+            "empty_answers",
+            Some("error_payload"),
+            2,
+        ),
         ("invalid_json", "empty_answers", Some("invalid_json"), 2),
         ("html", "empty_answers", Some("html_maintenance"), 2),
         ("sse_empty", "empty_answers", Some("empty_stream"), 2),
         ("sse_error_first", "empty_answers", Some("error_payload"), 2),
-        ("sse_error_after_content", "empty_answers", Some("error_payload"), 2),
+        (
+            "sse_error_after_content",
+            "empty_answers",
+            Some("error_payload"),
+            2,
+        ),
         ("sse_keepalive_then_ok", "perfect", None, 2),
         ("rate_limit:30", "rate_limited", Some("rate_limit"), 1),
         ("auth_401", "auth_failed", Some("auth_error"), 1),
@@ -44,7 +80,12 @@ fn every_behaviour_gets_the_right_verdict_and_kind() {
         ("server_500", "down", Some("provider_server_error"), 2),
         ("hang", "down", Some("timeout"), 2),
         ("drop_connection", "down", Some("network_error"), 2),
-        ("sse_no_useful_256k", "empty_answers", Some("empty_stream"), 2),
+        (
+            "sse_no_useful_256k",
+            "empty_answers",
+            Some("empty_stream"),
+            2,
+        ),
         ("reasoning_only", "perfect", None, 2),
         ("tool_calls_only", "perfect", None, 2),
         ("garbage", "empty_answers", Some("invalid_json"), 2),
@@ -57,17 +98,31 @@ fn every_behaviour_gets_the_right_verdict_and_kind() {
         assert_eq!(m["usable"], kind.is_none(), "{id}");
     }
     // Usable models first, each rank once.
-    let ranks: Vec<u64> = report["models"].as_array().unwrap().iter().map(|m| m["rank"].as_u64().unwrap()).collect();
+    let ranks: Vec<u64> = report["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["rank"].as_u64().unwrap())
+        .collect();
     assert_eq!(ranks, (1..=ranks.len() as u64).collect::<Vec<_>>());
     assert_eq!(report["models"][0]["usable"], true);
     let nokey = model(&report, "nokey/ok#never");
-    assert_eq!((nokey["verdict"].as_str(), nokey["pings"].as_u64()), (Some("no_key"), Some(0)));
+    assert_eq!(
+        (nokey["verdict"].as_str(), nokey["pings"].as_u64()),
+        (Some("no_key"), Some(0))
+    );
 
     // What fcm sent: a real streaming question, the key only to its provider, never elsewhere.
     let requests = fake.requests();
-    assert!(requests.iter().all(|r| r.model() != "ok#never"), "a model without a key was contacted");
+    assert!(
+        requests.iter().all(|r| r.model() != "ok#never"),
+        "a model without a key was contacted"
+    );
     for r in &requests {
-        assert_eq!(r.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+        assert_eq!(
+            r.header("authorization"),
+            Some(format!("Bearer {KEY}").as_str())
+        );
         let body = r.json();
         assert_eq!(body["stream"], true);
         assert!(body["max_tokens"].as_u64().unwrap() <= 64);
@@ -87,14 +142,37 @@ fn every_behaviour_gets_the_right_verdict_and_kind() {
 fn table_output_and_no_save() {
     let fake = fake();
     let mut w = World::new();
-    w.catalog(&[("fake", &fake.base_url(), Some("FAKE_KEY"), &["ok", "empty_choices"]), ("other", "https://example.invalid/v1", Some("OTHER_KEY"), &["m"])]);
+    w.catalog(&[
+        (
+            "fake",
+            &fake.base_url(),
+            Some("FAKE_KEY"),
+            &["ok", "empty_choices"],
+        ),
+        (
+            "other",
+            "https://example.invalid/v1",
+            Some("OTHER_KEY"),
+            &["m"],
+        ),
+    ]);
     w.set_env("FAKE_KEY", KEY);
     let out = w.fcm(&["bench", "--no-save", "--pings", "1"]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(out.stdout.contains("fake/ok") && out.stdout.contains("Perfect"), "{out:?}");
-    assert!(out.stdout.contains("Empty answers") && out.stdout.contains("empty_choices"), "{out:?}");
+    assert!(
+        out.stdout.contains("fake/ok") && out.stdout.contains("Perfect"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout.contains("Empty answers") && out.stdout.contains("empty_choices"),
+        "{out:?}"
+    );
     assert!(out.stdout.contains("2 models probed, 1 usable"), "{out:?}");
-    assert!(out.stdout.contains("1 models not contacted (no key): other"), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("1 models not contacted (no key): other"),
+        "{out:?}"
+    );
     assert!(!w.home_file("bench.json").exists());
 }
 
@@ -102,7 +180,12 @@ fn table_output_and_no_save() {
 fn exit_one_when_nothing_is_usable() {
     let fake = fake();
     let w = World::new();
-    w.catalog(&[("fake", &fake.base_url(), None, &["server_500", "empty_choices"])]);
+    w.catalog(&[(
+        "fake",
+        &fake.base_url(),
+        None,
+        &["server_500", "empty_choices"],
+    )]);
     let out = w.fcm(&["bench", "--json", "--pings", "1", "--no-save"]);
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(out.json()["models"].as_array().unwrap().len(), 2);
@@ -119,7 +202,10 @@ fn short_retry_after_is_waited_out_not_hammered() {
     assert_eq!(reqs.len(), 3);
     for pair in reqs.windows(2) {
         let gap = pair[1].at.duration_since(pair[0].at);
-        assert!(gap.as_millis() >= 900, "pinged again after {gap:?} despite Retry-After: 1");
+        assert!(
+            gap.as_millis() >= 900,
+            "pinged again after {gap:?} despite Retry-After: 1"
+        );
     }
 }
 
@@ -128,12 +214,37 @@ fn filters_by_provider_and_model() {
     let fake = fake();
     let url = fake.base_url();
     let w = World::new();
-    w.catalog(&[("a", &url, None, &["ok#a1", "ok#a2"]), ("b", &url, None, &["ok#b1"]), ("c", &url, None, &["ok#c1"])]);
-    let out = w.fcm(&["bench", "--json", "--provider", "a,c", "--pings", "1", "--no-save"]);
-    let keys: Vec<String> = out.json()["models"].as_array().unwrap().iter().map(|m| m["model"].as_str().unwrap().to_string()).collect();
+    w.catalog(&[
+        ("a", &url, None, &["ok#a1", "ok#a2"]),
+        ("b", &url, None, &["ok#b1"]),
+        ("c", &url, None, &["ok#c1"]),
+    ]);
+    let out = w.fcm(&[
+        "bench",
+        "--json",
+        "--provider",
+        "a,c",
+        "--pings",
+        "1",
+        "--no-save",
+    ]);
+    let keys: Vec<String> = out.json()["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["model"].as_str().unwrap().to_string())
+        .collect();
     assert_eq!(keys.len(), 3, "{keys:?}");
     assert!(!keys.contains(&"b/ok#b1".to_string()));
-    let out = w.fcm(&["bench", "--json", "--model", "b/ok#b1", "--pings", "1", "--no-save"]);
+    let out = w.fcm(&[
+        "bench",
+        "--json",
+        "--model",
+        "b/ok#b1",
+        "--pings",
+        "1",
+        "--no-save",
+    ]);
     assert_eq!(out.json()["models"].as_array().unwrap().len(), 1);
 }
 
@@ -144,9 +255,17 @@ fn results_merge_into_saved_bench() {
     let w = World::new();
     w.catalog(&[("a", &url, None, &["ok#1", "ok#2"])]);
     assert_eq!(w.fcm(&["bench", "--pings", "1"]).code, 0);
-    assert_eq!(w.fcm(&["bench", "--pings", "1", "--model", "a/ok#1"]).code, 0);
-    let saved: Value = serde_json::from_str(&std::fs::read_to_string(w.home_file("bench.json")).unwrap()).unwrap();
-    assert_eq!(saved["models"].as_array().unwrap().len(), 2, "the unprobed model keeps its result");
+    assert_eq!(
+        w.fcm(&["bench", "--pings", "1", "--model", "a/ok#1"]).code,
+        0
+    );
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(w.home_file("bench.json")).unwrap()).unwrap();
+    assert_eq!(
+        saved["models"].as_array().unwrap().len(),
+        2,
+        "the unprobed model keeps its result"
+    );
 }
 
 #[test]
@@ -159,9 +278,16 @@ fn corrupt_bench_file_is_set_aside() {
     let out = w.fcm(&["bench", "--pings", "1"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stderr.contains("bench.json is corrupt"), "{out:?}");
-    let names: Vec<String> = std::fs::read_dir(&w.home).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-    assert!(names.iter().any(|n| n.starts_with("bench.json.corrupt-")), "{names:?}");
-    let saved: Value = serde_json::from_str(&std::fs::read_to_string(w.home_file("bench.json")).unwrap()).unwrap();
+    let names: Vec<String> = std::fs::read_dir(&w.home)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("bench.json.corrupt-")),
+        "{names:?}"
+    );
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(w.home_file("bench.json")).unwrap()).unwrap();
     assert_eq!(saved["models"][0]["model"], "a/ok");
 }
 
@@ -193,7 +319,10 @@ fn unwritable_home_is_a_clear_error() {
     std::fs::write(&w.home, "a file, not a directory").unwrap();
     let out = w.fcm(&["bench", "--pings", "1"]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains(&w.home.display().to_string()), "{out:?}");
+    assert!(
+        out.stderr.contains(&w.home.display().to_string()),
+        "{out:?}"
+    );
     assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
 }
 
@@ -207,11 +336,23 @@ fn probes_run_in_parallel() {
     let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
     let w = World::new();
     w.catalog(&[("a", &fake.base_url(), None, &refs)]);
-    let out = w.fcm(&["bench", "--json", "--pings", "1", "--concurrency", "32", "--no-save"]);
+    let out = w.fcm(&[
+        "bench",
+        "--json",
+        "--pings",
+        "1",
+        "--concurrency",
+        "32",
+        "--no-save",
+    ]);
     assert_eq!(out.code, 0, "{out:?}");
     let reqs = fake.requests();
     assert_eq!(reqs.len(), 24);
     let first = reqs.iter().map(|r| r.at).min().unwrap();
     let last = reqs.iter().map(|r| r.at).max().unwrap();
-    assert!(last.duration_since(first).as_millis() < 3000, "requests were not concurrent: spread {:?}", last.duration_since(first));
+    assert!(
+        last.duration_since(first).as_millis() < 3000,
+        "requests were not concurrent: spread {:?}",
+        last.duration_since(first)
+    );
 }

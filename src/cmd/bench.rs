@@ -48,13 +48,22 @@ pub fn run(args: BenchArgs) -> Result<i32> {
 
 pub fn validate(args: &BenchArgs) -> Result<ProbePlan> {
     if args.pings == 0 || args.pings > MAX_PINGS {
-        return usage(format!("--pings must be between 1 and {MAX_PINGS} (got {})", args.pings));
+        return usage(format!(
+            "--pings must be between 1 and {MAX_PINGS} (got {})",
+            args.pings
+        ));
     }
     if args.concurrency == 0 || args.concurrency > MAX_CONCURRENCY {
-        return usage(format!("--concurrency must be between 1 and {MAX_CONCURRENCY} (got {})", args.concurrency));
+        return usage(format!(
+            "--concurrency must be between 1 and {MAX_CONCURRENCY} (got {})",
+            args.concurrency
+        ));
     }
     if args.timeout == 0 || args.timeout > MAX_TIMEOUT_SECS {
-        return usage(format!("--timeout must be between 1 and {MAX_TIMEOUT_SECS} seconds (got {})", args.timeout));
+        return usage(format!(
+            "--timeout must be between 1 and {MAX_TIMEOUT_SECS} seconds (got {})",
+            args.timeout
+        ));
     }
     Ok(ProbePlan {
         pings: args.pings,
@@ -65,13 +74,19 @@ pub fn validate(args: &BenchArgs) -> Result<ProbePlan> {
 }
 
 /// The models named by `--provider` and `--model`; unknown names are usage errors.
-pub fn select<'a>(catalog: &'a Catalog, providers: &str, models: &[String]) -> Result<Vec<ModelRef<'a>>> {
+pub fn select<'a>(
+    catalog: &'a Catalog,
+    providers: &str,
+    models: &[String],
+) -> Result<Vec<ModelRef<'a>>> {
     if !models.is_empty() {
         return models
             .iter()
             .map(|key| match catalog.find(key) {
                 Some(m) => Ok(m),
-                None => usage(format!("unknown model {key:?}; `fcm models` lists them as provider/modelId")),
+                None => usage(format!(
+                    "unknown model {key:?}; `fcm models` lists them as provider/modelId"
+                )),
             })
             .collect();
     }
@@ -79,10 +94,17 @@ pub fn select<'a>(catalog: &'a Catalog, providers: &str, models: &[String]) -> R
         return Ok(catalog.models().collect());
     }
     let mut chosen = Vec::new();
-    for id in providers.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    for id in providers
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
         if catalog.provider(id).is_none() {
             let ids: Vec<&str> = catalog.providers.iter().map(|p| p.id.as_str()).collect();
-            return usage(format!("unknown provider {id:?}; valid: all, {}", ids.join(", ")));
+            return usage(format!(
+                "unknown provider {id:?}; valid: all, {}",
+                ids.join(", ")
+            ));
         }
         chosen.extend(catalog.models().filter(|m| m.provider.id == id));
     }
@@ -93,19 +115,30 @@ pub fn select<'a>(catalog: &'a Catalog, providers: &str, models: &[String]) -> R
 }
 
 /// Probes every model that has a key (the others are reported as `no key`) and ranks them.
-pub fn execute(models: &[ModelRef<'_>], keys: &KeySource<'_>, plan: &ProbePlan) -> Result<BenchReport> {
+pub fn execute(
+    models: &[ModelRef<'_>],
+    keys: &KeySource<'_>,
+    plan: &ProbePlan,
+) -> Result<BenchReport> {
     let session = process_id_token();
     let now = time::rfc3339(time::now_ms());
     let upstream = Upstream::new();
-    let (reachable, no_key): (Vec<&ModelRef<'_>>, Vec<&ModelRef<'_>>) = models.iter().partition(|m| keys.lookup(m.provider).0.usable());
-    let targets: Vec<(ModelRef<'_>, Target)> =
-        reachable.iter().map(|m| (**m, Target::resolve(**m, keys, &session))).collect();
+    let (reachable, no_key): (Vec<&ModelRef<'_>>, Vec<&ModelRef<'_>>) = models
+        .iter()
+        .partition(|m| keys.lookup(m.provider).0.usable());
+    let targets: Vec<(ModelRef<'_>, Target)> = reachable
+        .iter()
+        .map(|m| (**m, Target::resolve(**m, keys, &session)))
+        .collect();
     let bar = if plan.progress {
-        let b = ProgressBar::with_draw_target(Some(targets.len() as u64), ProgressDrawTarget::stderr());
+        let b =
+            ProgressBar::with_draw_target(Some(targets.len() as u64), ProgressDrawTarget::stderr());
         b.set_style(
-            ProgressStyle::with_template("{spinner} probing [{bar:30}] {pos}/{len} models {elapsed}")
-                .expect("valid template")
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "{spinner} probing [{bar:30}] {pos}/{len} models {elapsed}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
         );
         b.enable_steady_tick(Duration::from_millis(120));
         b
@@ -132,12 +165,19 @@ pub fn execute(models: &[ModelRef<'_>], keys: &KeySource<'_>, plan: &ProbePlan) 
     bar.finish_and_clear();
     results.extend(no_key.iter().map(|m| summarize(**m, &[], &now)));
     rank(&mut results);
-    Ok(BenchReport { generated_at: now, models: results })
+    Ok(BenchReport {
+        generated_at: now,
+        models: results,
+    })
 }
 
 /// 0 when at least one model is usable, 1 when none is.
 pub fn exit_code(report: &BenchReport) -> i32 {
-    if report.models.iter().any(|m| m.usable) { 0 } else { 1 }
+    if report.models.iter().any(|m| m.usable) {
+        0
+    } else {
+        1
+    }
 }
 
 /// Merges this run into `$FCM_HOME/bench.json`.
@@ -148,7 +188,18 @@ pub fn save(report: &BenchReport) -> Result<()> {
 }
 
 pub fn print_table(report: &BenchReport) {
-    let mut t = table::new(&["#", "Model", "Verdict", "OK", "TTFT p50", "p50", "p95", "Jitter", "Tok/s", "Last failure"]);
+    let mut t = table::new(&[
+        "#",
+        "Model",
+        "Verdict",
+        "OK",
+        "TTFT p50",
+        "p50",
+        "p95",
+        "Jitter",
+        "Tok/s",
+        "Last failure",
+    ]);
     let (probed, no_key): (Vec<_>, Vec<_>) = report.models.iter().partition(|m| m.pings > 0);
     for m in &probed {
         let failure = match (&m.last_failure_kind, m.last_failure_status) {

@@ -26,11 +26,12 @@ pub fn exit_code_for(kind: FailureKind) -> i32 {
     match kind {
         AuthError => EXIT_KEY_REJECTED,
         RateLimit | QuotaExhausted => EXIT_RATE_LIMITED,
-        InvalidRequest | HtmlMaintenance | InvalidJson | EmptyChoices | EmptyContent | ErrorPayload | EmptyStream => {
-            EXIT_UNUSABLE
-        }
+        InvalidRequest | HtmlMaintenance | InvalidJson | EmptyChoices | EmptyContent
+        | ErrorPayload | EmptyStream => EXIT_UNUSABLE,
         ProviderUrlUnresolvable => EXIT_NO_KEY,
-        ModelOverloaded | Timeout | StreamStall | NetworkError | ProviderServerError => EXIT_UNREACHABLE,
+        ModelOverloaded | Timeout | StreamStall | NetworkError | ProviderServerError => {
+            EXIT_UNREACHABLE
+        }
     }
 }
 
@@ -61,20 +62,29 @@ fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>> {
     }
     let (pid, mid) = target.split_once('/').unwrap_or((target, ""));
     let Some(provider) = setup.catalog.provider(pid) else {
-        let ids: Vec<&str> = setup.catalog.providers.iter().map(|p| p.id.as_str()).collect();
-        return usage(format!("unknown provider {pid:?}; valid providers: {}", ids.join(", ")));
+        let ids: Vec<&str> = setup
+            .catalog
+            .providers
+            .iter()
+            .map(|p| p.id.as_str())
+            .collect();
+        return usage(format!(
+            "unknown provider {pid:?}; valid providers: {}",
+            ids.join(", ")
+        ));
     };
     if !mid.is_empty() {
-        return usage(format!("unknown model {target:?}; `fcm models --provider {pid}` lists its models"));
+        return usage(format!(
+            "unknown model {target:?}; `fcm models --provider {pid}` lists its models"
+        ));
     }
-    let best = provider
-        .models
-        .iter()
-        .min_by(|a, b| {
-            tier_rank(&a.tier)
-                .cmp(&tier_rank(&b.tier))
-                .then(b.swe_bench.unwrap_or(-1.0).total_cmp(&a.swe_bench.unwrap_or(-1.0)))
-        });
+    let best = provider.models.iter().min_by(|a, b| {
+        tier_rank(&a.tier).cmp(&tier_rank(&b.tier)).then(
+            b.swe_bench
+                .unwrap_or(-1.0)
+                .total_cmp(&a.swe_bench.unwrap_or(-1.0)),
+        )
+    });
     match best {
         Some(model) => Ok(ModelRef { provider, model }),
         None => usage(format!("provider {pid} has no models")),
@@ -83,7 +93,10 @@ fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>> {
 
 pub fn run(args: CheckArgs) -> Result<i32> {
     if args.timeout == 0 || args.timeout > 600 {
-        return usage(format!("--timeout must be between 1 and 600 seconds (got {})", args.timeout));
+        return usage(format!(
+            "--timeout must be between 1 and 600 seconds (got {})",
+            args.timeout
+        ));
     }
     let setup = Setup::load()?;
     let m = choose(&setup, &args.target)?;
@@ -91,10 +104,17 @@ pub fn run(args: CheckArgs) -> Result<i32> {
     let (status, key) = keys.lookup(m.provider);
     let key_note = match (&status, &key) {
         (KeyStatus::Env(var), Some(k)) => format!("{var} {}", key_hint(k)),
-        (KeyStatus::Config, Some(k)) => format!("config.json apiKeys.{} {}", m.provider.id, key_hint(k)),
+        (KeyStatus::Config, Some(k)) => {
+            format!("config.json apiKeys.{} {}", m.provider.id, key_hint(k))
+        }
         _ => status.describe(),
     };
-    let report = |code: i32, kind: Option<FailureKind>, http: Option<u16>, ms: Option<u64>, line: String| -> Result<i32> {
+    let report = |code: i32,
+                  kind: Option<FailureKind>,
+                  http: Option<u16>,
+                  ms: Option<u64>,
+                  line: String|
+     -> Result<i32> {
         if args.json {
             let v = json!({"model": m.key(), "ok": code == EXIT_OK, "exitCode": code, "kind": kind,
                            "status": http, "latencyMs": ms, "key": key_note, "message": line});
@@ -108,23 +128,50 @@ pub fn run(args: CheckArgs) -> Result<i32> {
         let how = if vars.is_empty() {
             format!("add apiKeys.{} to config.json", m.provider.id)
         } else {
-            format!("set {} (sign up: {})", vars.join(" or "), m.provider.signup_url)
+            format!(
+                "set {} (sign up: {})",
+                vars.join(" or "),
+                m.provider.signup_url
+            )
         };
-        return report(EXIT_NO_KEY, None, None, None, format!("FAIL {}: key not set; {how}", m.key()));
+        return report(
+            EXIT_NO_KEY,
+            None,
+            None,
+            None,
+            format!("FAIL {}: key not set; {how}", m.key()),
+        );
     }
     let target = Target::resolve(m, &keys, &process_id_token());
     match ping(&Upstream::new(), &target, Duration::from_secs(args.timeout)) {
-        Ping::Ok { total_ms, tokens, .. } => report(
+        Ping::Ok {
+            total_ms, tokens, ..
+        } => report(
             EXIT_OK,
             None,
             Some(200),
             Some(total_ms),
-            format!("ok   {}: answered in {total_ms} ms, {tokens} tokens ({key_note})", m.key()),
+            format!(
+                "ok   {}: answered in {total_ms} ms, {tokens} tokens ({key_note})",
+                m.key()
+            ),
         ),
-        Ping::Failed { kind, status: http, detail, .. } => {
+        Ping::Failed {
+            kind,
+            status: http,
+            detail,
+            ..
+        } => {
             let code = exit_code_for(kind);
-            let http_note = http.filter(|s| !(200..300).contains(s)).map(|s| format!("HTTP {s}, ")).unwrap_or_default();
-            let line = format!("FAIL {}: {} ({http_note}{kind}): {detail} ({key_note})", m.key(), what(kind));
+            let http_note = http
+                .filter(|s| !(200..300).contains(s))
+                .map(|s| format!("HTTP {s}, "))
+                .unwrap_or_default();
+            let line = format!(
+                "FAIL {}: {} ({http_note}{kind}): {detail} ({key_note})",
+                m.key(),
+                what(kind)
+            );
             report(code, Some(kind), http, None, line)
         }
     }

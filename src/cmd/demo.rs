@@ -17,29 +17,59 @@ use crate::fake_provider::{Behavior, FakeProvider};
 fn models() -> Vec<(&'static str, &'static str, Behavior)> {
     vec![
         ("healthy-fast", "Healthy and fast", Behavior::Ok),
-        ("slow-thinker", "Healthy but slow", Behavior::Slow(Duration::from_millis(2200))),
-        ("empty-choices", "200 OK with choices: []", Behavior::EmptyChoices),
-        ("stream-error", "Stream opens with an error frame", Behavior::SseErrorFirst),
-        ("rate-limited", "429 with Retry-After: 60", Behavior::RateLimit(60)),
+        (
+            "slow-thinker",
+            "Healthy but slow",
+            Behavior::Slow(Duration::from_millis(2200)),
+        ),
+        (
+            "empty-choices",
+            "200 OK with choices: []",
+            Behavior::EmptyChoices,
+        ),
+        (
+            "stream-error",
+            "Stream opens with an error frame",
+            Behavior::SseErrorFirst,
+        ),
+        (
+            "rate-limited",
+            "429 with Retry-After: 60",
+            Behavior::RateLimit(60),
+        ),
     ]
 }
 
 pub fn run(args: DemoArgs) -> Result<i32> {
     if args.pings == 0 || args.pings > 10 {
-        return usage(format!("--pings must be between 1 and 10 (got {})", args.pings));
+        return usage(format!(
+            "--pings must be between 1 and 10 (got {})",
+            args.pings
+        ));
     }
-    let script: HashMap<String, Behavior> = models().into_iter().map(|(id, _, b)| (id.to_string(), b)).collect();
-    let fake = FakeProvider::start(0, script).context("cannot start the simulated provider on 127.0.0.1")?;
+    let script: HashMap<String, Behavior> = models()
+        .into_iter()
+        .map(|(id, _, b)| (id.to_string(), b))
+        .collect();
+    let fake = FakeProvider::start(0, script)
+        .context("cannot start the simulated provider on 127.0.0.1")?;
     let doc = json!({"version": 1, "providers": [{
         "id": "demo", "name": "Simulated provider", "baseUrl": fake.base_url(), "keyRequired": false,
         "models": models().iter().map(|(id, label, _)| json!({"id": id, "label": label, "tier": "A", "context": 131072})).collect::<Vec<_>>()
     }]});
     let catalog: Catalog = Catalog::parse(&doc.to_string(), "demo catalog")?;
     let no_env = |_: &str| None;
-    let keys = KeySource { env: &no_env, config_keys: &Default::default() };
+    let keys = KeySource {
+        env: &no_env,
+        config_keys: &Default::default(),
+    };
     let all: Vec<_> = catalog.models().collect();
     if !args.json {
-        eprintln!("fcm demo: benching {} simulated models on {} (no keys, no network)", all.len(), fake.base_url());
+        eprintln!(
+            "fcm demo: benching {} simulated models on {} (no keys, no network)",
+            all.len(),
+            fake.base_url()
+        );
     }
     let plan = ProbePlan {
         pings: args.pings,

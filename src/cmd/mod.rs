@@ -28,11 +28,17 @@ impl Setup {
             eprintln!("fcm: {}: {w}", path.display());
         }
         loaded.config.merge_into(&mut catalog)?;
-        Ok(Setup { catalog, config: loaded.config })
+        Ok(Setup {
+            catalog,
+            config: loaded.config,
+        })
     }
 
     pub fn keys(&self) -> KeySource<'_> {
-        KeySource { env: &catalog::process_env, config_keys: &self.config.api_keys }
+        KeySource {
+            env: &catalog::process_env,
+            config_keys: &self.config.api_keys,
+        }
     }
 }
 

@@ -12,13 +12,24 @@ pub fn run(args: ModelsArgs) -> Result<i32> {
     let setup = Setup::load()?;
     if let Some(p) = &args.provider {
         if setup.catalog.provider(p).is_none() {
-            let ids: Vec<&str> = setup.catalog.providers.iter().map(|p| p.id.as_str()).collect();
-            return usage(format!("unknown provider {p:?}; valid providers: {}", ids.join(", ")));
+            let ids: Vec<&str> = setup
+                .catalog
+                .providers
+                .iter()
+                .map(|p| p.id.as_str())
+                .collect();
+            return usage(format!(
+                "unknown provider {p:?}; valid providers: {}",
+                ids.join(", ")
+            ));
         }
     }
     if let Some(t) = &args.tier {
         if !TIERS.contains(&t.as_str()) {
-            return usage(format!("unknown tier {t:?}; valid tiers: {}", TIERS.join(", ")));
+            return usage(format!(
+                "unknown tier {t:?}; valid tiers: {}",
+                TIERS.join(", ")
+            ));
         }
     }
     let keys = setup.keys();
@@ -28,7 +39,12 @@ pub fn run(args: ModelsArgs) -> Result<i32> {
         .filter(|m| args.provider.as_deref().is_none_or(|p| m.provider.id == p))
         .filter(|m| args.tier.as_deref().is_none_or(|t| m.model.tier == t))
         .collect();
-    rows.sort_by_key(|m| (tier_rank(&m.model.tier), std::cmp::Reverse((m.model.swe_bench.unwrap_or(-1.0) * 10.0) as i64)));
+    rows.sort_by_key(|m| {
+        (
+            tier_rank(&m.model.tier),
+            std::cmp::Reverse((m.model.swe_bench.unwrap_or(-1.0) * 10.0) as i64),
+        )
+    });
     if args.json {
         let out: Vec<_> = rows
             .iter()
@@ -45,10 +61,16 @@ pub fn run(args: ModelsArgs) -> Result<i32> {
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(0);
     }
-    let mut t = table::new(&["Provider", "Model", "Label", "Tier", "SWE %", "Context", "Key"]);
+    let mut t = table::new(&[
+        "Provider", "Model", "Label", "Tier", "SWE %", "Context", "Key",
+    ]);
     for m in &rows {
         let (status, _) = keys.lookup(m.provider);
-        let provider = if m.provider.custom { format!("{} (custom)", m.provider.id) } else { m.provider.id.clone() };
+        let provider = if m.provider.custom {
+            format!("{} (custom)", m.provider.id)
+        } else {
+            m.provider.id.clone()
+        };
         t.add_row(vec![
             provider,
             m.key(),
@@ -60,7 +82,13 @@ pub fn run(args: ModelsArgs) -> Result<i32> {
         ]);
     }
     println!("{t}");
-    let ready = rows.iter().filter(|m| keys.lookup(m.provider).0.usable()).count();
-    println!("{} models, {ready} usable with the keys set now", rows.len());
+    let ready = rows
+        .iter()
+        .filter(|m| keys.lookup(m.provider).0.usable())
+        .count();
+    println!(
+        "{} models, {ready} usable with the keys set now",
+        rows.len()
+    );
     Ok(0)
 }

@@ -1,7 +1,7 @@
 //! The shared harness: a temp `FCM_HOME`, a catalog pointing at a fake provider on
 //! loopback, and the real `fcm` binary run as a user would run it.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -36,13 +36,22 @@ pub struct Output {
 
 impl Output {
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
     }
 }
 
 impl std::fmt::Debug for Output {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
     }
 }
 
@@ -54,7 +63,12 @@ impl World {
         std::fs::create_dir_all(&dir).unwrap();
         let home = dir.join("home");
         let catalog = dir.join("catalog.json");
-        World { dir, home, catalog, env: HashMap::new() }
+        World {
+            dir,
+            home,
+            catalog,
+            env: HashMap::new(),
+        }
     }
 
     /// Writes a catalog: one provider per entry `(id, base_url, key_env, models)`.
@@ -76,7 +90,11 @@ impl World {
 
     pub fn write_config(&self, config: &Value) {
         std::fs::create_dir_all(&self.home).unwrap();
-        std::fs::write(self.home.join("config.json"), serde_json::to_string_pretty(config).unwrap()).unwrap();
+        std::fs::write(
+            self.home.join("config.json"),
+            serde_json::to_string_pretty(config).unwrap(),
+        )
+        .unwrap();
     }
 
     pub fn home_file(&self, name: &str) -> PathBuf {
@@ -131,7 +149,11 @@ fn run_bounded(mut cmd: Command) -> Output {
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    Output { code: status.code().unwrap_or(-1), stdout: out_t.join().unwrap(), stderr: err_t.join().unwrap() }
+    Output {
+        code: status.code().unwrap_or(-1),
+        stdout: out_t.join().unwrap(),
+        stderr: err_t.join().unwrap(),
+    }
 }
 
 /// Starts a fake provider whose models pick their behaviour by name.

@@ -1,0 +1,123 @@
+//! `fcm check`: one completion, one line, an exit code per failure class.
+
+mod support;
+
+use support::*;
+
+#[test]
+fn exit_codes_per_failure_class() {
+    let fake = fake();
+    let mut w = World::new();
+    let models = [
+        "ok",
+        "auth_401",
+        "rate_limit:60",
+        "empty_choices",
+        "error_payload_200",
+        "html",
+        "hang",
+        "server_500",
+    ];
+    w.catalog(&[("fake", &fake.base_url(), Some("FAKE_KEY"), &models)]);
+    w.set_env("FAKE_KEY", KEY);
+    for (model, code, needle) in [
+        ("ok", 0, "ok   fake/ok: answered in"),
+        ("auth_401", 4, "key rejected (HTTP 401, auth_error)"),
+        ("rate_limit:60", 5, "rate limited (HTTP 429, rate_limit)"),
+        ("empty_choices", 6, "no content"),
+        ("error_payload_200", 6, "error_payload"),
+        ("html", 6, "HTML"),
+        ("hang", 7, "timed out"),
+        ("server_500", 7, "HTTP 500"),
+    ] {
+        let out = w.fcm(&["check", &format!("fake/{model}"), "--timeout", "2"]);
+        assert_eq!(out.code, code, "{model}: {out:?}");
+        assert!(out.stdout.contains(needle), "{model}: {out:?}");
+        assert_eq!(out.stdout.lines().count(), 1, "{model}: one line");
+        assert!(
+            out.stdout.contains("FAKE_KEY …cdef"),
+            "{model}: names the variable and the last 4 chars: {out:?}"
+        );
+        assert!(
+            !out.stdout.contains(KEY) && !out.stderr.contains(KEY),
+            "{model}: key leaked"
+        );
+    }
+}
+
+#[test]
+fn missing_key_is_exit_three_naming_the_variable() {
+    let w = World::new();
+    w.catalog(&[("fake", "http://127.0.0.1:9/v1", Some("FAKE_KEY"), &["ok"])]);
+    let out = w.fcm(&["check", "fake"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    assert!(out.stdout.contains("key not set; set FAKE_KEY"), "{out:?}");
+}
+
+#[test]
+fn provider_alone_picks_a_model_and_json_is_one_object() {
+    let fake = fake();
+    let mut w = World::new();
+    w.catalog(&[("fake", &fake.base_url(), Some("FAKE_KEY"), &["ok"])]);
+    w.set_env("FAKE_KEY", KEY);
+    let out = w.fcm(&["check", "fake", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let v = out.json();
+    assert_eq!(
+        (
+            v["model"].as_str(),
+            v["ok"].as_bool(),
+            v["exitCode"].as_i64()
+        ),
+        (Some("fake/ok"), Some(true), Some(0))
+    );
+    let out = w.fcm(&["check", "fake/auth_401", "--json"]);
+    assert_eq!(out.code, 2, "unknown model is a usage error: {out:?}");
+}
+
+#[test]
+fn key_from_config_json() {
+    let fake = fake();
+    let w = World::new();
+    w.catalog(&[("fake", &fake.base_url(), Some("FAKE_KEY"), &["ok"])]);
+    w.write_config(&serde_json::json!({"apiKeys": {"fake": KEY}}));
+    let out = w.fcm(&["check", "fake/ok"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("config.json apiKeys.fake …cdef"),
+        "{out:?}"
+    );
+    assert_eq!(
+        fake.requests()[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+}
+
+#[test]
+fn unknown_provider_is_usage_error() {
+    let w = World::new();
+    w.catalog(&[("fake", "http://127.0.0.1:9/v1", None, &["ok"])]);
+    let out = w.fcm(&["check", "nope"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("valid providers: fake"), "{out:?}");
+}
+
+#[test]
+fn unreachable_provider_is_exit_seven() {
+    // A port nothing listens on: the connection is refused at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let w = World::new();
+    w.catalog(&[(
+        "fake",
+        &format!("http://127.0.0.1:{port}/v1"),
+        None,
+        &["ok"],
+    )]);
+    let out = w.fcm(&["check", "fake/ok", "--timeout", "3"]);
+    assert_eq!(out.code, 7, "{out:?}");
+    assert!(out.stdout.contains("network_error"), "{out:?}");
+}
