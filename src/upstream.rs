@@ -66,6 +66,10 @@ impl Upstream {
             .max_idle_connections(512)
             .max_idle_connections_per_host(256)
             .max_redirects(0)
+            // ureq's 128 KiB per connection costs 16 MiB at 64 parallel probes; chat answers
+            // arrive in small frames, and larger bodies are read in several passes.
+            .input_buffer_size(32 * 1024)
+            .output_buffer_size(32 * 1024)
             .user_agent(concat!("fcm/", env!("CARGO_PKG_VERSION")))
             .build()
             .new_agent();
