@@ -520,3 +520,61 @@ fn hold(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    fn target(key: &str) -> Target {
+        let catalog = Catalog::parse(crate::catalog::EMBEDDED, "embedded").unwrap();
+        let env = |v: &str| {
+            (v == "ZAI_API_KEY" || v == "OPENCODE_ZEN_API_KEY")
+                .then(|| "k-123456789012".to_string())
+        };
+        let keys = KeySource {
+            env: &env,
+            config_keys: &BTreeMap::new(),
+        };
+        Target::resolve(catalog.find(key).unwrap(), &keys, "session-1")
+    }
+
+    #[test]
+    fn request_body_replaces_model_and_drops_rejected_fields() {
+        let t = target("zai/glm-5.3-flash");
+        let client = json!({"model": "fcm", "messages": [], "stream": true, "parallel_tool_calls": true, "user": "u"});
+        let sent: Value = serde_json::from_slice(&t.request_body(&client)).unwrap();
+        assert_eq!(
+            sent,
+            json!({"model": "glm-5.3-flash", "messages": [], "stream": true})
+        );
+        assert_eq!(t.api_key.as_deref(), Some("k-123456789012"));
+    }
+
+    #[test]
+    fn provider_headers_and_session_id_are_sent() {
+        let t = target("opencode-zen/big-pickle");
+        assert!(t
+            .headers
+            .contains(&("x-opencode-session".to_string(), "session-1".to_string())));
+        let t = target("zai/glm-5.3-flash");
+        assert!(t.headers.is_empty());
+    }
+
+    #[test]
+    fn redaction_hides_the_key() {
+        let t = target("zai/glm-5.3-flash");
+        assert_eq!(
+            t.redact("bad key k-123456789012 given"),
+            "bad key [redacted] given"
+        );
+    }
+
+    #[test]
+    fn one_line_flattens_and_cuts() {
+        assert_eq!(one_line("a\n  b\tc"), "a b c");
+        assert!(one_line(&"x".repeat(300)).ends_with('…'));
+    }
+}

@@ -356,3 +356,30 @@ fn probes_run_in_parallel() {
         last.duration_since(first)
     );
 }
+
+#[test]
+fn each_key_goes_only_to_its_own_provider() {
+    let fake = fake();
+    let url = fake.base_url();
+    let mut w = World::new();
+    w.catalog(&[
+        ("a", &url, Some("A_KEY"), &["ok#a"]),
+        ("b", &url, Some("B_KEY"), &["ok#b"]),
+        ("free", &url, None, &["ok#free"]),
+    ]);
+    w.set_env("A_KEY", "key-for-provider-a-000000");
+    w.set_env("B_KEY", "key-for-provider-b-111111");
+    let out = w.fcm(&["bench", "--json", "--pings", "2", "--no-save"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let reqs = fake.requests();
+    assert_eq!(reqs.len(), 6);
+    for r in reqs {
+        let auth = r.header("authorization");
+        match r.model().as_str() {
+            "ok#a" => assert_eq!(auth, Some("Bearer key-for-provider-a-000000")),
+            "ok#b" => assert_eq!(auth, Some("Bearer key-for-provider-b-111111")),
+            "ok#free" => assert_eq!(auth, None, "a provider that needs no key gets none"),
+            other => panic!("unexpected model {other}"),
+        }
+    }
+}
