@@ -296,7 +296,7 @@ fn usage_errors_exit_two() {
     let w = World::new();
     w.catalog(&[("a", "http://127.0.0.1:9/v1", None, &["ok"])]);
     for (args, needle) in [
-        (vec!["bench", "--provider", "nope"], "valid: all, a"),
+        (vec!["bench", "--provider", "nope"], "valid providers: a"),
         (vec!["bench", "--model", "a/missing"], "fcm models"),
         (vec!["bench", "--pings", "0"], "--pings"),
         (vec!["bench", "--concurrency", "0"], "--concurrency"),

@@ -11,7 +11,7 @@ use crate::attempt::Target;
 use crate::bench::{merge, probe, rank, summarize, BenchReport, ModelResult};
 use crate::catalog::{Catalog, KeySource, ModelRef};
 use crate::cli::{usage, BenchArgs};
-use crate::cmd::{process_id_token, Setup};
+use crate::cmd::{process_id_token, require_provider, Setup};
 use crate::state;
 use crate::table;
 use crate::time;
@@ -99,13 +99,7 @@ pub fn select<'a>(
         .map(str::trim)
         .filter(|s| !s.is_empty())
     {
-        if catalog.provider(id).is_none() {
-            let ids: Vec<&str> = catalog.providers.iter().map(|p| p.id.as_str()).collect();
-            return usage(format!(
-                "unknown provider {id:?}; valid: all, {}",
-                ids.join(", ")
-            ));
-        }
+        require_provider(catalog, id)?;
         chosen.extend(catalog.models().filter(|m| m.provider.id == id));
     }
     if chosen.is_empty() {

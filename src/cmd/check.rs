@@ -10,7 +10,7 @@ use crate::bench::{ping, Ping};
 use crate::catalog::{key_hint, tier_rank, KeyStatus, ModelRef};
 use crate::classify::FailureKind;
 use crate::cli::{usage, CheckArgs};
-use crate::cmd::{process_id_token, Setup};
+use crate::cmd::{process_id_token, require_provider, Setup};
 use crate::upstream::Upstream;
 
 pub const EXIT_OK: i32 = 0;
@@ -61,18 +61,7 @@ fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>> {
         return Ok(m);
     }
     let (pid, mid) = target.split_once('/').unwrap_or((target, ""));
-    let Some(provider) = setup.catalog.provider(pid) else {
-        let ids: Vec<&str> = setup
-            .catalog
-            .providers
-            .iter()
-            .map(|p| p.id.as_str())
-            .collect();
-        return usage(format!(
-            "unknown provider {pid:?}; valid providers: {}",
-            ids.join(", ")
-        ));
-    };
+    let provider = require_provider(&setup.catalog, pid)?;
     if !mid.is_empty() {
         return usage(format!(
             "unknown model {target:?}; `fcm models --provider {pid}` lists its models"

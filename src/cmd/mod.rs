@@ -8,7 +8,8 @@ pub mod models;
 
 use anyhow::Result;
 
-use crate::catalog::{self, Catalog, KeySource};
+use crate::catalog::{self, Catalog, KeySource, Provider};
+use crate::cli::usage;
 use crate::config::Config;
 use crate::state;
 
@@ -38,6 +39,20 @@ impl Setup {
         KeySource {
             env: &catalog::process_env,
             config_keys: &self.config.api_keys,
+        }
+    }
+}
+
+/// The provider named `id`, or a usage error listing the valid ones.
+pub fn require_provider<'a>(catalog: &'a Catalog, id: &str) -> Result<&'a Provider> {
+    match catalog.provider(id) {
+        Some(p) => Ok(p),
+        None => {
+            let ids: Vec<&str> = catalog.providers.iter().map(|p| p.id.as_str()).collect();
+            usage(format!(
+                "unknown provider {id:?}; valid providers: {}",
+                ids.join(", ")
+            ))
         }
     }
 }

@@ -5,24 +5,13 @@ use serde_json::json;
 
 use crate::catalog::{tier_rank, TIERS};
 use crate::cli::{usage, ModelsArgs};
-use crate::cmd::Setup;
+use crate::cmd::{require_provider, Setup};
 use crate::table;
 
 pub fn run(args: ModelsArgs) -> Result<i32> {
     let setup = Setup::load()?;
     if let Some(p) = &args.provider {
-        if setup.catalog.provider(p).is_none() {
-            let ids: Vec<&str> = setup
-                .catalog
-                .providers
-                .iter()
-                .map(|p| p.id.as_str())
-                .collect();
-            return usage(format!(
-                "unknown provider {p:?}; valid providers: {}",
-                ids.join(", ")
-            ));
-        }
+        require_provider(&setup.catalog, p)?;
     }
     if let Some(t) = &args.tier {
         if !TIERS.contains(&t.as_str()) {
