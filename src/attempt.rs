@@ -12,16 +12,12 @@ use serde_json::Value;
 
 use crate::catalog::{KeySource, ModelRef};
 use crate::classify::{classify_http, classify_transport, FailureKind, TransportFailure, Verdict};
-use crate::gate::{
-    check_payload, AnswerStats, ContentValidation, GateReject, StreamSignal, StreamTracker,
-};
+use crate::gate::{check_payload, AnswerStats, ContentValidation, GateReject};
+use crate::hold::{HoldBuffer, HoldStep};
 use crate::upstream::{
     io_failure, read_limited, ExchangeTimeouts, Incoming, Outgoing, Upstream, READ_CHUNK,
 };
 
-/// Held stream bytes beyond which fcm stops waiting for content and passes the stream on:
-/// an odd provider must not be buffered forever.
-pub const HOLD_LIMIT: usize = 256 * 1024;
 /// Error bodies are read up to this size for classification.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// Connection setup never waits longer than this, whatever the other deadlines.
@@ -163,7 +159,7 @@ pub struct OpenStream {
     pub ttft: Duration,
     /// Committed by the hold limit rather than by content.
     pub passthrough: bool,
-    tracker: StreamTracker,
+    hold: HoldBuffer,
     chunks: Receiver<Chunk>,
     started: Instant,
     stall: Duration,
@@ -174,7 +170,7 @@ pub struct OpenStream {
 
 impl OpenStream {
     pub fn stats(&self) -> &AnswerStats {
-        self.tracker.stats()
+        self.hold.tracker().stats()
     }
 
     pub fn elapsed(&self) -> Duration {
@@ -184,28 +180,24 @@ impl OpenStream {
     /// Waits for the next chunk, at most the stall timeout (and never past the deadline).
     pub fn next_item(&mut self) -> StreamItem {
         if self.ended {
-            return self.end();
+            return self.step(HoldStep::End);
         }
         let wait = self
             .stall
             .min(self.deadline.saturating_duration_since(Instant::now()));
         match self.chunks.recv_timeout(wait) {
-            Ok(Chunk::Data(bytes)) => match self.tracker.feed(&bytes) {
-                StreamSignal::Failed(r) => {
-                    StreamItem::Failed(self.target.gate_failure(r, self.started))
-                }
-                _ => StreamItem::Data(bytes),
-            },
+            Ok(Chunk::Data(bytes)) => {
+                let step = self.hold.on_bytes(&bytes);
+                self.step(step)
+            }
             Ok(Chunk::End) | Err(RecvTimeoutError::Disconnected) => {
                 self.ended = true;
-                if let StreamSignal::Failed(r) = self.tracker.finish() {
-                    return StreamItem::Failed(self.target.gate_failure(r, self.started));
-                }
-                self.end()
+                let step = self.hold.on_end();
+                self.step(step)
             }
             Ok(Chunk::Error(e)) => StreamItem::Failed(self.target.io_error(&e, self.started)),
             Err(RecvTimeoutError::Timeout) => {
-                let kind = if self.tracker.is_useful() {
+                let kind = if self.hold.tracker().is_useful() {
                     FailureKind::StreamStall
                 } else {
                     FailureKind::Timeout
@@ -220,14 +212,12 @@ impl OpenStream {
         }
     }
 
-    fn end(&mut self) -> StreamItem {
-        if self.tracker.is_useful() {
-            StreamItem::End
-        } else {
-            StreamItem::Failed(
-                self.target
-                    .gate_failure(self.tracker.empty_reject(), self.started),
-            )
+    fn step(&mut self, step: HoldStep) -> StreamItem {
+        match step {
+            HoldStep::Forward(bytes) | HoldStep::Commit { bytes, .. } => StreamItem::Data(bytes),
+            HoldStep::Hold => StreamItem::Data(Vec::new()),
+            HoldStep::End => StreamItem::End,
+            HoldStep::Fail(r) => StreamItem::Failed(self.target.gate_failure(r, self.started)),
         }
     }
 
@@ -236,9 +226,7 @@ impl OpenStream {
         loop {
             match self.next_item() {
                 StreamItem::Data(_) => {}
-                StreamItem::End => {
-                    return Ok((self.tracker.stats().clone(), self.started.elapsed()))
-                }
+                StreamItem::End => return Ok((self.stats().clone(), self.started.elapsed())),
                 StreamItem::Failed(f) => return Err(f),
             }
         }
@@ -461,7 +449,7 @@ fn hold(
         held: Vec::new(),
         ttft: Duration::ZERO,
         passthrough: false,
-        tracker: StreamTracker::new(limits.validation),
+        hold: HoldBuffer::new(limits.validation),
         chunks: rx,
         started,
         stall: limits.stream_stall,
@@ -472,9 +460,13 @@ fn hold(
     let first_token_deadline = (started + limits.first_token).min(limits.deadline);
     loop {
         let wait = first_token_deadline.saturating_duration_since(Instant::now());
-        let chunk = match open.chunks.recv_timeout(wait) {
-            Ok(c) => c,
-            Err(RecvTimeoutError::Disconnected) => Chunk::End,
+        let step = match open.chunks.recv_timeout(wait) {
+            Ok(Chunk::Data(bytes)) => open.hold.on_bytes(&bytes),
+            Ok(Chunk::End) | Err(RecvTimeoutError::Disconnected) => {
+                open.ended = true;
+                open.hold.on_end()
+            }
+            Ok(Chunk::Error(e)) => return Err(target.io_error(&e, started)),
             Err(RecvTimeoutError::Timeout) => {
                 let detail = format!("no content within {} ms", started.elapsed().as_millis());
                 return Err(failure(
@@ -485,38 +477,18 @@ fn hold(
                 ));
             }
         };
-        match chunk {
-            Chunk::Data(bytes) => {
-                let signal = open.tracker.feed(&bytes);
-                open.held.extend_from_slice(&bytes);
-                match signal {
-                    StreamSignal::FirstUseful => {
-                        open.ttft = started.elapsed();
-                        return Ok(open);
-                    }
-                    StreamSignal::Failed(r) => return Err(target.gate_failure(r, started)),
-                    StreamSignal::Pending if open.held.len() > HOLD_LIMIT => {
-                        open.passthrough = true;
-                        open.ttft = started.elapsed();
-                        return Ok(open);
-                    }
-                    StreamSignal::Pending => {}
-                }
+        match step {
+            HoldStep::Hold => {}
+            HoldStep::Commit { bytes, passthrough } => {
+                open.held = bytes;
+                open.passthrough = passthrough;
+                open.ttft = started.elapsed();
+                return Ok(open);
             }
-            Chunk::End => {
-                open.ended = true;
-                return match open.tracker.finish() {
-                    StreamSignal::FirstUseful => {
-                        open.ttft = started.elapsed();
-                        Ok(open)
-                    }
-                    StreamSignal::Failed(r) => Err(target.gate_failure(r, started)),
-                    StreamSignal::Pending => {
-                        Err(target.gate_failure(open.tracker.empty_reject(), started))
-                    }
-                };
+            HoldStep::Fail(r) => return Err(target.gate_failure(r, started)),
+            HoldStep::Forward(_) | HoldStep::End => {
+                unreachable!("a holding buffer neither forwards nor ends")
             }
-            Chunk::Error(e) => return Err(target.io_error(&e, started)),
         }
     }
 }

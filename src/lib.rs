@@ -12,6 +12,7 @@ pub mod cmd;
 pub mod config;
 pub mod fake_provider;
 pub mod gate;
+pub mod hold;
 pub mod sse;
 pub mod state;
 pub mod table;

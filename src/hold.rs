@@ -1,0 +1,265 @@
+//! The hold buffer: keeps a stream's bytes from the client until it has proved useful.
+//!
+//! A state machine fed chunks as they arrive. While holding, nothing reaches the client, so
+//! an error frame, an HTML page or an empty stream fails over invisibly. The first useful
+//! content commits the stream: the held bytes go out at once and later chunks pass straight
+//! through. Past [`HOLD_LIMIT`] bytes with nothing useful it commits anyway (an odd provider
+//! must not be buffered forever). Pure: timeouts and sockets belong to the caller.
+
+use crate::gate::{ContentValidation, GateReject, StreamSignal, StreamTracker};
+
+/// Held bytes beyond which the stream is passed on without proof of content.
+pub const HOLD_LIMIT: usize = 256 * 1024;
+
+/// What the caller should do after feeding the buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HoldStep {
+    /// Keep waiting; nothing to send.
+    Hold,
+    /// Commit: send the response head and these bytes (everything held so far).
+    Commit { bytes: Vec<u8>, passthrough: bool },
+    /// Already committed: send these bytes.
+    Forward(Vec<u8>),
+    /// The stream ended normally (after commit).
+    End,
+    /// The attempt failed. Before commit the client saw nothing; after commit the caller
+    /// ends the client's stream cleanly and records the failure.
+    Fail(GateReject),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldState {
+    Holding,
+    Committed,
+    Finished,
+}
+
+#[derive(Debug)]
+pub struct HoldBuffer {
+    tracker: StreamTracker,
+    held: Vec<u8>,
+    limit: usize,
+    state: HoldState,
+    passthrough: bool,
+}
+
+impl HoldBuffer {
+    pub fn new(validation: ContentValidation) -> Self {
+        HoldBuffer::with_limit(validation, HOLD_LIMIT)
+    }
+
+    pub fn with_limit(validation: ContentValidation, limit: usize) -> Self {
+        HoldBuffer {
+            tracker: StreamTracker::new(validation),
+            held: Vec::new(),
+            limit,
+            state: HoldState::Holding,
+            passthrough: false,
+        }
+    }
+
+    pub fn state(&self) -> HoldState {
+        self.state
+    }
+
+    pub fn tracker(&self) -> &StreamTracker {
+        &self.tracker
+    }
+
+    /// Committed by the size limit rather than by content.
+    pub fn is_passthrough(&self) -> bool {
+        self.passthrough
+    }
+
+    /// Feeds the next chunk of the upstream body.
+    pub fn on_bytes(&mut self, chunk: &[u8]) -> HoldStep {
+        match self.state {
+            HoldState::Finished => HoldStep::Hold,
+            HoldState::Committed => match self.tracker.feed(chunk) {
+                StreamSignal::Failed(r) => self.fail(r),
+                _ => HoldStep::Forward(chunk.to_vec()),
+            },
+            HoldState::Holding => {
+                let signal = self.tracker.feed(chunk);
+                self.held.extend_from_slice(chunk);
+                match signal {
+                    StreamSignal::FirstUseful => self.commit(false),
+                    StreamSignal::Failed(r) => self.fail(r),
+                    StreamSignal::Pending if self.held.len() > self.limit => self.commit(true),
+                    StreamSignal::Pending => HoldStep::Hold,
+                }
+            }
+        }
+    }
+
+    /// The upstream body ended.
+    pub fn on_end(&mut self) -> HoldStep {
+        if self.state == HoldState::Finished {
+            return HoldStep::End;
+        }
+        let signal = self.tracker.finish();
+        if let StreamSignal::Failed(r) = signal {
+            return self.fail(r);
+        }
+        if !self.tracker.is_useful() {
+            return self.fail(self.tracker.empty_reject());
+        }
+        match self.state {
+            HoldState::Holding => {
+                // Everything arrived while holding: commit, and the caller sees the end next.
+                let step = self.commit(false);
+                self.state = HoldState::Finished;
+                step
+            }
+            _ => {
+                self.state = HoldState::Finished;
+                HoldStep::End
+            }
+        }
+    }
+
+    fn commit(&mut self, passthrough: bool) -> HoldStep {
+        self.state = HoldState::Committed;
+        self.passthrough = passthrough;
+        HoldStep::Commit {
+            bytes: std::mem::take(&mut self.held),
+            passthrough,
+        }
+    }
+
+    fn fail(&mut self, r: GateReject) -> HoldStep {
+        self.state = HoldState::Finished;
+        self.held.clear();
+        HoldStep::Fail(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::FailureKind;
+    use ContentValidation::Strict;
+
+    const ROLE: &str = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n";
+    const TEXT: &str = "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n";
+    const ERR: &str = "data: {\"error\":{\"message\":\"boom\"}}\n\n";
+    const DONE: &str = "data: [DONE]\n\n";
+
+    /// Feeds `input` in chunks of `size`, then the end; returns the steps that were not `Hold`.
+    fn steps(buf: &mut HoldBuffer, input: &str, size: usize) -> Vec<HoldStep> {
+        let mut out: Vec<HoldStep> = input
+            .as_bytes()
+            .chunks(size)
+            .map(|c| buf.on_bytes(c))
+            .filter(|s| *s != HoldStep::Hold)
+            .collect();
+        out.push(buf.on_end());
+        out
+    }
+
+    /// What a client would receive: the bytes of Commit and Forward steps.
+    fn sent(steps: &[HoldStep]) -> String {
+        let mut s = Vec::new();
+        for step in steps {
+            match step {
+                HoldStep::Commit { bytes, .. } | HoldStep::Forward(bytes) => {
+                    s.extend_from_slice(bytes)
+                }
+                _ => {}
+            }
+        }
+        String::from_utf8(s).unwrap()
+    }
+
+    #[test]
+    fn holds_until_content_then_sends_everything_in_order() {
+        let input = format!(": ping\n\n{ROLE}{TEXT}{TEXT}{DONE}");
+        for size in 1..input.len() {
+            let mut b = HoldBuffer::new(Strict);
+            let st = steps(&mut b, &input, size);
+            assert!(
+                matches!(
+                    st[0],
+                    HoldStep::Commit {
+                        passthrough: false,
+                        ..
+                    }
+                ),
+                "size {size}: {st:?}"
+            );
+            assert_eq!(st.last(), Some(&HoldStep::End));
+            assert_eq!(sent(&st), input, "size {size}");
+        }
+    }
+
+    #[test]
+    fn error_before_content_sends_nothing() {
+        let mut b = HoldBuffer::new(Strict);
+        let st = steps(&mut b, &format!("{ROLE}{ERR}{DONE}"), 7);
+        assert_eq!(sent(&st), "");
+        assert!(matches!(&st[0], HoldStep::Fail(r) if r.kind == FailureKind::ErrorPayload));
+    }
+
+    #[test]
+    fn html_and_empty_streams_fail_unseen() {
+        let mut b = HoldBuffer::new(Strict);
+        let st = steps(&mut b, "<html>maintenance</html>", 5);
+        assert!(matches!(&st[0], HoldStep::Fail(r) if r.kind == FailureKind::HtmlMaintenance));
+        let mut b = HoldBuffer::new(Strict);
+        let st = steps(&mut b, &format!("{ROLE}{DONE}"), 9);
+        assert_eq!(
+            st,
+            vec![HoldStep::Fail(GateReject {
+                kind: FailureKind::EmptyStream,
+                detail: "stream ended without content".into()
+            })]
+        );
+    }
+
+    #[test]
+    fn error_after_content_is_a_failure_after_commit() {
+        let mut b = HoldBuffer::new(Strict);
+        let st = steps(&mut b, &format!("{TEXT}{ERR}"), TEXT.len());
+        assert!(matches!(st[0], HoldStep::Commit { .. }));
+        assert!(matches!(&st[1], HoldStep::Fail(r) if r.kind == FailureKind::ErrorPayload));
+        assert_eq!(sent(&st), TEXT, "the error frame itself is not forwarded");
+    }
+
+    #[test]
+    fn passes_through_past_the_limit() {
+        let mut b = HoldBuffer::with_limit(Strict, 4 * ROLE.len());
+        let input = ROLE.repeat(10);
+        let st = steps(&mut b, &input, ROLE.len());
+        assert!(matches!(
+            st[0],
+            HoldStep::Commit {
+                passthrough: true,
+                ..
+            }
+        ));
+        assert!(b.is_passthrough());
+        // It never became useful: the end is an empty stream, reported after forwarding.
+        assert!(matches!(st.last(), Some(HoldStep::Fail(r)) if r.kind == FailureKind::EmptyStream));
+        assert_eq!(sent(&st), input);
+    }
+
+    #[test]
+    fn whole_stream_in_one_chunk_commits_then_ends() {
+        let mut b = HoldBuffer::new(Strict);
+        let input = format!("{ROLE}{TEXT}{DONE}");
+        assert!(matches!(
+            b.on_bytes(input.as_bytes()),
+            HoldStep::Commit { .. }
+        ));
+        assert_eq!(b.on_end(), HoldStep::End);
+        let mut b = HoldBuffer::new(Strict);
+        // Content only in an unterminated last frame: committed at the end.
+        let st = steps(
+            &mut b,
+            "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}",
+            1000,
+        );
+        assert!(matches!(st[0], HoldStep::Commit { .. }), "{st:?}");
+        assert_eq!(b.on_end(), HoldStep::End);
+    }
+}
