@@ -5,6 +5,7 @@
 
 pub mod attempt;
 pub mod bench;
+pub mod breaker;
 pub mod catalog;
 pub mod classify;
 pub mod cli;

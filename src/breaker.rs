@@ -1,0 +1,525 @@
+//! Circuit breakers: per-model health that keeps failing models out of rotation.
+//!
+//! States: CLOSED (healthy), DEGRADED (some consecutive failures: still routed, ranked after
+//! healthy ones), OPEN (too many: skipped until the cooldown ends), HALF_OPEN (cooldown over:
+//! exactly one trial request at a time). OPEN → HALF_OPEN is computed from the clock when
+//! asked, so no timer thread exists. Cooldowns escalate with each trip and trips are
+//! forgotten after a quiet day. Quota pauses (429s) are kept beside the breaker: they skip a
+//! model without counting against its health. [`Health`] is the pure state machine; the
+//! [`Breakers`] store wraps the book in a mutex and tracks whether it needs saving.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::classify::{FailureKind, Verdict};
+use crate::config::BreakerConfig;
+
+/// Entries not updated for this long are dropped when the file is loaded.
+pub const FORGET_AFTER_MS: u64 = 30 * 86_400_000;
+/// A HALF_OPEN trial that never reported back frees its slot after this long.
+const TRIAL_LEASE_MS: u64 = 5 * 60_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum BreakerState {
+    Closed,
+    Degraded,
+    HalfOpen,
+    Open,
+}
+
+impl BreakerState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BreakerState::Closed => "CLOSED",
+            BreakerState::Degraded => "DEGRADED",
+            BreakerState::HalfOpen => "HALF_OPEN",
+            BreakerState::Open => "OPEN",
+        }
+    }
+}
+
+/// One model's health, as stored in `breakers.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Health {
+    pub consecutive_failures: u32,
+    pub trip_count: u32,
+    /// End of the current cooldown (wall clock, ms). Set while OPEN or HALF_OPEN.
+    pub open_until_ms: Option<u64>,
+    pub last_trip_ms: Option<u64>,
+    pub quota_until_ms: Option<u64>,
+    pub last_failure_kind: Option<FailureKind>,
+    pub updated_at_ms: u64,
+    /// A HALF_OPEN trial in flight since then (not persisted: a restart frees it).
+    #[serde(skip)]
+    pub trial_since_ms: Option<u64>,
+}
+
+/// Whether a model may be tried now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Go ahead.
+    Yes,
+    /// Go ahead as the single HALF_OPEN trial; report the result.
+    Trial,
+    /// Skip: OPEN (or its trial is taken) until `until_ms`.
+    CircuitOpen { until_ms: u64 },
+    /// Skip: paused by a rate limit or quota until `until_ms`.
+    QuotaPaused { until_ms: u64 },
+}
+
+/// Consecutive failures from which a model is DEGRADED: ceil(0.6 × threshold).
+pub fn degraded_at(cfg: &BreakerConfig) -> u32 {
+    (cfg.failure_threshold * 6).div_ceil(10).max(1)
+}
+
+/// Cooldown for the n-th trip in memory: initial × 2^(n−1), capped.
+pub fn cooldown_ms(cfg: &BreakerConfig, trips: u32) -> u64 {
+    let doublings = trips.saturating_sub(1).min(32);
+    cfg.initial_cooldown_ms
+        .saturating_mul(1u64 << doublings)
+        .min(cfg.max_cooldown_ms)
+}
+
+impl Health {
+    pub fn state(&self, now: u64, cfg: &BreakerConfig) -> BreakerState {
+        match self.open_until_ms {
+            Some(until) if now < until => BreakerState::Open,
+            Some(_) => BreakerState::HalfOpen,
+            None if self.consecutive_failures >= degraded_at(cfg) => BreakerState::Degraded,
+            None => BreakerState::Closed,
+        }
+    }
+
+    /// Trips still remembered (they are forgotten after `tripMemoryMs` without a trip).
+    pub fn trips(&self, now: u64, cfg: &BreakerConfig) -> u32 {
+        match self.last_trip_ms {
+            Some(t) if now.saturating_sub(t) < cfg.trip_memory_ms => self.trip_count,
+            _ => 0,
+        }
+    }
+
+    pub fn quota_left_ms(&self, now: u64) -> u64 {
+        self.quota_until_ms.map_or(0, |t| t.saturating_sub(now))
+    }
+
+    pub fn cooldown_left_ms(&self, now: u64) -> u64 {
+        self.open_until_ms.map_or(0, |t| t.saturating_sub(now))
+    }
+
+    /// Decides whether the router may send this model a request now; takes the HALF_OPEN
+    /// trial slot when it grants one.
+    pub fn admit(&mut self, now: u64, cfg: &BreakerConfig) -> Admission {
+        if let Some(until) = self.quota_until_ms.filter(|t| *t > now) {
+            return Admission::QuotaPaused { until_ms: until };
+        }
+        match self.state(now, cfg) {
+            BreakerState::Closed | BreakerState::Degraded => Admission::Yes,
+            BreakerState::Open => Admission::CircuitOpen {
+                until_ms: self.open_until_ms.unwrap_or(now),
+            },
+            BreakerState::HalfOpen => match self.trial_since_ms {
+                Some(since) if now.saturating_sub(since) < TRIAL_LEASE_MS => {
+                    Admission::CircuitOpen {
+                        until_ms: since + TRIAL_LEASE_MS,
+                    }
+                }
+                _ => {
+                    self.trial_since_ms = Some(now);
+                    Admission::Trial
+                }
+            },
+        }
+    }
+
+    /// Frees a trial slot whose request ended without a verdict (the client went away).
+    pub fn release_trial(&mut self) {
+        self.trial_since_ms = None;
+    }
+
+    pub fn record_success(&mut self, now: u64) {
+        self.consecutive_failures = 0;
+        self.open_until_ms = None;
+        self.trial_since_ms = None;
+        self.updated_at_ms = now;
+    }
+
+    pub fn record_failure(&mut self, verdict: &Verdict, now: u64, cfg: &BreakerConfig) {
+        self.last_failure_kind = Some(verdict.kind);
+        self.updated_at_ms = now;
+        if let Some(pause) = verdict.quota_pause {
+            let until = now + pause.as_millis() as u64;
+            self.quota_until_ms = Some(self.quota_until_ms.map_or(until, |t| t.max(until)));
+        }
+        let state = self.state(now, cfg);
+        self.trial_since_ms = None;
+        if !verdict.damages_health {
+            return;
+        }
+        self.consecutive_failures = self.consecutive_failures.saturating_add(1);
+        let trip = match state {
+            BreakerState::HalfOpen => true,
+            BreakerState::Open => false,
+            BreakerState::Closed | BreakerState::Degraded => {
+                self.consecutive_failures >= cfg.failure_threshold
+            }
+        };
+        if trip {
+            let trips = self.trips(now, cfg) + 1;
+            self.trip_count = trips;
+            self.last_trip_ms = Some(now);
+            self.open_until_ms = Some(now + cooldown_ms(cfg, trips));
+        }
+    }
+}
+
+/// The file format of `breakers.json`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BreakerBook {
+    pub version: u32,
+    pub models: HashMap<String, Health>,
+}
+
+impl BreakerBook {
+    /// Drops entries not updated for 30 days.
+    pub fn forget_stale(&mut self, now: u64) {
+        self.models
+            .retain(|_, h| now.saturating_sub(h.updated_at_ms) < FORGET_AFTER_MS);
+    }
+}
+
+/// One model's row for `fcm breakers --json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BreakerRow {
+    pub model: String,
+    pub state: BreakerState,
+    pub consecutive_failures: u32,
+    pub trip_count: u32,
+    pub cooldown_ms_left: u64,
+    pub quota_pause_ms_left: u64,
+    pub last_failure_kind: Option<FailureKind>,
+    pub updated_at: String,
+}
+
+pub fn row(model: &str, h: &Health, now: u64, cfg: &BreakerConfig) -> BreakerRow {
+    BreakerRow {
+        model: model.to_string(),
+        state: h.state(now, cfg),
+        consecutive_failures: h.consecutive_failures,
+        trip_count: h.trips(now, cfg),
+        cooldown_ms_left: h.cooldown_left_ms(now),
+        quota_pause_ms_left: h.quota_left_ms(now),
+        last_failure_kind: h.last_failure_kind,
+        updated_at: crate::time::rfc3339(h.updated_at_ms),
+    }
+}
+
+/// Rows for every model in the book, worst first.
+pub fn rows(book: &BreakerBook, now: u64, cfg: &BreakerConfig) -> Vec<BreakerRow> {
+    let mut rows: Vec<BreakerRow> = book
+        .models
+        .iter()
+        .map(|(k, h)| row(k, h, now, cfg))
+        .collect();
+    rows.sort_by(|a, b| {
+        b.state
+            .cmp(&a.state)
+            .then(b.consecutive_failures.cmp(&a.consecutive_failures))
+            .then(a.model.cmp(&b.model))
+    });
+    rows
+}
+
+/// The shared, mutable breaker book of a running server.
+pub struct Breakers {
+    book: Mutex<BreakerBook>,
+    pub cfg: BreakerConfig,
+    dirty: AtomicBool,
+}
+
+impl Breakers {
+    pub fn new(mut book: BreakerBook, cfg: BreakerConfig, now: u64) -> Breakers {
+        book.version = 1;
+        book.forget_stale(now);
+        Breakers {
+            book: Mutex::new(book),
+            cfg,
+            dirty: AtomicBool::new(false),
+        }
+    }
+
+    fn with<T>(&self, model: &str, f: impl FnOnce(&mut Health) -> T) -> T {
+        let mut book = self.book.lock().unwrap_or_else(|e| e.into_inner());
+        f(book.models.entry(model.to_string()).or_default())
+    }
+
+    /// State and whether the model is tried now; see [`Health::admit`].
+    pub fn admit(&self, model: &str, now: u64) -> Admission {
+        let mut book = self.book.lock().unwrap_or_else(|e| e.into_inner());
+        match book.models.get_mut(model) {
+            Some(h) => h.admit(now, &self.cfg),
+            None => Admission::Yes,
+        }
+    }
+
+    pub fn state(&self, model: &str, now: u64) -> BreakerState {
+        let book = self.book.lock().unwrap_or_else(|e| e.into_inner());
+        book.models
+            .get(model)
+            .map_or(BreakerState::Closed, |h| h.state(now, &self.cfg))
+    }
+
+    /// States of many models under one lock (ranking).
+    pub fn states(&self, models: &[&str], now: u64) -> Vec<(BreakerState, u64)> {
+        let book = self.book.lock().unwrap_or_else(|e| e.into_inner());
+        models
+            .iter()
+            .map(|m| match book.models.get(*m) {
+                Some(h) => (
+                    h.state(now, &self.cfg),
+                    h.quota_until_ms.filter(|t| *t > now).unwrap_or(0),
+                ),
+                None => (BreakerState::Closed, 0),
+            })
+            .collect()
+    }
+
+    pub fn record_success(&self, model: &str, now: u64) {
+        self.with(model, |h| h.record_success(now));
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    pub fn record_failure(&self, model: &str, verdict: &Verdict, now: u64) {
+        let cfg = self.cfg.clone();
+        self.with(model, |h| h.record_failure(verdict, now, &cfg));
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    pub fn release_trial(&self, model: &str) {
+        self.with(model, Health::release_trial);
+    }
+
+    /// Resets one model (or all with `None`) to CLOSED; returns how many were reset.
+    pub fn reset(&self, model: Option<&str>) -> usize {
+        let mut book = self.book.lock().unwrap_or_else(|e| e.into_inner());
+        let n = match model {
+            None => {
+                let n = book.models.len();
+                book.models.clear();
+                n
+            }
+            Some(m) => usize::from(book.models.remove(m).is_some()),
+        };
+        self.dirty.store(true, Ordering::Release);
+        n
+    }
+
+    pub fn rows(&self, now: u64) -> Vec<BreakerRow> {
+        rows(
+            &self.book.lock().unwrap_or_else(|e| e.into_inner()),
+            now,
+            &self.cfg,
+        )
+    }
+
+    /// A copy to save, if anything changed since the last call.
+    pub fn take_dirty(&self) -> Option<BreakerBook> {
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return None;
+        }
+        Some(self.book.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+
+    /// Marks the book unsaved again (a write failed).
+    pub fn mark_dirty(&self) {
+        self.dirty.store(true, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use FailureKind::*;
+
+    fn cfg() -> BreakerConfig {
+        BreakerConfig::default()
+    }
+
+    fn fail(h: &mut Health, kind: FailureKind, now: u64) {
+        h.record_failure(&Verdict::of(kind, None), now, &cfg());
+    }
+
+    #[test]
+    fn degraded_at_two_open_at_three() {
+        let c = cfg();
+        assert_eq!(degraded_at(&c), 2);
+        let mut h = Health::default();
+        fail(&mut h, Timeout, 0);
+        assert_eq!(h.state(0, &c), BreakerState::Closed);
+        fail(&mut h, Timeout, 0);
+        assert_eq!(h.state(0, &c), BreakerState::Degraded);
+        assert_eq!(h.admit(0, &c), Admission::Yes);
+        fail(&mut h, Timeout, 0);
+        assert_eq!(h.state(0, &c), BreakerState::Open);
+        assert_eq!(h.admit(10, &c), Admission::CircuitOpen { until_ms: 30_000 });
+    }
+
+    #[test]
+    fn half_open_allows_exactly_one_trial() {
+        let c = cfg();
+        let mut h = Health::default();
+        for _ in 0..3 {
+            fail(&mut h, EmptyChoices, 0);
+        }
+        assert_eq!(h.state(30_000, &c), BreakerState::HalfOpen);
+        assert_eq!(h.admit(30_000, &c), Admission::Trial);
+        assert!(matches!(h.admit(30_001, &c), Admission::CircuitOpen { .. }));
+        h.record_success(30_500);
+        assert_eq!(h.state(30_500, &c), BreakerState::Closed);
+        assert_eq!(h.trip_count, 1, "success keeps the trip count as memory");
+        assert_eq!(h.admit(30_600, &c), Admission::Yes);
+    }
+
+    #[test]
+    fn failed_trial_reopens_with_escalating_cooldown() {
+        let c = cfg();
+        let mut h = Health::default();
+        for _ in 0..3 {
+            fail(&mut h, Timeout, 0);
+        }
+        assert_eq!(h.open_until_ms, Some(30_000));
+        assert_eq!(h.admit(30_000, &c), Admission::Trial);
+        fail(&mut h, Timeout, 30_000);
+        assert_eq!(
+            (h.trip_count, h.open_until_ms),
+            (2, Some(90_000)),
+            "second trip: 60 s"
+        );
+        assert_eq!(h.admit(90_000, &c), Admission::Trial);
+        fail(&mut h, Timeout, 90_000);
+        assert_eq!(h.open_until_ms, Some(90_000 + 120_000), "third trip: 120 s");
+        let mut t = 210_000;
+        for _ in 0..4 {
+            assert_eq!(h.admit(t, &c), Admission::Trial);
+            fail(&mut h, Timeout, t);
+            t = h.open_until_ms.unwrap();
+        }
+        assert_eq!(cooldown_ms(&c, h.trip_count), 300_000, "capped at 300 s");
+    }
+
+    #[test]
+    fn trips_are_forgotten_after_a_quiet_day() {
+        let c = cfg();
+        let mut h = Health::default();
+        for _ in 0..3 {
+            fail(&mut h, Timeout, 0);
+        }
+        h.record_success(40_000);
+        let later = 40_000 + c.trip_memory_ms + 1;
+        assert_eq!(h.trips(later, &c), 0);
+        for _ in 0..3 {
+            fail(&mut h, Timeout, later);
+        }
+        assert_eq!(
+            (h.trip_count, h.open_until_ms),
+            (1, Some(later + 30_000)),
+            "back to the first cooldown"
+        );
+    }
+
+    #[test]
+    fn only_damaging_failures_count() {
+        let c = cfg();
+        let mut h = Health::default();
+        for _ in 0..10 {
+            fail(&mut h, InvalidRequest, 0);
+            fail(&mut h, AuthError, 0);
+        }
+        assert_eq!(h.state(0, &c), BreakerState::Closed);
+        assert_eq!(h.consecutive_failures, 0);
+        assert_eq!(h.last_failure_kind, Some(AuthError));
+    }
+
+    #[test]
+    fn quota_pause_skips_without_damage() {
+        let c = cfg();
+        let mut h = Health::default();
+        h.record_failure(
+            &Verdict::of(RateLimit, Some(Duration::from_secs(7))),
+            1000,
+            &c,
+        );
+        assert_eq!(h.admit(1000, &c), Admission::QuotaPaused { until_ms: 8000 });
+        assert_eq!(h.state(1000, &c), BreakerState::Closed);
+        assert_eq!(h.admit(8000, &c), Admission::Yes);
+    }
+
+    #[test]
+    fn abandoned_trial_is_released() {
+        let c = cfg();
+        let mut h = Health {
+            open_until_ms: Some(10),
+            ..Default::default()
+        };
+        assert_eq!(h.admit(20, &c), Admission::Trial);
+        h.release_trial();
+        assert_eq!(h.admit(21, &c), Admission::Trial);
+        assert_eq!(
+            h.admit(21 + TRIAL_LEASE_MS, &c),
+            Admission::Trial,
+            "an expired lease frees the slot"
+        );
+    }
+
+    #[test]
+    fn stale_entries_are_dropped_and_store_tracks_dirt() {
+        let mut book = BreakerBook::default();
+        book.models.insert(
+            "old/m".into(),
+            Health {
+                updated_at_ms: 0,
+                ..Default::default()
+            },
+        );
+        book.models.insert(
+            "new/m".into(),
+            Health {
+                updated_at_ms: FORGET_AFTER_MS,
+                ..Default::default()
+            },
+        );
+        let b = Breakers::new(book, cfg(), FORGET_AFTER_MS + 1);
+        assert_eq!(b.rows(FORGET_AFTER_MS + 1).len(), 1);
+        assert!(b.take_dirty().is_none());
+        b.record_failure("new/m", &Verdict::of(Timeout, None), FORGET_AFTER_MS + 2);
+        assert!(b.take_dirty().is_some());
+        assert!(b.take_dirty().is_none());
+        assert_eq!(b.reset(None), 1);
+    }
+
+    #[test]
+    fn book_round_trips_without_trial_slot() {
+        let mut book = BreakerBook::default();
+        book.models.insert(
+            "a/b".into(),
+            Health {
+                trip_count: 2,
+                trial_since_ms: Some(5),
+                open_until_ms: Some(9),
+                ..Default::default()
+            },
+        );
+        let text = serde_json::to_string(&book).unwrap();
+        assert!(text.contains("openUntilMs") && !text.contains("trial"));
+        let back: BreakerBook = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.models["a/b"].trip_count, 2);
+        assert_eq!(back.models["a/b"].trial_since_ms, None);
+    }
+}
