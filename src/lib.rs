@@ -18,4 +18,5 @@ pub mod sse;
 pub mod state;
 pub mod table;
 pub mod time;
+pub mod trace;
 pub mod upstream;

@@ -1,0 +1,349 @@
+//! Decision traces: what the router did for one request, for headers and history.
+//!
+//! Every answer carries `x-fcm-v2-model`, `x-fcm-v2-attempts`, `x-fcm-v2-decision` and
+//! `x-request-id`. The same record, without prompts, answers or keys, goes into the history
+//! ring (`history.json`, the last 500 requests) that `fcm history` shows.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::classify::FailureKind;
+
+/// Requests kept in `history.json`.
+pub const HISTORY_LEN: usize = 500;
+
+/// Why a candidate was not tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    MissingKey,
+    ProviderBlocked,
+    CircuitOpen,
+    QuotaPaused,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skip {
+    pub model: String,
+    pub reason: SkipReason,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptRecord {
+    pub model: String,
+    /// The provider's HTTP status, when it answered.
+    pub status: Option<u16>,
+    /// Why it failed; `None` for the attempt that served.
+    pub kind: Option<FailureKind>,
+    pub latency_ms: u64,
+}
+
+impl AttemptRecord {
+    /// `429`, `empty_choices` or `200`: how the decision header shows an attempt.
+    pub fn label(&self) -> String {
+        match (self.kind, self.status) {
+            (Some(_), Some(s)) if !(200..300).contains(&s) => s.to_string(),
+            (Some(k), _) => k.to_string(),
+            (None, s) => s.unwrap_or(200).to_string(),
+        }
+    }
+}
+
+/// The final word on a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A model answered with real content.
+    Served,
+    /// Every attempt failed (or no candidate was eligible).
+    AllFailed,
+    /// Every failure was blamed on the request; its 4xx was returned.
+    ClientError,
+    /// The request was refused before routing (bad JSON, too large, unknown model).
+    Rejected,
+    /// Content was forwarded, then the stream broke (error frame, stall).
+    StreamFailedAfterContent,
+    /// The client went away mid-answer.
+    ClientAborted,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Served => "served",
+            Outcome::AllFailed => "all_failed",
+            Outcome::ClientError => "client_error",
+            Outcome::Rejected => "rejected",
+            Outcome::StreamFailedAfterContent => "stream_failed_after_content",
+            Outcome::ClientAborted => "client_aborted",
+        }
+    }
+}
+
+/// One request's decisions: a history entry, and the source of the response headers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Trace {
+    pub id: String,
+    pub time: String,
+    pub requested_model: String,
+    pub stream: bool,
+    pub skipped: Vec<Skip>,
+    pub attempts: Vec<AttemptRecord>,
+    pub served_model: Option<String>,
+    pub outcome: Outcome,
+    pub wall_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
+}
+
+impl Trace {
+    pub fn new(id: &str, requested_model: &str, stream: bool) -> Trace {
+        Trace {
+            id: id.to_string(),
+            time: crate::time::rfc3339(crate::time::now_ms()),
+            requested_model: requested_model.to_string(),
+            stream,
+            skipped: Vec::new(),
+            attempts: Vec::new(),
+            served_model: None,
+            outcome: Outcome::Rejected,
+            wall_ms: 0,
+            completion_tokens: None,
+        }
+    }
+
+    /// `x-fcm-v2-decision`: `<served|none>!<outcome>|<m1>:<label>-><m2>:200|skips=<N>`.
+    pub fn decision_header(&self) -> String {
+        let served = self.served_model.as_deref().unwrap_or("none");
+        let mut s = format!("{served}!{}", self.outcome.as_str());
+        if !self.attempts.is_empty() {
+            s.push('|');
+            let chain: Vec<String> = self
+                .attempts
+                .iter()
+                .map(|a| format!("{}:{}", a.model, a.label()))
+                .collect();
+            s.push_str(&chain.join("->"));
+        }
+        s.push_str(&format!("|skips={}", self.skipped.len()));
+        s
+    }
+
+    /// `x-fcm-v2-model`: the model that served, else the last one tried.
+    pub fn model_header(&self) -> String {
+        self.served_model
+            .clone()
+            .or_else(|| self.attempts.last().map(|a| a.model.clone()))
+            .unwrap_or_else(|| "none".to_string())
+    }
+
+    /// All four trace headers.
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("x-fcm-v2-model", self.model_header()),
+            ("x-fcm-v2-attempts", self.attempts.len().to_string()),
+            ("x-fcm-v2-decision", self.decision_header()),
+            ("x-request-id", self.id.clone()),
+        ]
+    }
+}
+
+/// The history file's format.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HistoryFile {
+    pub version: u32,
+    pub entries: Vec<Trace>,
+}
+
+/// The ring of recent requests of a running server.
+pub struct History {
+    ring: Mutex<VecDeque<Trace>>,
+    dirty: AtomicBool,
+}
+
+impl History {
+    pub fn new(file: HistoryFile) -> History {
+        let mut ring: VecDeque<Trace> = file.entries.into();
+        while ring.len() > HISTORY_LEN {
+            ring.pop_front();
+        }
+        History {
+            ring: Mutex::new(ring),
+            dirty: AtomicBool::new(false),
+        }
+    }
+
+    pub fn push(&self, trace: Trace) {
+        let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        if ring.len() == HISTORY_LEN {
+            ring.pop_front();
+        }
+        ring.push_back(trace);
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// The last `n` entries, oldest first.
+    pub fn last(&self, n: usize) -> Vec<Trace> {
+        let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        ring.iter()
+            .skip(ring.len().saturating_sub(n))
+            .cloned()
+            .collect()
+    }
+
+    pub fn take_dirty(&self) -> Option<HistoryFile> {
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return None;
+        }
+        let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        Some(HistoryFile {
+            version: 1,
+            entries: ring.iter().cloned().collect(),
+        })
+    }
+
+    pub fn mark_dirty(&self) {
+        self.dirty.store(true, Ordering::Release);
+    }
+}
+
+/// Summary figures for `fcm history`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    pub requests: usize,
+    pub served_pct: f64,
+    pub failover_pct: f64,
+    pub avg_attempts: f64,
+}
+
+pub fn summarize(entries: &[Trace]) -> Summary {
+    let n = entries.len();
+    if n == 0 {
+        return Summary {
+            requests: 0,
+            served_pct: 0.0,
+            failover_pct: 0.0,
+            avg_attempts: 0.0,
+        };
+    }
+    let served = entries.iter().filter(|t| t.served_model.is_some()).count();
+    let failed_over = entries
+        .iter()
+        .filter(|t| t.served_model.is_some() && t.attempts.len() > 1)
+        .count();
+    let attempts: usize = entries.iter().map(|t| t.attempts.len()).sum();
+    Summary {
+        requests: n,
+        served_pct: 100.0 * served as f64 / n as f64,
+        failover_pct: 100.0 * failed_over as f64 / n as f64,
+        avg_attempts: attempts as f64 / n as f64,
+    }
+}
+
+static REQUEST_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A new request id: `fcm-<ms since epoch, hex>-<counter>`, unique within a process.
+pub fn new_request_id() -> String {
+    let n = REQUEST_COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("fcm-{:x}-{n}", crate::time::now_ms())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt(model: &str, status: Option<u16>, kind: Option<FailureKind>) -> AttemptRecord {
+        AttemptRecord {
+            model: model.into(),
+            status,
+            kind,
+            latency_ms: 5,
+        }
+    }
+
+    #[test]
+    fn decision_header_shapes() {
+        let mut t = Trace::new("r1", "fcm", false);
+        t.skipped = vec![
+            Skip {
+                model: "a/x".into(),
+                reason: SkipReason::CircuitOpen,
+            },
+            Skip {
+                model: "b/y".into(),
+                reason: SkipReason::QuotaPaused,
+            },
+        ];
+        t.attempts = vec![
+            attempt("nvidia/x", Some(429), Some(FailureKind::RateLimit)),
+            attempt("p/empty", Some(200), Some(FailureKind::EmptyChoices)),
+            attempt("groq/llama-3.3-70b-versatile", Some(200), None),
+        ];
+        t.served_model = Some("groq/llama-3.3-70b-versatile".into());
+        t.outcome = Outcome::Served;
+        assert_eq!(
+            t.decision_header(),
+            "groq/llama-3.3-70b-versatile!served|nvidia/x:429->p/empty:empty_choices->groq/llama-3.3-70b-versatile:200|skips=2"
+        );
+        assert_eq!(t.model_header(), "groq/llama-3.3-70b-versatile");
+
+        let rejected = Trace::new("r2", "fcm", false);
+        assert_eq!(rejected.decision_header(), "none!rejected|skips=0");
+        assert_eq!(rejected.model_header(), "none");
+
+        let mut failed = Trace::new("r3", "fcm", true);
+        failed.attempts = vec![attempt("a/t", None, Some(FailureKind::Timeout))];
+        failed.outcome = Outcome::AllFailed;
+        assert_eq!(
+            failed.decision_header(),
+            "none!all_failed|a/t:timeout|skips=0"
+        );
+        assert_eq!(failed.model_header(), "a/t", "the last model tried");
+    }
+
+    #[test]
+    fn ring_keeps_the_last_500() {
+        let h = History::new(HistoryFile::default());
+        for i in 0..HISTORY_LEN + 20 {
+            h.push(Trace::new(&i.to_string(), "fcm", false));
+        }
+        let all = h.last(usize::MAX);
+        assert_eq!(all.len(), HISTORY_LEN);
+        assert_eq!(all[0].id, "20");
+        assert_eq!(h.last(2)[1].id, (HISTORY_LEN + 19).to_string());
+        assert_eq!(h.take_dirty().unwrap().entries.len(), HISTORY_LEN);
+        assert!(h.take_dirty().is_none());
+    }
+
+    #[test]
+    fn summary_figures() {
+        let mut served = Trace::new("1", "fcm", false);
+        served.served_model = Some("a/b".into());
+        served.attempts = vec![
+            attempt("a/c", Some(500), Some(FailureKind::ProviderServerError)),
+            attempt("a/b", Some(200), None),
+        ];
+        let mut failed = Trace::new("2", "fcm", false);
+        failed.attempts = vec![attempt(
+            "a/c",
+            Some(500),
+            Some(FailureKind::ProviderServerError),
+        )];
+        let s = summarize(&[served, failed]);
+        assert_eq!(
+            (s.requests, s.served_pct, s.failover_pct, s.avg_attempts),
+            (2, 50.0, 50.0, 1.5)
+        );
+    }
+
+    #[test]
+    fn request_ids_are_unique() {
+        assert_ne!(new_request_id(), new_request_id());
+    }
+}
