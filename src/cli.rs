@@ -40,6 +40,9 @@ pub enum Command {
     Bench(BenchArgs),
     Check(CheckArgs),
     Demo(DemoArgs),
+    Serve(ServeArgs),
+    Breakers(BreakersArgs),
+    History(HistoryArgs),
     FakeProvider(FakeProviderArgs),
 }
 
@@ -127,6 +130,51 @@ pub struct DemoArgs {
 }
 
 #[derive(FromArgs)]
+#[argh(subcommand, name = "serve")]
+/// Run the routing proxy (OpenAI-compatible) on 127.0.0.1:19280.
+pub struct ServeArgs {
+    /// address to listen on (default 127.0.0.1; anything else requires a token)
+    #[argh(option, default = "String::from(\"127.0.0.1\")")]
+    pub host: String,
+    /// port (default: config.json port, else 19280)
+    #[argh(option)]
+    pub port: Option<u16>,
+    /// access token required on every request (also FCM_TOKEN or serve.token in config.json)
+    #[argh(option)]
+    pub token: Option<String>,
+    /// requests handled at once before answering 503 (default 256)
+    #[argh(option, default = "256")]
+    pub max_in_flight: usize,
+    /// no per-request log lines on stderr
+    #[argh(switch)]
+    pub quiet: bool,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "breakers")]
+/// Show per-model breaker state (live from a running server, else from breakers.json).
+pub struct BreakersArgs {
+    /// print JSON instead of a table
+    #[argh(switch)]
+    pub json: bool,
+    /// reset one model's breaker (provider/modelId) or all of them
+    #[argh(option)]
+    pub reset: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "history")]
+/// Show recent routing decisions (live from a running server, else from history.json).
+pub struct HistoryArgs {
+    /// how many recent requests (default 20)
+    #[argh(option, short = 'n', default = "20")]
+    pub n: usize,
+    /// print JSON instead of a table
+    #[argh(switch)]
+    pub json: bool,
+}
+
+#[derive(FromArgs)]
 #[argh(subcommand, name = "fake-provider")]
 /// Run the scripted fake provider on loopback (tests and benchmark scripts).
 pub struct FakeProviderArgs {
@@ -168,6 +216,9 @@ pub fn run() -> i32 {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Check(a) => cmd::check::run(a),
         Command::Demo(a) => cmd::demo::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
+        Command::Breakers(a) => cmd::breakers::run(a),
+        Command::History(a) => cmd::history::run(a),
         Command::FakeProvider(a) => cmd::fake_provider::run(a),
     };
     match result {

@@ -1,10 +1,14 @@
 //! One module per command: each loads what it needs, does its job and prints the result.
 
+pub mod admin;
 pub mod bench;
+pub mod breakers;
 pub mod check;
 pub mod demo;
 pub mod fake_provider;
+pub mod history;
 pub mod models;
+pub mod serve;
 
 use anyhow::Result;
 

@@ -1,0 +1,64 @@
+//! Talking to a running `fcm serve` through its admin endpoints (loopback, same port).
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use crate::cmd::Setup;
+use crate::persist::ServeInfo;
+
+/// `http://127.0.0.1:PORT` for a server listening on any address.
+fn base(info: &ServeInfo) -> String {
+    let port = info.address.rsplit(':').next().unwrap_or("19280");
+    format!("http://127.0.0.1:{port}")
+}
+
+fn token(setup: &Setup) -> Option<String> {
+    std::env::var("FCM_TOKEN").ok().or_else(|| setup.config.serve.token.clone()).filter(|t| !t.is_empty())
+}
+
+fn call(info: &ServeInfo, setup: &Setup, method: &str, path: &str) -> Result<Value> {
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(5)))
+        .proxy(None)
+        .build()
+        .new_agent();
+    let url = format!("{}{path}", base(info));
+    let auth = token(setup).map(|t| format!("Bearer {t}"));
+    let response = match method {
+        "POST" => {
+            let mut r = agent.post(&url);
+            if let Some(a) = &auth {
+                r = r.header("authorization", a);
+            }
+            r.send_empty()
+        }
+        _ => {
+            let mut r = agent.get(&url);
+            if let Some(a) = &auth {
+                r = r.header("authorization", a);
+            }
+            r.call()
+        }
+    };
+    let mut response = response.with_context(|| format!("cannot reach the running server at {} (pid {})", info.address, info.pid))?;
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().context("reading the server's answer")?;
+    if status == 401 {
+        bail!("the running server requires its access token: set FCM_TOKEN");
+    }
+    if status != 200 {
+        bail!("the running server answered {status}: {text}");
+    }
+    serde_json::from_str(&text).context("the server's answer is not JSON")
+}
+
+pub fn admin_get(info: &ServeInfo, setup: &Setup, path: &str) -> Result<Value> {
+    call(info, setup, "GET", path)
+}
+
+pub fn admin_post(info: &ServeInfo, setup: &Setup, path: &str) -> Result<Value> {
+    call(info, setup, "POST", path)
+}

@@ -1,0 +1,116 @@
+//! `fcm serve`: load state, bind, serve until a signal, flush, clean up.
+
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use crate::breaker::{BreakerBook, Breakers};
+use crate::cli::{usage, ServeArgs};
+use crate::cmd::{process_id_token, Setup};
+use crate::persist::{self, Flusher, ServeInfo, StatePaths, WriteCounts};
+use crate::router::Router;
+use crate::serve::{self, App};
+use crate::state;
+use crate::trace::{History, HistoryFile};
+
+/// Binds with TCP_NODELAY on the listening socket (accepted sockets inherit it on Linux),
+/// so small stream chunks are never held back by Nagle's algorithm.
+fn bind(addr: SocketAddr) -> Result<TcpListener> {
+    let listener = TcpListener::bind(addr).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AddrInUse => anyhow::anyhow!(
+            "port {} on {} is already in use (another `fcm serve`?); stop it or choose another with --port",
+            addr.port(),
+            addr.ip()
+        ),
+        _ => anyhow::anyhow!("cannot listen on {addr}: {e}"),
+    })?;
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt on a valid socket fd with a correctly sized c_int option value.
+    unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            &one as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    Ok(listener)
+}
+
+pub fn run(args: ServeArgs) -> Result<i32> {
+    if args.max_in_flight == 0 || args.max_in_flight > 4096 {
+        return usage(format!("--max-in-flight must be between 1 and 4096 (got {})", args.max_in_flight));
+    }
+    let ip: IpAddr = match args.host.parse() {
+        Ok(ip) => ip,
+        Err(_) if args.host == "localhost" => IpAddr::from([127, 0, 0, 1]),
+        Err(_) => return usage(format!("--host {:?} is not an IP address (e.g. 127.0.0.1 or 0.0.0.0)", args.host)),
+    };
+    let setup = Setup::load()?;
+    let token = args
+        .token
+        .clone()
+        .or_else(|| std::env::var("FCM_TOKEN").ok())
+        .or_else(|| setup.config.serve.token.clone())
+        .filter(|t| !t.trim().is_empty());
+    if !ip.is_loopback() && token.is_none() {
+        return usage(format!(
+            "--host {ip} accepts connections from other machines: set an access token with --token, FCM_TOKEN or serve.token in config.json"
+        ));
+    }
+    let port = args.port.unwrap_or(setup.config.port);
+    let paths = StatePaths { breakers: state::state_file("breakers.json")?, history: state::state_file("history.json")? };
+    let now = crate::time::now_ms();
+    let book: BreakerBook = state::load_json(&paths.breakers)?;
+    let history: HistoryFile = state::load_json(&paths.history)?;
+    let breakers = Breakers::new(book, setup.config.router.breaker.clone(), now);
+    let router = Router::new(
+        &setup.catalog,
+        &setup.keys(),
+        setup.config.router.failover.clone(),
+        breakers,
+        History::new(history),
+        Some(state::state_file("bench.json")?),
+        &process_id_token(),
+    );
+    let listener = bind(SocketAddr::new(ip, port))?;
+    let address = listener.local_addr()?;
+    let routable = router.routable().count();
+    let app = Arc::new(App {
+        router,
+        address,
+        started: Instant::now(),
+        in_flight: AtomicUsize::new(0),
+        quiet: args.quiet,
+        token: token.clone(),
+        writes: WriteCounts::default(),
+    });
+    let info_path = persist::serve_info_path()?;
+    persist::write_serve_info(
+        &info_path,
+        &ServeInfo {
+            pid: std::process::id(),
+            address: address.to_string(),
+            started_at: crate::time::rfc3339(now),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            token_required: token.is_some(),
+        },
+    )?;
+    eprintln!("fcm serve: listening on http://{address}/v1 ({routable} routable models; model \"fcm\" routes automatically, \"fcm:provider/modelId\" pins one)");
+    if routable == 0 {
+        eprintln!("fcm serve: warning: no provider key is set, so every request will fail; `fcm models` lists the variables");
+    }
+    let flusher = Flusher::start(app.clone(), paths.clone());
+    let result = serve::run(listener, app.clone(), args.max_in_flight);
+    flusher.stop();
+    persist::flush(&app.router.breakers, &app.router.history, &paths, &app.writes);
+    let _ = std::fs::remove_file(&info_path);
+    result.context("fcm serve stopped")?;
+    eprintln!("fcm serve: stopped; state saved to {}", paths.breakers.parent().map_or(String::new(), |p| p.display().to_string()));
+    Ok(0)
+}

@@ -1,0 +1,133 @@
+//! Saving a running server's state: breakers and history reach the disk debounced (at most
+//! one write per file every 2 s, within 3 s of the last change even when traffic stops,
+//! and once more at shutdown), and `serve.json` tells other fcm commands where it listens.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::breaker::Breakers;
+use crate::state;
+use crate::trace::History;
+
+/// Minimum time between two writes of one state file.
+pub const MIN_WRITE_GAP: Duration = Duration::from_secs(2);
+/// How often the flusher looks for changes.
+const TICK: Duration = Duration::from_millis(250);
+
+/// Writes made so far, reported by `/health` (lets tests check the debounce).
+#[derive(Debug, Default)]
+pub struct WriteCounts {
+    pub breakers: AtomicU64,
+    pub history: AtomicU64,
+}
+
+/// Where a server's state files are.
+#[derive(Debug, Clone)]
+pub struct StatePaths {
+    pub breakers: PathBuf,
+    pub history: PathBuf,
+}
+
+/// Writes dirty state now. Returns false when a write failed (the state stays dirty).
+pub fn flush(breakers: &Breakers, history: &History, paths: &StatePaths, counts: &WriteCounts) -> bool {
+    let mut ok = true;
+    if let Some(book) = breakers.take_dirty() {
+        match state::write_json_atomic(&paths.breakers, &book) {
+            Ok(()) => {
+                counts.breakers.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                breakers.mark_dirty();
+                eprintln!("fcm serve: warning: {e:#}");
+                ok = false;
+            }
+        }
+    }
+    if let Some(file) = history.take_dirty() {
+        match state::write_json_atomic(&paths.history, &file) {
+            Ok(()) => {
+                counts.history.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                history.mark_dirty();
+                eprintln!("fcm serve: warning: {e:#}");
+                ok = false;
+            }
+        }
+    }
+    ok
+}
+
+/// A background thread that flushes at most every [`MIN_WRITE_GAP`].
+pub struct Flusher {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Flusher {
+    pub fn start(app: Arc<crate::serve::App>, paths: StatePaths) -> Flusher {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("fcm-flush".into())
+            .spawn(move || {
+                let mut last_write: Option<Instant> = None;
+                while !s.load(Ordering::Acquire) {
+                    std::thread::sleep(TICK);
+                    if last_write.is_some_and(|t| t.elapsed() < MIN_WRITE_GAP) {
+                        continue;
+                    }
+                    let before = app.writes.breakers.load(Ordering::Relaxed) + app.writes.history.load(Ordering::Relaxed);
+                    flush(&app.router.breakers, &app.router.history, &paths, &app.writes);
+                    let after = app.writes.breakers.load(Ordering::Relaxed) + app.writes.history.load(Ordering::Relaxed);
+                    if after != before {
+                        last_write = Some(Instant::now());
+                    }
+                }
+            })
+            .ok();
+        Flusher { stop, handle }
+    }
+
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// `$FCM_HOME/serve.json`: a live server's address, for `fcm breakers` and `fcm history`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServeInfo {
+    pub pid: u32,
+    pub address: String,
+    pub started_at: String,
+    pub version: String,
+    /// Whether requests need the access token.
+    #[serde(default)]
+    pub token_required: bool,
+}
+
+pub fn serve_info_path() -> Result<PathBuf> {
+    state::state_file("serve.json")
+}
+
+pub fn write_serve_info(path: &Path, info: &ServeInfo) -> Result<()> {
+    state::write_json_atomic(path, info)
+}
+
+/// The running server, if `serve.json` names a live process.
+pub fn live_server() -> Option<ServeInfo> {
+    let path = serve_info_path().ok()?;
+    let text = std::fs::read_to_string(path).ok()?;
+    let info: ServeInfo = serde_json::from_str(&text).ok()?;
+    crate::signals::process_alive(info.pid).then_some(info)
+}

@@ -1,0 +1,495 @@
+//! The router: picks candidates for a request, tries them in order, and explains itself.
+//!
+//! Candidates are the catalog models whose provider has a key (or needs none). Before
+//! dispatch, models that are OPEN or quota-paused are skipped with a reason; the rest are
+//! ordered by breaker state, then the latest bench results, then catalog tier. The failover
+//! loop tries them through the shared [`attempt`](crate::attempt) within a wall-clock budget.
+//! A pinned model (`fcm:provider/modelId`) gets one attempt, whatever its breaker says.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::{json, Value};
+
+use crate::attempt::{attempt, Answer, Failure, Limits, Target};
+use crate::bench::BenchReport;
+use crate::breaker::{Admission, BreakerState, Breakers};
+use crate::catalog::{tier_rank, Catalog, KeySource, KeyStatus};
+use crate::classify::{Blame, FailureKind};
+use crate::config::FailoverConfig;
+use crate::trace::{AttemptRecord, History, Outcome, Skip, SkipReason, Trace};
+use crate::upstream::Upstream;
+
+/// Largest non-stream answer the router accepts from a provider.
+pub const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
+/// How often `bench.json` is checked for a newer version.
+const BENCH_RECHECK: Duration = Duration::from_secs(5);
+
+/// A model the router can call.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub target: Target,
+    pub tier: usize,
+    pub swe: f64,
+    /// Why it cannot be called at all (its key is not set), naming the variables.
+    pub missing_key: Option<String>,
+}
+
+/// How a request names its model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// `fcm`, or any name fcm does not know: route across healthy models.
+    Auto,
+    /// One catalog model by key.
+    Pinned(String),
+}
+
+/// What ranking needs to know of one candidate.
+#[derive(Debug, Clone)]
+pub struct RankInput<'a> {
+    pub key: &'a str,
+    pub state: BreakerState,
+    /// 0: usable in the last bench, 1: not benched, 2: benched and unusable.
+    pub bench_class: u8,
+    pub ttft_ms: Option<u64>,
+    pub tier: usize,
+    pub swe: f64,
+}
+
+/// Orders candidates best first: breaker state (CLOSED, DEGRADED, HALF_OPEN), then bench
+/// results (usable first, then lower median time to first token; models never benched sit
+/// between usable and unusable ones), then tier and SWE-bench score, then the key.
+pub fn rank(inputs: &mut [RankInput<'_>]) {
+    inputs.sort_by(|a, b| {
+        a.state
+            .cmp(&b.state)
+            .then(a.bench_class.cmp(&b.bench_class))
+            .then(a.ttft_ms.unwrap_or(u64::MAX).cmp(&b.ttft_ms.unwrap_or(u64::MAX)))
+            .then(a.tier.cmp(&b.tier))
+            .then(b.swe.total_cmp(&a.swe))
+            .then(a.key.cmp(b.key))
+    });
+}
+
+/// Latest bench results, reloaded when `bench.json` changes.
+struct BenchRanks {
+    path: Option<PathBuf>,
+    by_model: HashMap<String, (bool, Option<u64>)>,
+    modified: Option<SystemTime>,
+    checked: Option<Instant>,
+}
+
+impl BenchRanks {
+    fn refresh(&mut self) {
+        if self.checked.is_some_and(|c| c.elapsed() < BENCH_RECHECK) {
+            return;
+        }
+        self.checked = Some(Instant::now());
+        let Some(path) = &self.path else { return };
+        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+        if modified == self.modified {
+            return;
+        }
+        self.modified = modified;
+        let report: BenchReport = crate::state::load_json(path).unwrap_or_default();
+        self.by_model = report.models.into_iter().map(|m| (m.model, (m.usable, m.ttft_ms_p50))).collect();
+    }
+}
+
+/// A request that was served: the committed answer and the trace so far.
+pub struct Served {
+    pub answer: Answer,
+    pub trace: Trace,
+    pub model: String,
+}
+
+/// A request that could not be served.
+pub struct Refused {
+    pub trace: Trace,
+    pub status: u16,
+    pub retry_after_secs: Option<u64>,
+    pub message: String,
+    /// Per attempt: (model, status, kind, detail).
+    pub details: Vec<(String, Option<u16>, FailureKind, String)>,
+}
+
+impl Refused {
+    /// The error in OpenAI's shape, listing each attempt.
+    pub fn openai_body(&self) -> Value {
+        let kind = match self.status {
+            401 => "authentication_error",
+            404 => "not_found_error",
+            429 => "rate_limit_error",
+            400..=499 => "invalid_request_error",
+            _ => "server_error",
+        };
+        json!({"error": {
+            "message": self.message,
+            "type": kind,
+            "code": self.trace.outcome.as_str(),
+            "attempts": self.details.iter().map(|(m, s, k, d)| json!({"model": m, "status": s, "kind": k, "detail": d})).collect::<Vec<_>>(),
+        }})
+    }
+}
+
+pub struct Router {
+    candidates: Vec<Candidate>,
+    index: HashMap<String, usize>,
+    pub breakers: Breakers,
+    pub history: History,
+    pub failover: FailoverConfig,
+    bench: Mutex<BenchRanks>,
+    upstream: Upstream,
+}
+
+impl Router {
+    pub fn new(
+        catalog: &Catalog,
+        keys: &KeySource<'_>,
+        failover: FailoverConfig,
+        breakers: Breakers,
+        history: History,
+        bench_path: Option<PathBuf>,
+        session_id: &str,
+    ) -> Router {
+        let candidates: Vec<Candidate> = catalog
+            .models()
+            .map(|m| {
+                let missing_key = match keys.lookup(m.provider).0 {
+                    KeyStatus::Missing(vars) if vars.is_empty() => Some(format!("add apiKeys.{} to config.json", m.provider.id)),
+                    KeyStatus::Missing(vars) => Some(format!("set {}", vars.join(" or "))),
+                    _ => None,
+                };
+                Candidate {
+                    target: Target::resolve(m, keys, session_id),
+                    tier: tier_rank(&m.model.tier),
+                    swe: m.model.swe_bench.unwrap_or(-1.0),
+                    missing_key,
+                }
+            })
+            .collect();
+        let index = candidates.iter().enumerate().map(|(i, c)| (c.target.key.clone(), i)).collect();
+        Router {
+            candidates,
+            index,
+            breakers,
+            history,
+            failover,
+            bench: Mutex::new(BenchRanks { path: bench_path, by_model: HashMap::new(), modified: None, checked: None }),
+            upstream: Upstream::new(),
+        }
+    }
+
+    /// Models that automatic routing may use (their key is set or not needed).
+    pub fn routable(&self) -> impl Iterator<Item = &Candidate> {
+        self.candidates.iter().filter(|c| c.missing_key.is_none())
+    }
+
+    pub fn knows(&self, key: &str) -> bool {
+        self.index.contains_key(key)
+    }
+
+    /// Reads the request's `model`: `fcm`, `fcm:provider/modelId`, a catalog key, or
+    /// anything else (auto). An unknown pinned model is an error message.
+    pub fn resolve(&self, requested: &str) -> Result<Route, String> {
+        if let Some(key) = requested.strip_prefix("fcm:") {
+            return if self.knows(key) {
+                Ok(Route::Pinned(key.to_string()))
+            } else {
+                Err(format!("unknown model {key:?}: `fcm models` lists the models as provider/modelId; use model \"fcm\" to route automatically"))
+            };
+        }
+        if self.knows(requested) {
+            return Ok(Route::Pinned(requested.to_string()));
+        }
+        Ok(Route::Auto)
+    }
+
+    fn limits(&self, deadline: Instant) -> Limits {
+        Limits {
+            body_read: Duration::from_millis(self.failover.body_read_timeout_ms),
+            first_token: Duration::from_millis(self.failover.first_token_timeout_ms),
+            stream_stall: Duration::from_millis(self.failover.stream_stall_timeout_ms),
+            deadline,
+            validation: self.failover.content_validation,
+            max_body: MAX_ANSWER_BYTES,
+        }
+    }
+
+    /// The routable models in the order they would be tried, with the skipped ones.
+    pub fn plan(&self, now_ms: u64) -> (Vec<usize>, Vec<Skip>) {
+        let routable: Vec<usize> = (0..self.candidates.len()).filter(|i| self.candidates[*i].missing_key.is_none()).collect();
+        let keys: Vec<&str> = routable.iter().map(|i| self.candidates[*i].target.key.as_str()).collect();
+        let states = self.breakers.states(&keys, now_ms);
+        let mut bench = self.bench.lock().unwrap_or_else(|e| e.into_inner());
+        bench.refresh();
+        let mut skipped = Vec::new();
+        let mut inputs = Vec::new();
+        for (n, i) in routable.iter().enumerate() {
+            let c = &self.candidates[*i];
+            let (state, quota_until) = states[n];
+            if quota_until > now_ms {
+                skipped.push(Skip { model: c.target.key.clone(), reason: SkipReason::QuotaPaused });
+                continue;
+            }
+            if state == BreakerState::Open {
+                skipped.push(Skip { model: c.target.key.clone(), reason: SkipReason::CircuitOpen });
+                continue;
+            }
+            let (bench_class, ttft_ms) = match bench.by_model.get(&c.target.key) {
+                Some((true, ttft)) => (0, *ttft),
+                Some((false, _)) => (2, None),
+                None => (1, None),
+            };
+            inputs.push(RankInput { key: &c.target.key, state, bench_class, ttft_ms, tier: c.tier, swe: c.swe });
+        }
+        rank(&mut inputs);
+        let order = inputs.iter().map(|r| self.index[r.key]).collect();
+        (order, skipped)
+    }
+
+    /// Routes one chat request. Streams return once committed; the caller forwards the rest
+    /// and reports the end with [`Router::finish_stream`].
+    pub fn route(&self, route: &Route, body: &Value, stream: bool, mut trace: Trace) -> Result<Served, Refused> {
+        let started = Instant::now();
+        let deadline = started + Duration::from_millis(self.failover.total_budget_ms);
+        let limits = self.limits(deadline);
+        let mut details = Vec::new();
+        if let Route::Pinned(key) = route {
+            let c = &self.candidates[self.index[key]];
+            if let Some(how) = &c.missing_key {
+                trace.skipped.push(Skip { model: key.clone(), reason: SkipReason::MissingKey });
+                trace.outcome = Outcome::AllFailed;
+                return Err(Refused {
+                    trace,
+                    status: 401,
+                    retry_after_secs: None,
+                    message: format!("no key for {key}: {how}"),
+                    details,
+                });
+            }
+            // The user asked for this model by name: sent even when OPEN or paused, and a
+            // HALF_OPEN trial slot is taken if free so its result counts as the trial.
+            let _ = self.breakers.admit(key, crate::time::now_ms());
+            return match self.try_one(c, body, stream, &limits, &mut trace, &mut details) {
+                Ok(answer) => Ok(self.served(answer, trace, key)),
+                Err(f) => Err(self.refuse_pinned(trace, &f, details)),
+            };
+        }
+        let (order, skipped) = self.plan(crate::time::now_ms());
+        trace.skipped = skipped;
+        let mut blocked: HashSet<&str> = HashSet::new();
+        let mut last_resort = self.failover.last_resort_model.clone().filter(|m| self.knows(m));
+        for i in order {
+            let c = &self.candidates[i];
+            if trace.attempts.len() >= self.failover.max_attempts as usize || Instant::now() >= deadline {
+                break;
+            }
+            if blocked.contains(c.target.provider_id.as_str()) {
+                trace.skipped.push(Skip { model: c.target.key.clone(), reason: SkipReason::ProviderBlocked });
+                continue;
+            }
+            match self.breakers.admit(&c.target.key, crate::time::now_ms()) {
+                Admission::Yes | Admission::Trial => {}
+                Admission::CircuitOpen { .. } => {
+                    trace.skipped.push(Skip { model: c.target.key.clone(), reason: SkipReason::CircuitOpen });
+                    continue;
+                }
+                Admission::QuotaPaused { .. } => {
+                    trace.skipped.push(Skip { model: c.target.key.clone(), reason: SkipReason::QuotaPaused });
+                    continue;
+                }
+            }
+            if last_resort.as_deref() == Some(c.target.key.as_str()) {
+                last_resort = None;
+            }
+            match self.try_one(c, body, stream, &limits, &mut trace, &mut details) {
+                Ok(answer) => return Ok(self.served(answer, trace, &c.target.key)),
+                Err(f) => {
+                    if f.verdict.blocks_provider {
+                        blocked.insert(c.target.provider_id.as_str());
+                    }
+                    if !f.verdict.failover {
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(key) = last_resort {
+            let c = &self.candidates[self.index[&key]];
+            if c.missing_key.is_none() && Instant::now() < deadline {
+                if let Ok(answer) = self.try_one(c, body, stream, &limits, &mut trace, &mut details) {
+                    return Ok(self.served(answer, trace, &key));
+                }
+            }
+        }
+        Err(self.refuse_all(trace, details))
+    }
+
+    /// One attempt with its breaker bookkeeping and trace record.
+    fn try_one(
+        &self,
+        c: &Candidate,
+        body: &Value,
+        stream: bool,
+        limits: &Limits,
+        trace: &mut Trace,
+        details: &mut Vec<(String, Option<u16>, FailureKind, String)>,
+    ) -> Result<Answer, Failure> {
+        let key = &c.target.key;
+        match attempt(&self.upstream, &c.target, body, stream, limits) {
+            Ok(answer) => {
+                let (status, latency) = match &answer {
+                    Answer::Full { status, elapsed, .. } => (*status, *elapsed),
+                    Answer::Stream(s) => (s.status, s.ttft),
+                };
+                if matches!(answer, Answer::Full { .. }) {
+                    self.breakers.record_success(key, crate::time::now_ms());
+                }
+                trace.attempts.push(AttemptRecord { model: key.clone(), status: Some(status), kind: None, latency_ms: latency.as_millis() as u64 });
+                Ok(answer)
+            }
+            Err(f) => {
+                self.breakers.record_failure(key, &f.verdict, crate::time::now_ms());
+                trace.attempts.push(AttemptRecord {
+                    model: key.clone(),
+                    status: f.status,
+                    kind: Some(f.kind()),
+                    latency_ms: f.elapsed.as_millis() as u64,
+                });
+                details.push((key.clone(), f.status, f.kind(), f.detail.clone()));
+                Err(f)
+            }
+        }
+    }
+
+    fn served(&self, answer: Answer, mut trace: Trace, key: &str) -> Served {
+        trace.served_model = Some(key.to_string());
+        trace.outcome = Outcome::Served;
+        Served { answer, trace, model: key.to_string() }
+    }
+
+    fn refuse_pinned(&self, mut trace: Trace, f: &Failure, details: Vec<(String, Option<u16>, FailureKind, String)>) -> Refused {
+        use FailureKind::*;
+        trace.outcome = if f.verdict.blame == Blame::Client { Outcome::ClientError } else { Outcome::AllFailed };
+        let (status, retry) = match f.kind() {
+            RateLimit | QuotaExhausted => (429, f.verdict.quota_pause.map(|p| p.as_secs().max(1))),
+            AuthError => (401, None),
+            InvalidRequest => (f.status.filter(|s| (400..500).contains(s)).unwrap_or(400), None),
+            Timeout | StreamStall => (504, None),
+            ModelOverloaded => (503, Some(5)),
+            _ => (502, None),
+        };
+        let model = trace.attempts.last().map(|a| a.model.clone()).unwrap_or_default();
+        let message = format!("{model} failed: {} ({})", f.kind(), f.detail);
+        Refused { trace, status, retry_after_secs: retry, message, details }
+    }
+
+    fn refuse_all(&self, mut trace: Trace, details: Vec<(String, Option<u16>, FailureKind, String)>) -> Refused {
+        let client_blamed = !details.is_empty()
+            && details.iter().all(|(_, _, k, _)| crate::classify::Verdict::of(*k, None).blame == Blame::Client);
+        if client_blamed {
+            trace.outcome = Outcome::ClientError;
+            let status = details.iter().find_map(|(_, s, _, _)| s.filter(|s| (400..500).contains(s))).unwrap_or(400);
+            let message = format!("every model refused the request; first reason: {}", details[0].3);
+            return Refused { trace, status, retry_after_secs: None, message, details };
+        }
+        trace.outcome = Outcome::AllFailed;
+        let now = crate::time::now_ms();
+        let retry = self.earliest_return_ms(now).map(|t| t.saturating_sub(now).div_ceil(1000).max(1)).unwrap_or(1);
+        let message = if details.is_empty() && self.routable().next().is_none() {
+            "no model can be routed to: no provider key is set (`fcm models` lists the variables)".to_string()
+        } else if details.is_empty() {
+            format!("all {} candidate models are paused or their circuits are open", trace.skipped.len())
+        } else {
+            let chain: Vec<String> = details.iter().map(|(m, s, k, _)| match s {
+                Some(s) if !(200..300).contains(s) => format!("{m}: {s} {k}"),
+                _ => format!("{m}: {k}"),
+            }).collect();
+            format!("all attempts failed ({})", chain.join("; "))
+        };
+        Refused { trace, status: 503, retry_after_secs: Some(retry), message, details }
+    }
+
+    /// The earliest moment any routable model can be tried again (ms since epoch).
+    fn earliest_return_ms(&self, now: u64) -> Option<u64> {
+        let keys: Vec<&str> = self.routable().map(|c| c.target.key.as_str()).collect();
+        let rows = self.breakers.rows(now);
+        let by_model: HashMap<&str, &crate::breaker::BreakerRow> = rows.iter().map(|r| (r.model.as_str(), r)).collect();
+        keys.iter()
+            .map(|k| match by_model.get(k) {
+                Some(r) => now + r.cooldown_ms_left.max(r.quota_pause_ms_left),
+                None => now,
+            })
+            .min()
+    }
+
+    /// Records how a committed stream ended and updates the trace's outcome.
+    pub fn finish_stream(&self, trace: &mut Trace, model: &str, end: StreamEnd) {
+        let now = crate::time::now_ms();
+        match end {
+            StreamEnd::Complete { completion_tokens } => {
+                self.breakers.record_success(model, now);
+                trace.completion_tokens = completion_tokens;
+            }
+            StreamEnd::Failed(f) => {
+                self.breakers.record_failure(model, &f.verdict, now);
+                trace.outcome = Outcome::StreamFailedAfterContent;
+            }
+            StreamEnd::ClientGone => {
+                self.breakers.release_trial(model);
+                trace.outcome = Outcome::ClientAborted;
+            }
+        }
+    }
+
+    /// Adds a finished request to the history ring.
+    pub fn complete(&self, mut trace: Trace, started: Instant) {
+        trace.wall_ms = started.elapsed().as_millis() as u64;
+        self.history.push(trace);
+    }
+}
+
+/// How a committed stream ended.
+pub enum StreamEnd {
+    Complete { completion_tokens: Option<u64> },
+    Failed(Failure),
+    ClientGone,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(key: &str, state: BreakerState, bench_class: u8, ttft: Option<u64>, tier: usize) -> RankInput<'_> {
+        RankInput { key, state, bench_class, ttft_ms: ttft, tier, swe: 0.0 }
+    }
+
+    #[test]
+    fn ranking_order() {
+        let mut v = vec![
+            input("half", BreakerState::HalfOpen, 0, Some(10), 0),
+            input("degraded", BreakerState::Degraded, 0, Some(10), 0),
+            input("unbenched-top-tier", BreakerState::Closed, 1, None, 0),
+            input("slow", BreakerState::Closed, 0, Some(900), 5),
+            input("fast", BreakerState::Closed, 0, Some(100), 5),
+            input("bench-unusable", BreakerState::Closed, 2, None, 0),
+        ];
+        rank(&mut v);
+        let keys: Vec<&str> = v.iter().map(|r| r.key).collect();
+        assert_eq!(keys, vec!["fast", "slow", "unbenched-top-tier", "bench-unusable", "degraded", "half"]);
+    }
+
+    #[test]
+    fn tier_then_swe_break_ties() {
+        let mut v = vec![
+            RankInput { key: "b", state: BreakerState::Closed, bench_class: 1, ttft_ms: None, tier: 1, swe: 70.0 },
+            RankInput { key: "a", state: BreakerState::Closed, bench_class: 1, ttft_ms: None, tier: 1, swe: 60.0 },
+            RankInput { key: "c", state: BreakerState::Closed, bench_class: 1, ttft_ms: None, tier: 0, swe: 10.0 },
+        ];
+        rank(&mut v);
+        assert_eq!(v.iter().map(|r| r.key).collect::<Vec<_>>(), vec!["c", "b", "a"]);
+    }
+}
