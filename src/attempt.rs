@@ -141,8 +141,9 @@ pub enum StreamItem {
     Data(Vec<u8>),
     /// The stream ended normally.
     End,
-    /// The stream broke after commit (error frame, stall, read error, nothing useful).
-    Failed(Failure),
+    /// The stream broke after commit (error frame, stall, read error, nothing useful);
+    /// the bytes are whole events that came before the failure, still to be sent.
+    Failed(Failure, Vec<u8>),
 }
 
 enum Chunk {
@@ -195,19 +196,23 @@ impl OpenStream {
                 let step = self.hold.on_end();
                 self.step(step)
             }
-            Ok(Chunk::Error(e)) => StreamItem::Failed(self.target.io_error(&e, self.started)),
+            Ok(Chunk::Error(e)) => {
+                StreamItem::Failed(self.target.io_error(&e, self.started), Vec::new())
+            }
             Err(RecvTimeoutError::Timeout) => {
                 let kind = if self.hold.tracker().is_useful() {
                     FailureKind::StreamStall
                 } else {
                     FailureKind::Timeout
                 };
-                StreamItem::Failed(failure(
+                let detail = format!("no data for {} ms", wait.as_millis());
+                let f = failure(
                     Verdict::of(kind, None),
                     Some(self.status),
-                    format!("no data for {} ms", wait.as_millis()),
+                    detail,
                     self.started,
-                ))
+                );
+                StreamItem::Failed(f, Vec::new())
             }
         }
     }
@@ -217,7 +222,9 @@ impl OpenStream {
             HoldStep::Forward(bytes) | HoldStep::Commit { bytes, .. } => StreamItem::Data(bytes),
             HoldStep::Hold => StreamItem::Data(Vec::new()),
             HoldStep::End => StreamItem::End,
-            HoldStep::Fail(r) => StreamItem::Failed(self.target.gate_failure(r, self.started)),
+            HoldStep::Fail { reject, tail } => {
+                StreamItem::Failed(self.target.gate_failure(reject, self.started), tail)
+            }
         }
     }
 
@@ -227,7 +234,7 @@ impl OpenStream {
             match self.next_item() {
                 StreamItem::Data(_) => {}
                 StreamItem::End => return Ok((self.stats().clone(), self.started.elapsed())),
-                StreamItem::Failed(f) => return Err(f),
+                StreamItem::Failed(f, _) => return Err(f),
             }
         }
     }
@@ -485,7 +492,7 @@ fn hold(
                 open.ttft = started.elapsed();
                 return Ok(open);
             }
-            HoldStep::Fail(r) => return Err(target.gate_failure(r, started)),
+            HoldStep::Fail { reject, .. } => return Err(target.gate_failure(reject, started)),
             HoldStep::Forward(_) | HoldStep::End => {
                 unreachable!("a holding buffer neither forwards nor ends")
             }

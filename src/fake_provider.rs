@@ -60,6 +60,10 @@ pub enum Behavior {
     Garbage(usize),
     /// Streams some content, then stalls for this long before finishing.
     StallAfterContent(Duration),
+    /// Waits this long, then answers 500.
+    SlowFail(Duration),
+    /// Streams a word every 20 ms for this long (for client disconnects).
+    LongStream(Duration),
 }
 
 impl Behavior {
@@ -95,6 +99,8 @@ impl Behavior {
             "tool_calls_only" => Behavior::ToolCallsOnly,
             "garbage" => Behavior::Garbage(param.unwrap_or(5 * 1024 * 1024) as usize),
             "stall_after_content" => Behavior::StallAfterContent(ms(5000)),
+            "slow_fail" => Behavior::SlowFail(ms(300)),
+            "long_stream" => Behavior::LongStream(ms(10_000)),
             _ => return None,
         })
     }
@@ -139,6 +145,8 @@ struct Shared {
     record: bool,
     stop: AtomicBool,
     counter: AtomicU64,
+    /// Answers cut short because the client went away.
+    aborted: AtomicU64,
 }
 
 /// A running fake provider; stops when dropped.
@@ -168,6 +176,7 @@ impl FakeProvider {
             record,
             stop: AtomicBool::new(false),
             counter: AtomicU64::new(0),
+            aborted: AtomicU64::new(0),
         });
         let s = shared.clone();
         std::thread::Builder::new()
@@ -206,6 +215,11 @@ impl FakeProvider {
             .into_iter()
             .filter(|r| r.model() == model)
             .collect()
+    }
+
+    /// How many answers were cut short because the client closed the connection.
+    pub fn aborted(&self) -> u64 {
+        self.shared.aborted.load(Ordering::SeqCst)
     }
 
     pub fn behavior_for(&self, model: &str) -> Behavior {
@@ -256,6 +270,10 @@ fn serve_connection(conn: TcpStream, shared: &Shared) {
             .is_some_and(|c| c.eq_ignore_ascii_case("close"));
         match respond(&req, shared, &mut out) {
             Ok(true) if keep_alive => {}
+            Err(_) => {
+                shared.aborted.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
             _ => {
                 let _ = out.shutdown(Shutdown::Both);
                 return;
@@ -459,6 +477,7 @@ fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::R
             w.data(&json!({"error": {"message": "stream broke mid-answer", "type": "server_error"}}))?;
             w.done()
         }
+        Behavior::SseKeepaliveThenOk if !stream => ok_answer(out, &id, &model, &answer, false, usage, Duration::ZERO),
         Behavior::SseKeepaliveThenOk => {
             let mut w = SseWriter::start(out);
             for _ in 0..5 {
@@ -514,6 +533,21 @@ fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::R
         Behavior::Garbage(n) => {
             let garbage: Vec<u8> = (0..n).map(|i| b"x7#\xff{"[i % 5]).collect();
             send_fixed(out, "200 OK", json_ct, "", &garbage)
+        }
+        Behavior::SlowFail(d) => {
+            std::thread::sleep(d);
+            send_fixed(out, "500 Internal Server Error", json_ct, "", error("slow and broken", "server_error").as_bytes())
+        }
+        Behavior::LongStream(d) => {
+            let mut w = SseWriter::start(out);
+            w.data(&chunk(&id, &model, json!({"role": "assistant", "content": "Long "}), None))?;
+            let start = Instant::now();
+            while start.elapsed() < d {
+                std::thread::sleep(Duration::from_millis(20));
+                w.data(&chunk(&id, &model, json!({"content": "word "}), None))?;
+            }
+            w.data(&chunk(&id, &model, json!({}), Some("stop")))?;
+            w.done()
         }
         Behavior::StallAfterContent(d) => {
             let mut w = SseWriter::start(out);

@@ -180,6 +180,9 @@ pub struct StreamTracker {
     mode: ContentValidation,
     parser: SseParser,
     events: Vec<SseEvent>,
+    ends: Vec<usize>,
+    /// Bytes of the last fed chunk that precede a failing event (safe to forward).
+    good_prefix: usize,
     bytes_seen: usize,
     useful: bool,
     done: bool,
@@ -197,6 +200,8 @@ impl StreamTracker {
             mode,
             parser: SseParser::new(),
             events: Vec::new(),
+            ends: Vec::new(),
+            good_prefix: 0,
             bytes_seen: 0,
             useful: false,
             done: false,
@@ -233,6 +238,12 @@ impl StreamTracker {
         }
     }
 
+    /// After a failing [`feed`](Self::feed): how many bytes of that chunk came before the
+    /// failing event (whole events that can still be forwarded).
+    pub fn good_prefix(&self) -> usize {
+        self.good_prefix
+    }
+
     pub fn failure(&self) -> Option<&GateReject> {
         self.failed.as_ref()
     }
@@ -259,15 +270,18 @@ impl StreamTracker {
             self.useful = true;
             return StreamSignal::FirstUseful;
         }
-        self.parser.feed(chunk, &mut self.events);
+        self.ends.clear();
+        self.parser
+            .feed_with_ends(chunk, &mut self.events, &mut self.ends);
         let events = std::mem::take(&mut self.events);
         let mut signal = StreamSignal::Pending;
-        for ev in &events {
+        for (i, ev) in events.iter().enumerate() {
             match self.on_event(ev) {
                 StreamSignal::Pending => {}
                 s => {
                     signal = s;
                     if matches!(signal, StreamSignal::Failed(_)) {
+                        self.good_prefix = if i == 0 { 0 } else { self.ends[i - 1] };
                         break;
                     }
                 }
@@ -531,6 +545,16 @@ mod tests {
         assert_eq!(signals[0], StreamSignal::FirstUseful);
         assert!(matches!(&signals[1], StreamSignal::Failed(r) if r.kind == ErrorPayload));
         assert_eq!(t.failure().unwrap().detail, "cut off");
+        let mut t = StreamTracker::new(Strict);
+        assert!(matches!(
+            t.feed(format!("{TEXT}{TEXT}{err}").as_bytes()),
+            StreamSignal::Failed(_)
+        ));
+        assert_eq!(
+            t.good_prefix(),
+            2 * TEXT.len(),
+            "the content before the error can be forwarded"
+        );
     }
 
     #[test]

@@ -22,9 +22,10 @@ pub enum HoldStep {
     Forward(Vec<u8>),
     /// The stream ended normally (after commit).
     End,
-    /// The attempt failed. Before commit the client saw nothing; after commit the caller
-    /// ends the client's stream cleanly and records the failure.
-    Fail(GateReject),
+    /// The attempt failed. Before commit the client saw nothing (`tail` is empty); after
+    /// commit the caller sends `tail` (whole events that preceded the failure), ends the
+    /// client's stream cleanly and records the failure.
+    Fail { reject: GateReject, tail: Vec<u8> },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +77,11 @@ impl HoldBuffer {
         match self.state {
             HoldState::Finished => HoldStep::Hold,
             HoldState::Committed => match self.tracker.feed(chunk) {
-                StreamSignal::Failed(r) => self.fail(r),
+                StreamSignal::Failed(r) => {
+                    let tail = chunk[..self.tracker.good_prefix()].to_vec();
+                    self.state = HoldState::Finished;
+                    HoldStep::Fail { reject: r, tail }
+                }
                 _ => HoldStep::Forward(chunk.to_vec()),
             },
             HoldState::Holding => {
@@ -130,7 +135,10 @@ impl HoldBuffer {
     fn fail(&mut self, r: GateReject) -> HoldStep {
         self.state = HoldState::Finished;
         self.held.clear();
-        HoldStep::Fail(r)
+        HoldStep::Fail {
+            reject: r,
+            tail: Vec::new(),
+        }
     }
 }
 
@@ -197,22 +205,30 @@ mod tests {
         let mut b = HoldBuffer::new(Strict);
         let st = steps(&mut b, &format!("{ROLE}{ERR}{DONE}"), 7);
         assert_eq!(sent(&st), "");
-        assert!(matches!(&st[0], HoldStep::Fail(r) if r.kind == FailureKind::ErrorPayload));
+        assert!(
+            matches!(&st[0], HoldStep::Fail { reject: r, .. } if r.kind == FailureKind::ErrorPayload)
+        );
     }
 
     #[test]
     fn html_and_empty_streams_fail_unseen() {
         let mut b = HoldBuffer::new(Strict);
         let st = steps(&mut b, "<html>maintenance</html>", 5);
-        assert!(matches!(&st[0], HoldStep::Fail(r) if r.kind == FailureKind::HtmlMaintenance));
+        assert!(
+            matches!(&st[0], HoldStep::Fail { reject: r, .. } if r.kind == FailureKind::HtmlMaintenance)
+        );
         let mut b = HoldBuffer::new(Strict);
         let st = steps(&mut b, &format!("{ROLE}{DONE}"), 9);
+        let reject = GateReject {
+            kind: FailureKind::EmptyStream,
+            detail: "stream ended without content".into(),
+        };
         assert_eq!(
             st,
-            vec![HoldStep::Fail(GateReject {
-                kind: FailureKind::EmptyStream,
-                detail: "stream ended without content".into()
-            })]
+            vec![HoldStep::Fail {
+                reject,
+                tail: Vec::new()
+            }]
         );
     }
 
@@ -221,7 +237,20 @@ mod tests {
         let mut b = HoldBuffer::new(Strict);
         let st = steps(&mut b, &format!("{TEXT}{ERR}"), TEXT.len());
         assert!(matches!(st[0], HoldStep::Commit { .. }));
-        assert!(matches!(&st[1], HoldStep::Fail(r) if r.kind == FailureKind::ErrorPayload));
+        // Content and error in one chunk: the content still goes out.
+        let mut b = HoldBuffer::new(Strict);
+        assert!(matches!(
+            b.on_bytes(TEXT.as_bytes()),
+            HoldStep::Commit { .. }
+        ));
+        let step = b.on_bytes(format!("{TEXT}{ERR}").as_bytes());
+        assert!(
+            matches!(&step, HoldStep::Fail { tail, .. } if tail == TEXT.as_bytes()),
+            "{step:?}"
+        );
+        assert!(
+            matches!(&st[1], HoldStep::Fail { reject: r, .. } if r.kind == FailureKind::ErrorPayload)
+        );
         assert_eq!(sent(&st), TEXT, "the error frame itself is not forwarded");
     }
 
@@ -239,7 +268,9 @@ mod tests {
         ));
         assert!(b.is_passthrough());
         // It never became useful: the end is an empty stream, reported after forwarding.
-        assert!(matches!(st.last(), Some(HoldStep::Fail(r)) if r.kind == FailureKind::EmptyStream));
+        assert!(
+            matches!(st.last(), Some(HoldStep::Fail { reject: r, .. }) if r.kind == FailureKind::EmptyStream)
+        );
         assert_eq!(sent(&st), input);
     }
 

@@ -35,7 +35,12 @@ pub struct StatePaths {
 }
 
 /// Writes dirty state now. Returns false when a write failed (the state stays dirty).
-pub fn flush(breakers: &Breakers, history: &History, paths: &StatePaths, counts: &WriteCounts) -> bool {
+pub fn flush(
+    breakers: &Breakers,
+    history: &History,
+    paths: &StatePaths,
+    counts: &WriteCounts,
+) -> bool {
     let mut ok = true;
     if let Some(book) = breakers.take_dirty() {
         match state::write_json_atomic(&paths.breakers, &book) {
@@ -83,9 +88,16 @@ impl Flusher {
                     if last_write.is_some_and(|t| t.elapsed() < MIN_WRITE_GAP) {
                         continue;
                     }
-                    let before = app.writes.breakers.load(Ordering::Relaxed) + app.writes.history.load(Ordering::Relaxed);
-                    flush(&app.router.breakers, &app.router.history, &paths, &app.writes);
-                    let after = app.writes.breakers.load(Ordering::Relaxed) + app.writes.history.load(Ordering::Relaxed);
+                    let before = app.writes.breakers.load(Ordering::Relaxed)
+                        + app.writes.history.load(Ordering::Relaxed);
+                    flush(
+                        &app.router.breakers,
+                        &app.router.history,
+                        &paths,
+                        &app.writes,
+                    );
+                    let after = app.writes.breakers.load(Ordering::Relaxed)
+                        + app.writes.history.load(Ordering::Relaxed);
                     if after != before {
                         last_write = Some(Instant::now());
                     }

@@ -66,7 +66,11 @@ pub fn rank(inputs: &mut [RankInput<'_>]) {
         a.state
             .cmp(&b.state)
             .then(a.bench_class.cmp(&b.bench_class))
-            .then(a.ttft_ms.unwrap_or(u64::MAX).cmp(&b.ttft_ms.unwrap_or(u64::MAX)))
+            .then(
+                a.ttft_ms
+                    .unwrap_or(u64::MAX)
+                    .cmp(&b.ttft_ms.unwrap_or(u64::MAX)),
+            )
             .then(a.tier.cmp(&b.tier))
             .then(b.swe.total_cmp(&a.swe))
             .then(a.key.cmp(b.key))
@@ -94,7 +98,11 @@ impl BenchRanks {
         }
         self.modified = modified;
         let report: BenchReport = crate::state::load_json(path).unwrap_or_default();
-        self.by_model = report.models.into_iter().map(|m| (m.model, (m.usable, m.ttft_ms_p50))).collect();
+        self.by_model = report
+            .models
+            .into_iter()
+            .map(|m| (m.model, (m.usable, m.ttft_ms_p50)))
+            .collect();
     }
 }
 
@@ -158,7 +166,9 @@ impl Router {
             .models()
             .map(|m| {
                 let missing_key = match keys.lookup(m.provider).0 {
-                    KeyStatus::Missing(vars) if vars.is_empty() => Some(format!("add apiKeys.{} to config.json", m.provider.id)),
+                    KeyStatus::Missing(vars) if vars.is_empty() => {
+                        Some(format!("add apiKeys.{} to config.json", m.provider.id))
+                    }
                     KeyStatus::Missing(vars) => Some(format!("set {}", vars.join(" or "))),
                     _ => None,
                 };
@@ -170,14 +180,23 @@ impl Router {
                 }
             })
             .collect();
-        let index = candidates.iter().enumerate().map(|(i, c)| (c.target.key.clone(), i)).collect();
+        let index = candidates
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.target.key.clone(), i))
+            .collect();
         Router {
             candidates,
             index,
             breakers,
             history,
             failover,
-            bench: Mutex::new(BenchRanks { path: bench_path, by_model: HashMap::new(), modified: None, checked: None }),
+            bench: Mutex::new(BenchRanks {
+                path: bench_path,
+                by_model: HashMap::new(),
+                modified: None,
+                checked: None,
+            }),
             upstream: Upstream::new(),
         }
     }
@@ -220,8 +239,13 @@ impl Router {
 
     /// The routable models in the order they would be tried, with the skipped ones.
     pub fn plan(&self, now_ms: u64) -> (Vec<usize>, Vec<Skip>) {
-        let routable: Vec<usize> = (0..self.candidates.len()).filter(|i| self.candidates[*i].missing_key.is_none()).collect();
-        let keys: Vec<&str> = routable.iter().map(|i| self.candidates[*i].target.key.as_str()).collect();
+        let routable: Vec<usize> = (0..self.candidates.len())
+            .filter(|i| self.candidates[*i].missing_key.is_none())
+            .collect();
+        let keys: Vec<&str> = routable
+            .iter()
+            .map(|i| self.candidates[*i].target.key.as_str())
+            .collect();
         let states = self.breakers.states(&keys, now_ms);
         let mut bench = self.bench.lock().unwrap_or_else(|e| e.into_inner());
         bench.refresh();
@@ -231,11 +255,17 @@ impl Router {
             let c = &self.candidates[*i];
             let (state, quota_until) = states[n];
             if quota_until > now_ms {
-                skipped.push(Skip { model: c.target.key.clone(), reason: SkipReason::QuotaPaused });
+                skipped.push(Skip {
+                    model: c.target.key.clone(),
+                    reason: SkipReason::QuotaPaused,
+                });
                 continue;
             }
             if state == BreakerState::Open {
-                skipped.push(Skip { model: c.target.key.clone(), reason: SkipReason::CircuitOpen });
+                skipped.push(Skip {
+                    model: c.target.key.clone(),
+                    reason: SkipReason::CircuitOpen,
+                });
                 continue;
             }
             let (bench_class, ttft_ms) = match bench.by_model.get(&c.target.key) {
@@ -243,7 +273,14 @@ impl Router {
                 Some((false, _)) => (2, None),
                 None => (1, None),
             };
-            inputs.push(RankInput { key: &c.target.key, state, bench_class, ttft_ms, tier: c.tier, swe: c.swe });
+            inputs.push(RankInput {
+                key: &c.target.key,
+                state,
+                bench_class,
+                ttft_ms,
+                tier: c.tier,
+                swe: c.swe,
+            });
         }
         rank(&mut inputs);
         let order = inputs.iter().map(|r| self.index[r.key]).collect();
@@ -252,7 +289,13 @@ impl Router {
 
     /// Routes one chat request. Streams return once committed; the caller forwards the rest
     /// and reports the end with [`Router::finish_stream`].
-    pub fn route(&self, route: &Route, body: &Value, stream: bool, mut trace: Trace) -> Result<Served, Refused> {
+    pub fn route(
+        &self,
+        route: &Route,
+        body: &Value,
+        stream: bool,
+        mut trace: Trace,
+    ) -> Result<Served, Box<Refused>> {
         let started = Instant::now();
         let deadline = started + Duration::from_millis(self.failover.total_budget_ms);
         let limits = self.limits(deadline);
@@ -260,45 +303,63 @@ impl Router {
         if let Route::Pinned(key) = route {
             let c = &self.candidates[self.index[key]];
             if let Some(how) = &c.missing_key {
-                trace.skipped.push(Skip { model: key.clone(), reason: SkipReason::MissingKey });
+                trace.skipped.push(Skip {
+                    model: key.clone(),
+                    reason: SkipReason::MissingKey,
+                });
                 trace.outcome = Outcome::AllFailed;
-                return Err(Refused {
+                return Err(Box::new(Refused {
                     trace,
                     status: 401,
                     retry_after_secs: None,
                     message: format!("no key for {key}: {how}"),
                     details,
-                });
+                }));
             }
             // The user asked for this model by name: sent even when OPEN or paused, and a
             // HALF_OPEN trial slot is taken if free so its result counts as the trial.
             let _ = self.breakers.admit(key, crate::time::now_ms());
             return match self.try_one(c, body, stream, &limits, &mut trace, &mut details) {
                 Ok(answer) => Ok(self.served(answer, trace, key)),
-                Err(f) => Err(self.refuse_pinned(trace, &f, details)),
+                Err(f) => Err(Box::new(self.refuse_pinned(trace, &f, details))),
             };
         }
         let (order, skipped) = self.plan(crate::time::now_ms());
         trace.skipped = skipped;
         let mut blocked: HashSet<&str> = HashSet::new();
-        let mut last_resort = self.failover.last_resort_model.clone().filter(|m| self.knows(m));
+        let mut last_resort = self
+            .failover
+            .last_resort_model
+            .clone()
+            .filter(|m| self.knows(m));
         for i in order {
             let c = &self.candidates[i];
-            if trace.attempts.len() >= self.failover.max_attempts as usize || Instant::now() >= deadline {
+            if trace.attempts.len() >= self.failover.max_attempts as usize
+                || Instant::now() >= deadline
+            {
                 break;
             }
             if blocked.contains(c.target.provider_id.as_str()) {
-                trace.skipped.push(Skip { model: c.target.key.clone(), reason: SkipReason::ProviderBlocked });
+                trace.skipped.push(Skip {
+                    model: c.target.key.clone(),
+                    reason: SkipReason::ProviderBlocked,
+                });
                 continue;
             }
             match self.breakers.admit(&c.target.key, crate::time::now_ms()) {
                 Admission::Yes | Admission::Trial => {}
                 Admission::CircuitOpen { .. } => {
-                    trace.skipped.push(Skip { model: c.target.key.clone(), reason: SkipReason::CircuitOpen });
+                    trace.skipped.push(Skip {
+                        model: c.target.key.clone(),
+                        reason: SkipReason::CircuitOpen,
+                    });
                     continue;
                 }
                 Admission::QuotaPaused { .. } => {
-                    trace.skipped.push(Skip { model: c.target.key.clone(), reason: SkipReason::QuotaPaused });
+                    trace.skipped.push(Skip {
+                        model: c.target.key.clone(),
+                        reason: SkipReason::QuotaPaused,
+                    });
                     continue;
                 }
             }
@@ -320,12 +381,13 @@ impl Router {
         if let Some(key) = last_resort {
             let c = &self.candidates[self.index[&key]];
             if c.missing_key.is_none() && Instant::now() < deadline {
-                if let Ok(answer) = self.try_one(c, body, stream, &limits, &mut trace, &mut details) {
+                if let Ok(answer) = self.try_one(c, body, stream, &limits, &mut trace, &mut details)
+                {
                     return Ok(self.served(answer, trace, &key));
                 }
             }
         }
-        Err(self.refuse_all(trace, details))
+        Err(Box::new(self.refuse_all(trace, details)))
     }
 
     /// One attempt with its breaker bookkeeping and trace record.
@@ -342,17 +404,25 @@ impl Router {
         match attempt(&self.upstream, &c.target, body, stream, limits) {
             Ok(answer) => {
                 let (status, latency) = match &answer {
-                    Answer::Full { status, elapsed, .. } => (*status, *elapsed),
+                    Answer::Full {
+                        status, elapsed, ..
+                    } => (*status, *elapsed),
                     Answer::Stream(s) => (s.status, s.ttft),
                 };
                 if matches!(answer, Answer::Full { .. }) {
                     self.breakers.record_success(key, crate::time::now_ms());
                 }
-                trace.attempts.push(AttemptRecord { model: key.clone(), status: Some(status), kind: None, latency_ms: latency.as_millis() as u64 });
+                trace.attempts.push(AttemptRecord {
+                    model: key.clone(),
+                    status: Some(status),
+                    kind: None,
+                    latency_ms: latency.as_millis() as u64,
+                });
                 Ok(answer)
             }
             Err(f) => {
-                self.breakers.record_failure(key, &f.verdict, crate::time::now_ms());
+                self.breakers
+                    .record_failure(key, &f.verdict, crate::time::now_ms());
                 trace.attempts.push(AttemptRecord {
                     model: key.clone(),
                     status: f.status,
@@ -368,56 +438,117 @@ impl Router {
     fn served(&self, answer: Answer, mut trace: Trace, key: &str) -> Served {
         trace.served_model = Some(key.to_string());
         trace.outcome = Outcome::Served;
-        Served { answer, trace, model: key.to_string() }
+        Served {
+            answer,
+            trace,
+            model: key.to_string(),
+        }
     }
 
-    fn refuse_pinned(&self, mut trace: Trace, f: &Failure, details: Vec<(String, Option<u16>, FailureKind, String)>) -> Refused {
+    fn refuse_pinned(
+        &self,
+        mut trace: Trace,
+        f: &Failure,
+        details: Vec<(String, Option<u16>, FailureKind, String)>,
+    ) -> Refused {
         use FailureKind::*;
-        trace.outcome = if f.verdict.blame == Blame::Client { Outcome::ClientError } else { Outcome::AllFailed };
+        trace.outcome = if f.verdict.blame == Blame::Client {
+            Outcome::ClientError
+        } else {
+            Outcome::AllFailed
+        };
         let (status, retry) = match f.kind() {
             RateLimit | QuotaExhausted => (429, f.verdict.quota_pause.map(|p| p.as_secs().max(1))),
             AuthError => (401, None),
-            InvalidRequest => (f.status.filter(|s| (400..500).contains(s)).unwrap_or(400), None),
+            InvalidRequest => (
+                f.status.filter(|s| (400..500).contains(s)).unwrap_or(400),
+                None,
+            ),
             Timeout | StreamStall => (504, None),
             ModelOverloaded => (503, Some(5)),
             _ => (502, None),
         };
-        let model = trace.attempts.last().map(|a| a.model.clone()).unwrap_or_default();
+        let model = trace
+            .attempts
+            .last()
+            .map(|a| a.model.clone())
+            .unwrap_or_default();
         let message = format!("{model} failed: {} ({})", f.kind(), f.detail);
-        Refused { trace, status, retry_after_secs: retry, message, details }
+        Refused {
+            trace,
+            status,
+            retry_after_secs: retry,
+            message,
+            details,
+        }
     }
 
-    fn refuse_all(&self, mut trace: Trace, details: Vec<(String, Option<u16>, FailureKind, String)>) -> Refused {
+    fn refuse_all(
+        &self,
+        mut trace: Trace,
+        details: Vec<(String, Option<u16>, FailureKind, String)>,
+    ) -> Refused {
         let client_blamed = !details.is_empty()
-            && details.iter().all(|(_, _, k, _)| crate::classify::Verdict::of(*k, None).blame == Blame::Client);
+            && details
+                .iter()
+                .all(|(_, _, k, _)| crate::classify::Verdict::of(*k, None).blame == Blame::Client);
         if client_blamed {
             trace.outcome = Outcome::ClientError;
-            let status = details.iter().find_map(|(_, s, _, _)| s.filter(|s| (400..500).contains(s))).unwrap_or(400);
-            let message = format!("every model refused the request; first reason: {}", details[0].3);
-            return Refused { trace, status, retry_after_secs: None, message, details };
+            let status = details
+                .iter()
+                .find_map(|(_, s, _, _)| s.filter(|s| (400..500).contains(s)))
+                .unwrap_or(400);
+            let message = format!(
+                "every model refused the request; first reason: {}",
+                details[0].3
+            );
+            return Refused {
+                trace,
+                status,
+                retry_after_secs: None,
+                message,
+                details,
+            };
         }
         trace.outcome = Outcome::AllFailed;
         let now = crate::time::now_ms();
-        let retry = self.earliest_return_ms(now).map(|t| t.saturating_sub(now).div_ceil(1000).max(1)).unwrap_or(1);
+        let retry = self
+            .earliest_return_ms(now)
+            .map(|t| t.saturating_sub(now).div_ceil(1000).max(1))
+            .unwrap_or(1);
         let message = if details.is_empty() && self.routable().next().is_none() {
-            "no model can be routed to: no provider key is set (`fcm models` lists the variables)".to_string()
+            "no model can be routed to: no provider key is set (`fcm models` lists the variables)"
+                .to_string()
         } else if details.is_empty() {
-            format!("all {} candidate models are paused or their circuits are open", trace.skipped.len())
+            format!(
+                "all {} candidate models are paused or their circuits are open",
+                trace.skipped.len()
+            )
         } else {
-            let chain: Vec<String> = details.iter().map(|(m, s, k, _)| match s {
-                Some(s) if !(200..300).contains(s) => format!("{m}: {s} {k}"),
-                _ => format!("{m}: {k}"),
-            }).collect();
+            let chain: Vec<String> = details
+                .iter()
+                .map(|(m, s, k, _)| match s {
+                    Some(s) if !(200..300).contains(s) => format!("{m}: {s} {k}"),
+                    _ => format!("{m}: {k}"),
+                })
+                .collect();
             format!("all attempts failed ({})", chain.join("; "))
         };
-        Refused { trace, status: 503, retry_after_secs: Some(retry), message, details }
+        Refused {
+            trace,
+            status: 503,
+            retry_after_secs: Some(retry),
+            message,
+            details,
+        }
     }
 
     /// The earliest moment any routable model can be tried again (ms since epoch).
     fn earliest_return_ms(&self, now: u64) -> Option<u64> {
         let keys: Vec<&str> = self.routable().map(|c| c.target.key.as_str()).collect();
         let rows = self.breakers.rows(now);
-        let by_model: HashMap<&str, &crate::breaker::BreakerRow> = rows.iter().map(|r| (r.model.as_str(), r)).collect();
+        let by_model: HashMap<&str, &crate::breaker::BreakerRow> =
+            rows.iter().map(|r| (r.model.as_str(), r)).collect();
         keys.iter()
             .map(|k| match by_model.get(k) {
                 Some(r) => now + r.cooldown_ms_left.max(r.quota_pause_ms_left),
@@ -463,8 +594,21 @@ pub enum StreamEnd {
 mod tests {
     use super::*;
 
-    fn input(key: &str, state: BreakerState, bench_class: u8, ttft: Option<u64>, tier: usize) -> RankInput<'_> {
-        RankInput { key, state, bench_class, ttft_ms: ttft, tier, swe: 0.0 }
+    fn input(
+        key: &str,
+        state: BreakerState,
+        bench_class: u8,
+        ttft: Option<u64>,
+        tier: usize,
+    ) -> RankInput<'_> {
+        RankInput {
+            key,
+            state,
+            bench_class,
+            ttft_ms: ttft,
+            tier,
+            swe: 0.0,
+        }
     }
 
     #[test]
@@ -479,17 +623,51 @@ mod tests {
         ];
         rank(&mut v);
         let keys: Vec<&str> = v.iter().map(|r| r.key).collect();
-        assert_eq!(keys, vec!["fast", "slow", "unbenched-top-tier", "bench-unusable", "degraded", "half"]);
+        assert_eq!(
+            keys,
+            vec![
+                "fast",
+                "slow",
+                "unbenched-top-tier",
+                "bench-unusable",
+                "degraded",
+                "half"
+            ]
+        );
     }
 
     #[test]
     fn tier_then_swe_break_ties() {
         let mut v = vec![
-            RankInput { key: "b", state: BreakerState::Closed, bench_class: 1, ttft_ms: None, tier: 1, swe: 70.0 },
-            RankInput { key: "a", state: BreakerState::Closed, bench_class: 1, ttft_ms: None, tier: 1, swe: 60.0 },
-            RankInput { key: "c", state: BreakerState::Closed, bench_class: 1, ttft_ms: None, tier: 0, swe: 10.0 },
+            RankInput {
+                key: "b",
+                state: BreakerState::Closed,
+                bench_class: 1,
+                ttft_ms: None,
+                tier: 1,
+                swe: 70.0,
+            },
+            RankInput {
+                key: "a",
+                state: BreakerState::Closed,
+                bench_class: 1,
+                ttft_ms: None,
+                tier: 1,
+                swe: 60.0,
+            },
+            RankInput {
+                key: "c",
+                state: BreakerState::Closed,
+                bench_class: 1,
+                ttft_ms: None,
+                tier: 0,
+                swe: 10.0,
+            },
         ];
         rank(&mut v);
-        assert_eq!(v.iter().map(|r| r.key).collect::<Vec<_>>(), vec!["c", "b", "a"]);
+        assert_eq!(
+            v.iter().map(|r| r.key).collect::<Vec<_>>(),
+            vec!["c", "b", "a"]
+        );
     }
 }

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use crate::attempt::{Answer, StreamItem};
 use crate::breaker::BreakerState;
-use crate::router::{Refused, Route, Router, StreamEnd};
+use crate::router::{Refused, Router, StreamEnd};
 use crate::trace::{new_request_id, Outcome, Trace};
 
 /// Largest request body accepted (413 beyond).
@@ -49,11 +49,16 @@ struct Reply {
 
 impl Reply {
     fn json(status: u16, v: &Value) -> Reply {
-        Reply { status, headers: vec![("content-type".into(), "application/json".into())], body: v.to_string().into_bytes() }
+        Reply {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: v.to_string().into_bytes(),
+        }
     }
 
     fn with_trace(mut self, trace: &Trace) -> Reply {
-        self.headers.extend(trace.headers().into_iter().map(|(k, v)| (k.to_string(), v)));
+        self.headers
+            .extend(trace.headers().into_iter().map(|(k, v)| (k.to_string(), v)));
         self
     }
 }
@@ -117,7 +122,8 @@ fn error_body(status: u16, message: &str, kind: &str) -> Value {
 /// Starts serving on `listener` until SIGINT/SIGTERM; returns after a clean shutdown.
 pub fn run(listener: TcpListener, app: Arc<App>, max_in_flight: usize) -> Result<()> {
     crate::signals::install();
-    let server = tiny_http::Server::from_listener(listener, None).map_err(|e| anyhow::anyhow!("cannot serve: {e}"))?;
+    let server = tiny_http::Server::from_listener(listener, None)
+        .map_err(|e| anyhow::anyhow!("cannot serve: {e}"))?;
     let pool = WorkerPool::new(app.clone(), max_in_flight);
     while !crate::signals::stop_requested() {
         let req = match server.recv_timeout(Duration::from_millis(200)) {
@@ -131,7 +137,11 @@ pub fn run(listener: TcpListener, app: Arc<App>, max_in_flight: usize) -> Result
         if app.in_flight.load(Ordering::Acquire) >= max_in_flight {
             let mut trace = Trace::new(&new_request_id(), "", false);
             trace.outcome = Outcome::Rejected;
-            let body = error_body(503, "fcm is at its limit of requests in flight; retry in a second", "overloaded");
+            let body = error_body(
+                503,
+                "fcm is at its limit of requests in flight; retry in a second",
+                "overloaded",
+            );
             let mut reply = Reply::json(503, &body).with_trace(&trace);
             reply.headers.push(("retry-after".into(), "1".into()));
             reply.headers.push(("connection".into(), "close".into()));
@@ -162,11 +172,19 @@ struct WorkerPool {
 impl WorkerPool {
     fn new(app: Arc<App>, max: usize) -> WorkerPool {
         let (tx, rx) = mpsc::channel();
-        WorkerPool { tx, rx: Arc::new(Mutex::new(rx)), idle: Arc::new(AtomicUsize::new(0)), workers: AtomicUsize::new(0), max, app }
+        WorkerPool {
+            tx,
+            rx: Arc::new(Mutex::new(rx)),
+            idle: Arc::new(AtomicUsize::new(0)),
+            workers: AtomicUsize::new(0),
+            max,
+            app,
+        }
     }
 
     fn dispatch(&self, req: tiny_http::Request) {
-        if self.idle.load(Ordering::Acquire) == 0 && self.workers.load(Ordering::Acquire) < self.max {
+        if self.idle.load(Ordering::Acquire) == 0 && self.workers.load(Ordering::Acquire) < self.max
+        {
             self.spawn();
         }
         let _ = self.tx.send(req);
@@ -175,17 +193,21 @@ impl WorkerPool {
     fn spawn(&self) {
         let (rx, idle, app) = (self.rx.clone(), self.idle.clone(), self.app.clone());
         self.workers.fetch_add(1, Ordering::AcqRel);
-        let spawned = std::thread::Builder::new().name("fcm-serve".into()).stack_size(512 * 1024).spawn(move || loop {
-            idle.fetch_add(1, Ordering::AcqRel);
-            let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
-            idle.fetch_sub(1, Ordering::AcqRel);
-            let Ok(req) = next else { return };
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(req, &app)));
-            if result.is_err() {
-                eprintln!("fcm serve: a request handler panicked; the server keeps running");
-            }
-            app.in_flight.fetch_sub(1, Ordering::AcqRel);
-        });
+        let spawned = std::thread::Builder::new()
+            .name("fcm-serve".into())
+            .stack_size(512 * 1024)
+            .spawn(move || loop {
+                idle.fetch_add(1, Ordering::AcqRel);
+                let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                idle.fetch_sub(1, Ordering::AcqRel);
+                let Ok(req) = next else { return };
+                let result =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(req, &app)));
+                if result.is_err() {
+                    eprintln!("fcm serve: a request handler panicked; the server keeps running");
+                }
+                app.in_flight.fetch_sub(1, Ordering::AcqRel);
+            });
         if spawned.is_err() {
             self.workers.fetch_sub(1, Ordering::AcqRel);
         }
@@ -193,13 +215,24 @@ impl WorkerPool {
 }
 
 fn header<'a>(req: &'a tiny_http::Request, name: &'static str) -> Option<&'a str> {
-    req.headers().iter().find(|h| h.field.equiv(name)).map(|h| h.value.as_str())
+    req.headers()
+        .iter()
+        .find(|h| h.field.equiv(name))
+        .map(|h| h.value.as_str())
 }
 
 /// The client's `x-request-id` when it is a sane token, else a new one.
 fn request_id(req: &tiny_http::Request) -> String {
     match header(req, "x-request-id") {
-        Some(id) if !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b)) => id.to_string(),
+        Some(id)
+            if !id.is_empty()
+                && id.len() <= 128
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b)) =>
+        {
+            id.to_string()
+        }
         _ => new_request_id(),
     }
 }
@@ -207,10 +240,19 @@ fn request_id(req: &tiny_http::Request) -> String {
 /// Whether the request carries the access token (always true when none is configured).
 fn authorized(req: &tiny_http::Request, token: Option<&str>) -> bool {
     let Some(token) = token else { return true };
-    let bearer = header(req, "authorization").and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
+    let bearer = header(req, "authorization").and_then(|v| {
+        v.strip_prefix("Bearer ")
+            .or_else(|| v.strip_prefix("bearer "))
+    });
     let given = bearer.or_else(|| header(req, "x-api-key")).map(str::trim);
     // Compare without an early exit so timing does not reveal a prefix.
-    given.is_some_and(|g| g.len() == token.len() && g.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0)
+    given.is_some_and(|g| {
+        g.len() == token.len()
+            && g.bytes()
+                .zip(token.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0
+    })
 }
 
 fn handle(req: tiny_http::Request, app: &App) {
@@ -220,7 +262,10 @@ fn handle(req: tiny_http::Request, app: &App) {
         let msg = "fcm serve requires its access token: send it as `Authorization: Bearer <token>` or `x-api-key`";
         let mut trace = crate::trace::Trace::new(&request_id(&req), "", false);
         trace.outcome = Outcome::Rejected;
-        return send(req, Reply::json(401, &error_body(401, msg, "authentication_error")).with_trace(&trace));
+        return send(
+            req,
+            Reply::json(401, &error_body(401, msg, "authentication_error")).with_trace(&trace),
+        );
     }
     use tiny_http::Method::*;
     match (&method, path.as_str()) {
@@ -229,31 +274,64 @@ fn handle(req: tiny_http::Request, app: &App) {
         (Get, "/v1/models") => send(req, Reply::json(200, &models(app))),
         (Get, "/fcm/admin/breakers") => {
             let rows = app.router.breakers.rows(crate::time::now_ms());
-            send(req, Reply::json(200, &serde_json::to_value(rows).unwrap_or_default()))
+            send(
+                req,
+                Reply::json(200, &serde_json::to_value(rows).unwrap_or_default()),
+            )
         }
         (Post, "/fcm/admin/breakers/reset") => admin_reset(req, app),
         (Get, "/fcm/admin/history") => {
-            let n = query(req.url(), "n").and_then(|v| v.parse().ok()).unwrap_or(usize::MAX);
-            send(req, Reply::json(200, &serde_json::to_value(app.router.history.last(n)).unwrap_or_default()))
+            let n = query(req.url(), "n")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(usize::MAX);
+            send(
+                req,
+                Reply::json(
+                    200,
+                    &serde_json::to_value(app.router.history.last(n)).unwrap_or_default(),
+                ),
+            )
         }
-        (_, "/v1/chat/completions" | "/health" | "/v1/models") => {
-            send(req, Reply::json(405, &error_body(405, &format!("{method} is not allowed on {path}"), "invalid_request_error")))
-        }
+        (_, "/v1/chat/completions" | "/health" | "/v1/models") => send(
+            req,
+            Reply::json(
+                405,
+                &error_body(
+                    405,
+                    &format!("{method} is not allowed on {path}"),
+                    "invalid_request_error",
+                ),
+            ),
+        ),
         _ => {
             let msg = format!("no route for {method} {path}; fcm serves /v1/chat/completions, /v1/models and /health");
-            send(req, Reply::json(404, &error_body(404, &msg, "not_found_error")))
+            send(
+                req,
+                Reply::json(404, &error_body(404, &msg, "not_found_error")),
+            )
         }
     }
 }
 
 fn query<'a>(url: &'a str, name: &str) -> Option<&'a str> {
     let q = url.split_once('?')?.1;
-    q.split('&').find_map(|kv| kv.split_once('=').filter(|(k, _)| *k == name).map(|(_, v)| v))
+    q.split('&').find_map(|kv| {
+        kv.split_once('=')
+            .filter(|(k, _)| *k == name)
+            .map(|(_, v)| v)
+    })
 }
 
 fn admin_reset(req: tiny_http::Request, app: &App) {
-    let model = query(req.url(), "model").unwrap_or("all").replace("%2F", "/").replace("%2f", "/");
-    let n = app.router.breakers.reset(if model == "all" { None } else { Some(model.as_str()) });
+    let model = query(req.url(), "model")
+        .unwrap_or("all")
+        .replace("%2F", "/")
+        .replace("%2f", "/");
+    let n = app.router.breakers.reset(if model == "all" {
+        None
+    } else {
+        Some(model.as_str())
+    });
     send(req, Reply::json(200, &json!({"reset": n, "model": model})));
 }
 
@@ -290,17 +368,37 @@ fn models(app: &App) -> Value {
 /// Reads the body up to the limit; `Err(reply)` for a request to refuse.
 fn read_body(req: &mut tiny_http::Request) -> Result<Vec<u8>, (u16, String)> {
     if req.body_length().is_some_and(|n| n > MAX_REQUEST_BYTES) {
-        return Err((413, format!("request body is {} bytes; the limit is {MAX_REQUEST_BYTES} (32 MiB)", req.body_length().unwrap_or(0))));
+        return Err((
+            413,
+            format!(
+                "request body is {} bytes; the limit is {MAX_REQUEST_BYTES} (32 MiB)",
+                req.body_length().unwrap_or(0)
+            ),
+        ));
     }
     let mut body = Vec::with_capacity(req.body_length().unwrap_or(0).min(MAX_REQUEST_BYTES));
-    req.as_reader().take(MAX_REQUEST_BYTES as u64 + 1).read_to_end(&mut body).map_err(|e| (400, format!("cannot read the request body: {e}")))?;
+    req.as_reader()
+        .take(MAX_REQUEST_BYTES as u64 + 1)
+        .read_to_end(&mut body)
+        .map_err(|e| (400, format!("cannot read the request body: {e}")))?;
     if body.len() > MAX_REQUEST_BYTES {
-        return Err((413, format!("request body is over the limit of {MAX_REQUEST_BYTES} bytes (32 MiB)")));
+        return Err((
+            413,
+            format!("request body is over the limit of {MAX_REQUEST_BYTES} bytes (32 MiB)"),
+        ));
     }
     Ok(body)
 }
 
-fn reject(req: tiny_http::Request, app: &App, mut trace: Trace, started: Instant, status: u16, message: &str, kind: &str) {
+fn reject(
+    req: tiny_http::Request,
+    app: &App,
+    mut trace: Trace,
+    started: Instant,
+    status: u16,
+    message: &str,
+    kind: &str,
+) {
     trace.outcome = Outcome::Rejected;
     let mut reply = Reply::json(status, &error_body(status, message, kind)).with_trace(&trace);
     if status == 413 {
@@ -317,18 +415,53 @@ fn chat(mut req: tiny_http::Request, app: &App) {
     let trace = Trace::new(&id, "", false);
     let body = match read_body(&mut req) {
         Ok(b) => b,
-        Err((status, msg)) => return reject(req, app, trace, started, status, &msg, "invalid_request_error"),
+        Err((status, msg)) => {
+            return reject(
+                req,
+                app,
+                trace,
+                started,
+                status,
+                &msg,
+                "invalid_request_error",
+            )
+        }
     };
     let parsed: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
-        Err(e) => return reject(req, app, trace, started, 400, &format!("request body is not valid JSON: {e}"), "invalid_request_error"),
+        Err(e) => {
+            return reject(
+                req,
+                app,
+                trace,
+                started,
+                400,
+                &format!("request body is not valid JSON: {e}"),
+                "invalid_request_error",
+            )
+        }
     };
     drop(body);
     if !parsed.get("messages").is_some_and(Value::is_array) {
-        return reject(req, app, trace, started, 400, "request body must be a JSON object with a \"messages\" array", "invalid_request_error");
+        return reject(
+            req,
+            app,
+            trace,
+            started,
+            400,
+            "request body must be a JSON object with a \"messages\" array",
+            "invalid_request_error",
+        );
     }
-    let requested = parsed.get("model").and_then(Value::as_str).unwrap_or("fcm").to_string();
-    let stream = parsed.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let requested = parsed
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("fcm")
+        .to_string();
+    let stream = parsed
+        .get("stream")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let mut trace = Trace::new(&id, &requested, stream);
     let route = match app.router.resolve(&requested) {
         Ok(r) => r,
@@ -337,11 +470,11 @@ fn chat(mut req: tiny_http::Request, app: &App) {
     trace.requested_model = requested;
     match app.router.route(&route, &parsed, stream, trace) {
         Ok(served) => deliver(req, app, served, stream, started),
-        Err(refused) => refuse(req, app, refused, started, &route),
+        Err(refused) => refuse(req, app, refused, started),
     }
 }
 
-fn refuse(req: tiny_http::Request, app: &App, refused: Refused, started: Instant, _route: &Route) {
+fn refuse(req: tiny_http::Request, app: &App, refused: Box<Refused>, started: Instant) {
     let mut reply = Reply::json(refused.status, &refused.openai_body()).with_trace(&refused.trace);
     if let Some(secs) = refused.retry_after_secs {
         reply.headers.push(("retry-after".into(), secs.to_string()));
@@ -351,11 +484,25 @@ fn refuse(req: tiny_http::Request, app: &App, refused: Refused, started: Instant
     app.router.complete(refused.trace, started);
 }
 
-fn deliver(req: tiny_http::Request, app: &App, served: crate::router::Served, stream: bool, started: Instant) {
-    let crate::router::Served { answer, mut trace, model } = served;
+fn deliver(
+    req: tiny_http::Request,
+    app: &App,
+    served: crate::router::Served,
+    stream: bool,
+    started: Instant,
+) {
+    let crate::router::Served {
+        answer,
+        mut trace,
+        model,
+    } = served;
     match answer {
         Answer::Full { status, body, .. } if !stream => {
-            let mut reply = Reply { status, headers: vec![("content-type".into(), "application/json".into())], body };
+            let mut reply = Reply {
+                status,
+                headers: vec![("content-type".into(), "application/json".into())],
+                body,
+            };
             reply = reply.with_trace(&trace);
             send(req, reply);
         }
@@ -388,11 +535,14 @@ fn deliver(req: tiny_http::Request, app: &App, served: crate::router::Served, st
                     }
                     StreamItem::End => {
                         let _ = w.write_all(b"0\r\n\r\n").and_then(|_| w.flush());
-                        break StreamEnd::Complete { completion_tokens: s.stats().completion_tokens };
+                        break StreamEnd::Complete {
+                            completion_tokens: s.stats().completion_tokens,
+                        };
                     }
-                    StreamItem::Failed(f) => {
+                    StreamItem::Failed(f, tail) => {
                         // Content already reached the client: end its stream cleanly.
                         out.clear();
+                        chunk(&tail, &mut out);
                         chunk(b"data: [DONE]\n\n", &mut out);
                         out.extend_from_slice(b"0\r\n\r\n");
                         let _ = w.write_all(&out).and_then(|_| w.flush());
@@ -421,5 +571,11 @@ fn log(app: &App, trace: &Trace, status: u16, started: Instant) {
     if app.quiet {
         return;
     }
-    eprintln!("{} {} {status} {} ms {}", trace.id, trace.requested_model, started.elapsed().as_millis(), trace.decision_header());
+    eprintln!(
+        "{} {} {status} {} ms {}",
+        trace.id,
+        trace.requested_model,
+        started.elapsed().as_millis(),
+        trace.decision_header()
+    );
 }

@@ -28,12 +28,28 @@ impl SseParser {
 
     /// Feeds bytes and appends every event they complete to `out`.
     pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
-        for &b in bytes {
+        self.feed_with_ends(bytes, out, &mut Vec::new());
+    }
+
+    /// Like [`feed`](Self::feed), and records in `ends` where in `bytes` each event ended
+    /// (the offset just past the byte that completed it), so a caller can cut between events.
+    pub fn feed_with_ends(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>, ends: &mut Vec<usize>) {
+        for (i, &b) in bytes.iter().enumerate() {
             match b {
                 b'\n' if self.after_cr => self.after_cr = false,
                 b'\n' | b'\r' => {
                     self.after_cr = b == b'\r';
+                    let before = out.len();
                     self.end_line(out);
+                    if out.len() > before {
+                        // A CRLF ends one byte later than its CR.
+                        let end = if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+                            i + 2
+                        } else {
+                            i + 1
+                        };
+                        ends.push(end);
+                    }
                 }
                 _ => {
                     self.after_cr = false;
@@ -99,7 +115,12 @@ pub fn events_from_completion(body: &[u8]) -> Vec<u8> {
         out.push_str(&v.to_string());
         out.push_str("\n\n");
     };
-    for choice in v.get("choices").and_then(Value::as_array).into_iter().flatten() {
+    for choice in v
+        .get("choices")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let index = choice.get("index").cloned().unwrap_or(json!(0));
         let mut delta = choice.get("message").cloned().unwrap_or(json!({}));
         if let Some(calls) = delta.get_mut("tool_calls").and_then(Value::as_array_mut) {
@@ -107,13 +128,19 @@ pub fn events_from_completion(body: &[u8]) -> Vec<u8> {
                 call["index"] = json!(i);
             }
         }
-        push(json!({"id": id, "object": "chat.completion.chunk", "model": model,
-                    "choices": [{"index": index, "delta": delta, "finish_reason": Value::Null}]}));
-        push(json!({"id": id, "object": "chat.completion.chunk", "model": model,
-                    "choices": [{"index": index, "delta": {}, "finish_reason": choice.get("finish_reason").cloned().unwrap_or(json!("stop"))}]}));
+        push(
+            json!({"id": id, "object": "chat.completion.chunk", "model": model,
+                    "choices": [{"index": index, "delta": delta, "finish_reason": Value::Null}]}),
+        );
+        push(
+            json!({"id": id, "object": "chat.completion.chunk", "model": model,
+                    "choices": [{"index": index, "delta": {}, "finish_reason": choice.get("finish_reason").cloned().unwrap_or(json!("stop"))}]}),
+        );
     }
     if let Some(usage) = v.get("usage") {
-        push(json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": [], "usage": usage}));
+        push(
+            json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": [], "usage": usage}),
+        );
     }
     out.push_str("data: [DONE]\n\n");
     out.into_bytes()
@@ -157,6 +184,15 @@ mod tests {
                 "chunk size {chunk}"
             );
         }
+    }
+
+    #[test]
+    fn event_ends_are_offsets_into_the_chunk() {
+        let mut p = SseParser::new();
+        let (mut out, mut ends) = (Vec::new(), Vec::new());
+        p.feed_with_ends(b"data: a\n\ndata: b\r\n\r\nda", &mut out, &mut ends);
+        assert_eq!(ends, vec![9, 20]);
+        assert_eq!(out.len(), 2);
     }
 
     #[test]

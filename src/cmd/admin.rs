@@ -15,7 +15,10 @@ fn base(info: &ServeInfo) -> String {
 }
 
 fn token(setup: &Setup) -> Option<String> {
-    std::env::var("FCM_TOKEN").ok().or_else(|| setup.config.serve.token.clone()).filter(|t| !t.is_empty())
+    std::env::var("FCM_TOKEN")
+        .ok()
+        .or_else(|| setup.config.serve.token.clone())
+        .filter(|t| !t.is_empty())
 }
 
 fn call(info: &ServeInfo, setup: &Setup, method: &str, path: &str) -> Result<Value> {
@@ -43,9 +46,17 @@ fn call(info: &ServeInfo, setup: &Setup, method: &str, path: &str) -> Result<Val
             r.call()
         }
     };
-    let mut response = response.with_context(|| format!("cannot reach the running server at {} (pid {})", info.address, info.pid))?;
+    let mut response = response.with_context(|| {
+        format!(
+            "cannot reach the running server at {} (pid {})",
+            info.address, info.pid
+        )
+    })?;
     let status = response.status().as_u16();
-    let text = response.body_mut().read_to_string().context("reading the server's answer")?;
+    let text = response
+        .body_mut()
+        .read_to_string()
+        .context("reading the server's answer")?;
     if status == 401 {
         bail!("the running server requires its access token: set FCM_TOKEN");
     }

@@ -19,17 +19,30 @@ pub fn run(args: BreakersArgs) -> Result<i32> {
     let setup = Setup::load()?;
     if let Some(model) = &args.reset {
         if model != "all" && setup.catalog.find(model).is_none() {
-            return usage(format!("unknown model {model:?}; use provider/modelId as `fcm breakers` lists it, or all"));
+            return usage(format!(
+                "unknown model {model:?}; use provider/modelId as `fcm breakers` lists it, or all"
+            ));
         }
     }
     let server = live_server();
     let rows: Vec<BreakerRow> = match (&server, &args.reset) {
         (Some(info), Some(model)) => {
-            let v = admin_post(info, &setup, &format!("/fcm/admin/breakers/reset?model={model}"))?;
-            eprintln!("fcm: reset {} breaker(s) on the running server at {}", v["reset"], info.address);
-            serde_json::from_value(admin_get(info, &setup, "/fcm/admin/breakers")?).context("unexpected answer from the server")?
+            let v = admin_post(
+                info,
+                &setup,
+                &format!("/fcm/admin/breakers/reset?model={model}"),
+            )?;
+            eprintln!(
+                "fcm: reset {} breaker(s) on the running server at {}",
+                v["reset"], info.address
+            );
+            serde_json::from_value(admin_get(info, &setup, "/fcm/admin/breakers")?)
+                .context("unexpected answer from the server")?
         }
-        (Some(info), None) => serde_json::from_value(admin_get(info, &setup, "/fcm/admin/breakers")?).context("unexpected answer from the server")?,
+        (Some(info), None) => {
+            serde_json::from_value(admin_get(info, &setup, "/fcm/admin/breakers")?)
+                .context("unexpected answer from the server")?
+        }
         (None, reset) => {
             let path = state::state_file("breakers.json")?;
             let mut book: BreakerBook = state::load_json(&path)?;
@@ -57,7 +70,16 @@ pub fn run(args: BreakersArgs) -> Result<i32> {
         return Ok(0);
     }
     let colour = std::io::stdout().is_terminal();
-    let mut t = table::new(&["Model", "State", "Failures", "Trips", "Cooldown left", "Quota pause left", "Last failure", "Updated"]);
+    let mut t = table::new(&[
+        "Model",
+        "State",
+        "Failures",
+        "Trips",
+        "Cooldown left",
+        "Quota pause left",
+        "Last failure",
+        "Updated",
+    ]);
     for r in &rows {
         let mut state = Cell::new(r.state.as_str());
         if colour {
@@ -68,7 +90,13 @@ pub fn run(args: BreakersArgs) -> Result<i32> {
                 BreakerState::Open => Color::Red,
             });
         }
-        let left = |ms: u64| if ms == 0 { "-".to_string() } else { human_ms(ms) };
+        let left = |ms: u64| {
+            if ms == 0 {
+                "-".to_string()
+            } else {
+                human_ms(ms)
+            }
+        };
         t.add_row(vec![
             Cell::new(&r.model),
             state,
@@ -76,7 +104,10 @@ pub fn run(args: BreakersArgs) -> Result<i32> {
             Cell::new(r.trip_count),
             Cell::new(left(r.cooldown_ms_left)),
             Cell::new(left(r.quota_pause_ms_left)),
-            Cell::new(r.last_failure_kind.map_or("-".to_string(), |k| k.to_string())),
+            Cell::new(
+                r.last_failure_kind
+                    .map_or("-".to_string(), |k| k.to_string()),
+            ),
             Cell::new(&r.updated_at),
         ]);
     }

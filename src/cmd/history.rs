@@ -17,8 +17,12 @@ pub fn run(args: HistoryArgs) -> Result<i32> {
     let entries: Vec<Trace> = match live_server() {
         Some(info) => {
             let setup = Setup::load()?;
-            serde_json::from_value(admin_get(&info, &setup, &format!("/fcm/admin/history?n={}", args.n))?)
-                .context("unexpected answer from the server")?
+            serde_json::from_value(admin_get(
+                &info,
+                &setup,
+                &format!("/fcm/admin/history?n={}", args.n),
+            )?)
+            .context("unexpected answer from the server")?
         }
         None => {
             let file: HistoryFile = state::load_json(&state::state_file("history.json")?)?;
@@ -34,16 +38,33 @@ pub fn run(args: HistoryArgs) -> Result<i32> {
         println!("No requests yet. Point a client at http://127.0.0.1:19280/v1 with model \"fcm\" after `fcm serve`.");
         return Ok(0);
     }
-    let mut t = table::new(&["Time", "Request", "Model", "Outcome", "Served by", "Attempts", "Skips", "Wall"]);
+    let mut t = table::new(&[
+        "Time",
+        "Request",
+        "Model",
+        "Outcome",
+        "Served by",
+        "Attempts",
+        "Skips",
+        "Wall",
+    ]);
     for e in &entries {
-        let chain: Vec<String> = e.attempts.iter().map(|a| format!("{}:{}", a.model, a.label())).collect();
+        let chain: Vec<String> = e
+            .attempts
+            .iter()
+            .map(|a| format!("{}:{}", a.model, a.label()))
+            .collect();
         t.add_row(vec![
             e.time.replace('T', " ").trim_end_matches('Z').to_string(),
             e.id.clone(),
             e.requested_model.clone(),
             e.outcome.as_str().to_string(),
             e.served_model.clone().unwrap_or_else(|| "-".into()),
-            if chain.is_empty() { "-".into() } else { chain.join(" -> ") },
+            if chain.is_empty() {
+                "-".into()
+            } else {
+                chain.join(" -> ")
+            },
             e.skipped.len().to_string(),
             format!("{} ms", e.wall_ms),
         ]);

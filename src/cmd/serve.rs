@@ -44,12 +44,20 @@ fn bind(addr: SocketAddr) -> Result<TcpListener> {
 
 pub fn run(args: ServeArgs) -> Result<i32> {
     if args.max_in_flight == 0 || args.max_in_flight > 4096 {
-        return usage(format!("--max-in-flight must be between 1 and 4096 (got {})", args.max_in_flight));
+        return usage(format!(
+            "--max-in-flight must be between 1 and 4096 (got {})",
+            args.max_in_flight
+        ));
     }
     let ip: IpAddr = match args.host.parse() {
         Ok(ip) => ip,
         Err(_) if args.host == "localhost" => IpAddr::from([127, 0, 0, 1]),
-        Err(_) => return usage(format!("--host {:?} is not an IP address (e.g. 127.0.0.1 or 0.0.0.0)", args.host)),
+        Err(_) => {
+            return usage(format!(
+                "--host {:?} is not an IP address (e.g. 127.0.0.1 or 0.0.0.0)",
+                args.host
+            ))
+        }
     };
     let setup = Setup::load()?;
     let token = args
@@ -64,7 +72,10 @@ pub fn run(args: ServeArgs) -> Result<i32> {
         ));
     }
     let port = args.port.unwrap_or(setup.config.port);
-    let paths = StatePaths { breakers: state::state_file("breakers.json")?, history: state::state_file("history.json")? };
+    let paths = StatePaths {
+        breakers: state::state_file("breakers.json")?,
+        history: state::state_file("history.json")?,
+    };
     let now = crate::time::now_ms();
     let book: BreakerBook = state::load_json(&paths.breakers)?;
     let history: HistoryFile = state::load_json(&paths.history)?;
@@ -108,9 +119,20 @@ pub fn run(args: ServeArgs) -> Result<i32> {
     let flusher = Flusher::start(app.clone(), paths.clone());
     let result = serve::run(listener, app.clone(), args.max_in_flight);
     flusher.stop();
-    persist::flush(&app.router.breakers, &app.router.history, &paths, &app.writes);
+    persist::flush(
+        &app.router.breakers,
+        &app.router.history,
+        &paths,
+        &app.writes,
+    );
     let _ = std::fs::remove_file(&info_path);
     result.context("fcm serve stopped")?;
-    eprintln!("fcm serve: stopped; state saved to {}", paths.breakers.parent().map_or(String::new(), |p| p.display().to_string()));
+    eprintln!(
+        "fcm serve: stopped; state saved to {}",
+        paths
+            .breakers
+            .parent()
+            .map_or(String::new(), |p| p.display().to_string())
+    );
     Ok(0)
 }

@@ -178,3 +178,227 @@ pub fn mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
+
+/// A running `fcm serve`, stopped (SIGTERM) when dropped.
+pub struct Server {
+    child: Option<std::process::Child>,
+    pub base: String,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    agent: ureq::Agent,
+}
+
+/// An HTTP answer as a client sees it.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.body))
+    }
+
+    pub fn decision(&self) -> &str {
+        self.header("x-fcm-v2-decision")
+            .unwrap_or_else(|| panic!("no decision header: {self:?}"))
+    }
+}
+
+impl World {
+    /// Starts `fcm serve --port 0 ARGS` and waits until it listens (via `serve.json`).
+    pub fn serve(&self, args: &[&str]) -> Server {
+        let info = self.home.join("serve.json");
+        let _ = std::fs::remove_file(&info);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fcm"));
+        cmd.arg("serve")
+            .args(["--port", "0"])
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &self.dir)
+            .env("FCM_HOME", &self.home)
+            .env("FCM_CATALOG", &self.catalog)
+            .envs(&self.env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("fcm serve starts");
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let mut pipe = child.stderr.take().unwrap();
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = std::io::Read::read(&mut pipe, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let start = Instant::now();
+        let address = loop {
+            if let Ok(text) = std::fs::read_to_string(&info) {
+                if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                    break v["address"].as_str().unwrap().to_string();
+                }
+            }
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("fcm serve exited with {status}: {}", stderr.lock().unwrap());
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "fcm serve did not start: {}",
+                stderr.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .proxy(None)
+            .build()
+            .new_agent();
+        Server {
+            child: Some(child),
+            base: format!("http://{address}"),
+            stderr,
+            agent,
+        }
+    }
+}
+
+impl Server {
+    fn read(r: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Resp {
+        let mut r = r.expect("fcm serve answers");
+        let headers = r
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+            .collect();
+        let status = r.status().as_u16();
+        let body = r
+            .body_mut()
+            .with_config()
+            .limit(64 * 1024 * 1024)
+            .read_to_string()
+            .unwrap_or_default();
+        Resp {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub fn post(&self, path: &str, body: &str) -> Resp {
+        Server::read(
+            self.agent
+                .post(&format!("{}{path}", self.base))
+                .header("content-type", "application/json")
+                .send(body),
+        )
+    }
+
+    pub fn post_with(&self, path: &str, body: &str, headers: &[(&str, &str)]) -> Resp {
+        let mut r = self
+            .agent
+            .post(&format!("{}{path}", self.base))
+            .header("content-type", "application/json");
+        for (k, v) in headers {
+            r = r.header(*k, *v);
+        }
+        Server::read(r.send(body))
+    }
+
+    pub fn get(&self, path: &str) -> Resp {
+        Server::read(self.agent.get(&format!("{}{path}", self.base)).call())
+    }
+
+    /// A chat request with `model` and `stream`, as a client would send it.
+    pub fn chat(&self, model: &str, stream: bool) -> Resp {
+        let body = json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": "hi"}]});
+        self.post("/v1/chat/completions", &body.to_string())
+    }
+
+    pub fn breakers(&self) -> Vec<Value> {
+        self.get("/fcm/admin/breakers")
+            .json()
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    pub fn breaker(&self, model: &str) -> Option<Value> {
+        self.breakers().into_iter().find(|b| b["model"] == model)
+    }
+
+    pub fn history(&self) -> Vec<Value> {
+        self.get("/fcm/admin/history")
+            .json()
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// SIGTERM, then waits (bounded) for the exit code.
+    pub fn stop(mut self) -> i32 {
+        let mut child = self.child.take().unwrap();
+        terminate(&mut child)
+    }
+}
+
+fn terminate(child: &mut std::process::Child) -> i32 {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s.code().unwrap_or(-1);
+        }
+        if start.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            panic!("fcm serve did not stop within 15 s of SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A catalog of one provider (`p`, no key needed) whose models are tried best tier first
+/// in the order given.
+pub fn ordered(w: &World, base_url: &str, models: &[&str]) {
+    let tiers = ["S+", "S", "A+", "A", "A-", "B+", "B", "C"];
+    let doc = json!({"version": 1, "providers": [{
+        "id": "p", "name": "Fake", "baseUrl": base_url, "keyRequired": false,
+        "models": models.iter().enumerate().map(|(i, m)| json!({"id": m, "label": m, "tier": tiers[i.min(7)], "context": 131072})).collect::<Vec<_>>(),
+    }]});
+    std::fs::write(&w.catalog, doc.to_string()).unwrap();
+}
