@@ -315,12 +315,14 @@ pub fn attempt(
                 limits.first_token.max(limits.stream_stall).min(remaining)
                     + Duration::from_millis(500),
             ),
+            head: Some(limits.first_token.min(remaining)),
         }
     } else {
         ExchangeTimeouts {
             connect: CONNECT_TIMEOUT.min(remaining),
             per_call: Some(limits.body_read.min(remaining)),
             per_read: None,
+            head: None,
         }
     };
     let out = Outgoing {

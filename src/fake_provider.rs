@@ -474,6 +474,8 @@ fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::R
             let mut w = SseWriter::start(out);
             w.data(&chunk(&id, &model, json!({"role": "assistant", "content": "Partial answer from "}), None))?;
             w.data(&chunk(&id, &model, json!({"content": model}), None))?;
+            // A pause, so the content reaches the client before the error does.
+            std::thread::sleep(Duration::from_millis(100));
             w.data(&json!({"error": {"message": "stream broke mid-answer", "type": "server_error"}}))?;
             w.done()
         }

@@ -211,6 +211,17 @@ mod tests {
     }
 
     #[test]
+    fn content_and_error_in_the_first_chunk_fail_over_unseen() {
+        // Nothing was sent yet, so another model can still answer the whole request.
+        let mut b = HoldBuffer::new(Strict);
+        let step = b.on_bytes(format!("{TEXT}{ERR}").as_bytes());
+        assert!(
+            matches!(&step, HoldStep::Fail { tail, .. } if tail.is_empty()),
+            "{step:?}"
+        );
+    }
+
+    #[test]
     fn html_and_empty_streams_fail_unseen() {
         let mut b = HoldBuffer::new(Strict);
         let st = steps(&mut b, "<html>maintenance</html>", 5);

@@ -34,6 +34,8 @@ pub struct ExchangeTimeouts {
     pub per_call: Option<Duration>,
     /// Longest silence on the socket (streams; a backstop for the reader thread).
     pub per_read: Option<Duration>,
+    /// The response head must arrive within this (streams: the first-token deadline).
+    pub head: Option<Duration>,
 }
 
 /// A provider's response head with its body still unread.
@@ -105,7 +107,8 @@ impl Upstream {
             .config()
             .timeout_connect(Some(t.connect))
             .timeout_per_call(t.per_call)
-            .timeout_per_read(t.per_read);
+            .timeout_per_read(t.per_read)
+            .timeout_recv_response(t.head);
         if loopback {
             cfg = cfg.proxy(None);
         }
