@@ -62,7 +62,7 @@ pub enum Behavior {
     StallAfterContent(Duration),
     /// Waits this long, then answers 500.
     SlowFail(Duration),
-    /// Streams a word every 20 ms for this long (for client disconnects).
+    /// Streams a word every 100 ms for this long (client disconnects, many open streams).
     LongStream(Duration),
 }
 
@@ -545,7 +545,7 @@ fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::R
             w.data(&chunk(&id, &model, json!({"role": "assistant", "content": "Long "}), None))?;
             let start = Instant::now();
             while start.elapsed() < d {
-                std::thread::sleep(Duration::from_millis(20));
+                std::thread::sleep(Duration::from_millis(100));
                 w.data(&chunk(&id, &model, json!({"content": "word "}), None))?;
             }
             w.data(&chunk(&id, &model, json!({}), Some("stop")))?;

@@ -69,7 +69,19 @@ pub fn flush(
     ok
 }
 
-/// A background thread that flushes at most every [`MIN_WRITE_GAP`].
+/// How often freed heap memory is handed back to the system.
+const TRIM_EVERY: Duration = Duration::from_secs(10);
+
+/// Returns memory freed after a burst of requests to the system (glibc keeps it otherwise).
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free pages; it is safe to call at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// A background thread that flushes at most every [`MIN_WRITE_GAP`] (and trims the heap).
 pub struct Flusher {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
@@ -83,8 +95,13 @@ impl Flusher {
             .name("fcm-flush".into())
             .spawn(move || {
                 let mut last_write: Option<Instant> = None;
+                let mut last_trim = Instant::now();
                 while !s.load(Ordering::Acquire) {
                     std::thread::sleep(TICK);
+                    if last_trim.elapsed() >= TRIM_EVERY {
+                        last_trim = Instant::now();
+                        release_free_memory();
+                    }
                     if last_write.is_some_and(|t| t.elapsed() < MIN_WRITE_GAP) {
                         continue;
                     }

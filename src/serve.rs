@@ -9,8 +9,7 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -25,6 +24,10 @@ use crate::trace::{new_request_id, Outcome, Trace};
 pub const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
 /// Requests handled at once; past this a fast 503 with `Retry-After: 1`.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
+/// Workers kept however quiet the server is.
+const MIN_WORKERS: usize = 4;
+/// A worker idle this long leaves when more than [`MIN_WORKERS`] exist.
+const WORKER_IDLE_EXIT: Duration = Duration::from_secs(30);
 /// How long shutdown waits for running streams.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -104,6 +107,7 @@ fn chunk(bytes: &[u8], out: &mut Vec<u8>) {
 }
 
 /// Writes a complete response in one write.
+#[inline(never)]
 fn send(req: tiny_http::Request, reply: Reply) {
     let mut bytes = head(reply.status, &reply.headers, Some(reply.body.len()));
     if *req.method() != tiny_http::Method::Head {
@@ -124,34 +128,18 @@ pub fn run(listener: TcpListener, app: Arc<App>, max_in_flight: usize) -> Result
     crate::signals::install();
     let server = tiny_http::Server::from_listener(listener, None)
         .map_err(|e| anyhow::anyhow!("cannot serve: {e}"))?;
-    let pool = WorkerPool::new(app.clone(), max_in_flight);
+    let pool = Arc::new(Workers {
+        server,
+        app: app.clone(),
+        max_in_flight,
+        workers: AtomicUsize::new(0),
+        idle: AtomicUsize::new(0),
+    });
+    Workers::spawn(&pool);
     while !crate::signals::stop_requested() {
-        let req = match server.recv_timeout(Duration::from_millis(200)) {
-            Ok(Some(r)) => r,
-            Ok(None) => continue,
-            Err(e) => {
-                eprintln!("fcm serve: accept failed: {e}");
-                continue;
-            }
-        };
-        if app.in_flight.load(Ordering::Acquire) >= max_in_flight {
-            let mut trace = Trace::new(&new_request_id(), "", false);
-            trace.outcome = Outcome::Rejected;
-            let body = error_body(
-                503,
-                "fcm is at its limit of requests in flight; retry in a second",
-                "overloaded",
-            );
-            let mut reply = Reply::json(503, &body).with_trace(&trace);
-            reply.headers.push(("retry-after".into(), "1".into()));
-            reply.headers.push(("connection".into(), "close".into()));
-            send(req, reply);
-            continue;
-        }
-        app.in_flight.fetch_add(1, Ordering::AcqRel);
-        pool.dispatch(req);
+        std::thread::sleep(Duration::from_millis(100));
     }
-    drop(server);
+    drop(pool);
     let deadline = Instant::now() + DRAIN_TIMEOUT;
     while app.in_flight.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
@@ -159,59 +147,89 @@ pub fn run(listener: TcpListener, app: Arc<App>, max_in_flight: usize) -> Result
     Ok(())
 }
 
-/// Worker threads that grow on demand up to the in-flight limit and then stay for reuse.
-struct WorkerPool {
-    tx: Sender<tiny_http::Request>,
-    rx: Arc<Mutex<Receiver<tiny_http::Request>>>,
-    idle: Arc<AtomicUsize>,
-    workers: AtomicUsize,
-    max: usize,
+/// Worker threads that take requests straight from tiny_http's queue (no hand-off thread).
+/// A new worker starts whenever none is left waiting, up to one more than the in-flight
+/// limit: that last one answers the overflow with a fast 503 instead of letting it queue.
+struct Workers {
+    server: tiny_http::Server,
     app: Arc<App>,
+    max_in_flight: usize,
+    workers: AtomicUsize,
+    idle: AtomicUsize,
 }
 
-impl WorkerPool {
-    fn new(app: Arc<App>, max: usize) -> WorkerPool {
-        let (tx, rx) = mpsc::channel();
-        WorkerPool {
-            tx,
-            rx: Arc::new(Mutex::new(rx)),
-            idle: Arc::new(AtomicUsize::new(0)),
-            workers: AtomicUsize::new(0),
-            max,
-            app,
+impl Workers {
+    fn spawn(pool: &Arc<Workers>) {
+        if pool.workers.fetch_add(1, Ordering::AcqRel) > pool.max_in_flight {
+            pool.workers.fetch_sub(1, Ordering::AcqRel);
+            return;
         }
-    }
-
-    fn dispatch(&self, req: tiny_http::Request) {
-        if self.idle.load(Ordering::Acquire) == 0 && self.workers.load(Ordering::Acquire) < self.max
-        {
-            self.spawn();
-        }
-        let _ = self.tx.send(req);
-    }
-
-    fn spawn(&self) {
-        let (rx, idle, app) = (self.rx.clone(), self.idle.clone(), self.app.clone());
-        self.workers.fetch_add(1, Ordering::AcqRel);
+        let p = pool.clone();
         let spawned = std::thread::Builder::new()
             .name("fcm-serve".into())
-            .stack_size(512 * 1024)
-            .spawn(move || loop {
-                idle.fetch_add(1, Ordering::AcqRel);
-                let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                idle.fetch_sub(1, Ordering::AcqRel);
-                let Ok(req) = next else { return };
-                let result =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(req, &app)));
-                if result.is_err() {
-                    eprintln!("fcm serve: a request handler panicked; the server keeps running");
-                }
-                app.in_flight.fetch_sub(1, Ordering::AcqRel);
-            });
+            .stack_size(256 * 1024)
+            .spawn(move || p.work());
         if spawned.is_err() {
-            self.workers.fetch_sub(1, Ordering::AcqRel);
+            pool.workers.fetch_sub(1, Ordering::AcqRel);
         }
     }
+
+    fn work(self: Arc<Self>) {
+        let mut idle_since = Instant::now();
+        while !crate::signals::stop_requested() {
+            self.idle.fetch_add(1, Ordering::AcqRel);
+            let next = self.server.recv_timeout(Duration::from_millis(200));
+            let idle_left = self.idle.fetch_sub(1, Ordering::AcqRel) - 1;
+            let req = match next {
+                Ok(Some(r)) => r,
+                Ok(None) => {
+                    // After a burst, surplus workers leave, and their stacks with them.
+                    if idle_since.elapsed() > WORKER_IDLE_EXIT
+                        && self.workers.load(Ordering::Acquire) > MIN_WORKERS
+                    {
+                        break;
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    eprintln!("fcm serve: accept failed: {e}");
+                    continue;
+                }
+            };
+            if idle_left == 0 {
+                Workers::spawn(&self);
+            }
+            let app = &self.app;
+            if app.in_flight.fetch_add(1, Ordering::AcqRel) >= self.max_in_flight {
+                app.in_flight.fetch_sub(1, Ordering::AcqRel);
+                overloaded(req);
+                continue;
+            }
+            idle_since = Instant::now();
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(req, app))) {
+                Ok(Handled::HandedOff) => {}
+                Ok(Handled::Done) => {
+                    app.in_flight.fetch_sub(1, Ordering::AcqRel);
+                }
+                Err(_) => {
+                    eprintln!("fcm serve: a request handler panicked; the server keeps running");
+                    app.in_flight.fetch_sub(1, Ordering::AcqRel);
+                }
+            }
+        }
+        self.workers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[inline(never)]
+fn overloaded(req: tiny_http::Request) {
+    let mut trace = Trace::new(&new_request_id(), "", false);
+    trace.outcome = Outcome::Rejected;
+    let msg = "fcm is at its limit of requests in flight; retry in a second";
+    let mut reply = Reply::json(503, &error_body(503, msg, "overloaded")).with_trace(&trace);
+    reply.headers.push(("retry-after".into(), "1".into()));
+    reply.headers.push(("connection".into(), "close".into()));
+    send(req, reply);
 }
 
 fn header<'a>(req: &'a tiny_http::Request, name: &'static str) -> Option<&'a str> {
@@ -255,43 +273,27 @@ fn authorized(req: &tiny_http::Request, token: Option<&str>) -> bool {
     })
 }
 
-fn handle(req: tiny_http::Request, app: &App) {
+fn handle(req: tiny_http::Request, app: &Arc<App>) -> Handled {
     let path = req.url().split('?').next().unwrap_or("").to_string();
     let method = req.method().clone();
     if path != "/health" && !authorized(&req, app.token.as_deref()) {
         let msg = "fcm serve requires its access token: send it as `Authorization: Bearer <token>` or `x-api-key`";
         let mut trace = crate::trace::Trace::new(&request_id(&req), "", false);
         trace.outcome = Outcome::Rejected;
-        return send(
+        send(
             req,
             Reply::json(401, &error_body(401, msg, "authentication_error")).with_trace(&trace),
         );
+        return Handled::Done;
     }
     use tiny_http::Method::*;
     match (&method, path.as_str()) {
-        (Post, "/v1/chat/completions") => chat(req, app),
+        (Post, "/v1/chat/completions") => return chat(req, app),
         (Get, "/health") => send(req, Reply::json(200, &health(app))),
         (Get, "/v1/models") => send(req, Reply::json(200, &models(app))),
-        (Get, "/fcm/admin/breakers") => {
-            let rows = app.router.breakers.rows(crate::time::now_ms());
-            send(
-                req,
-                Reply::json(200, &serde_json::to_value(rows).unwrap_or_default()),
-            )
-        }
+        (Get, "/fcm/admin/breakers") => admin_breakers(req, app),
         (Post, "/fcm/admin/breakers/reset") => admin_reset(req, app),
-        (Get, "/fcm/admin/history") => {
-            let n = query(req.url(), "n")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(usize::MAX);
-            send(
-                req,
-                Reply::json(
-                    200,
-                    &serde_json::to_value(app.router.history.last(n)).unwrap_or_default(),
-                ),
-            )
-        }
+        (Get, "/fcm/admin/history") => admin_history(req, app),
         (_, "/v1/chat/completions" | "/health" | "/v1/models") => send(
             req,
             Reply::json(
@@ -311,6 +313,7 @@ fn handle(req: tiny_http::Request, app: &App) {
             )
         }
     }
+    Handled::Done
 }
 
 fn query<'a>(url: &'a str, name: &str) -> Option<&'a str> {
@@ -322,6 +325,32 @@ fn query<'a>(url: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
+// The handlers below are kept out of line so that their temporaries do not enlarge the
+// frame every request (and every stream) carries on its stack.
+#[inline(never)]
+fn admin_breakers(req: tiny_http::Request, app: &App) {
+    let rows = app.router.breakers.rows(crate::time::now_ms());
+    send(
+        req,
+        Reply::json(200, &serde_json::to_value(rows).unwrap_or_default()),
+    );
+}
+
+#[inline(never)]
+fn admin_history(req: tiny_http::Request, app: &App) {
+    let n = query(req.url(), "n")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(usize::MAX);
+    send(
+        req,
+        Reply::json(
+            200,
+            &serde_json::to_value(app.router.history.last(n)).unwrap_or_default(),
+        ),
+    );
+}
+
+#[inline(never)]
 fn admin_reset(req: tiny_http::Request, app: &App) {
     let model = query(req.url(), "model")
         .unwrap_or("all")
@@ -335,6 +364,7 @@ fn admin_reset(req: tiny_http::Request, app: &App) {
     send(req, Reply::json(200, &json!({"reset": n, "model": model})));
 }
 
+#[inline(never)]
 fn health(app: &App) -> Value {
     let now = crate::time::now_ms();
     let rows = app.router.breakers.rows(now);
@@ -359,6 +389,7 @@ fn health(app: &App) -> Value {
     })
 }
 
+#[inline(never)]
 fn models(app: &App) -> Value {
     let mut data = vec![json!({"id": "fcm", "object": "model", "owned_by": "fcm", "created": 0})];
     data.extend(app.router.routable().map(|c| json!({"id": format!("fcm:{}", c.target.key), "object": "model", "owned_by": c.target.provider_id, "created": 0})));
@@ -366,6 +397,7 @@ fn models(app: &App) -> Value {
 }
 
 /// Reads the body up to the limit; `Err(reply)` for a request to refuse.
+#[inline(never)]
 fn read_body(req: &mut tiny_http::Request) -> Result<Vec<u8>, (u16, String)> {
     if req.body_length().is_some_and(|n| n > MAX_REQUEST_BYTES) {
         return Err((
@@ -390,6 +422,7 @@ fn read_body(req: &mut tiny_http::Request) -> Result<Vec<u8>, (u16, String)> {
     Ok(body)
 }
 
+#[inline(never)]
 fn reject(
     req: tiny_http::Request,
     app: &App,
@@ -398,7 +431,7 @@ fn reject(
     status: u16,
     message: &str,
     kind: &str,
-) {
+) -> Handled {
     trace.outcome = Outcome::Rejected;
     let mut reply = Reply::json(status, &error_body(status, message, kind)).with_trace(&trace);
     if status == 413 {
@@ -407,9 +440,10 @@ fn reject(
     send(req, reply);
     log(app, &trace, status, started);
     app.router.complete(trace, started);
+    Handled::Done
 }
 
-fn chat(mut req: tiny_http::Request, app: &App) {
+fn chat(mut req: tiny_http::Request, app: &Arc<App>) -> Handled {
     let started = Instant::now();
     let id = request_id(&req);
     let trace = Trace::new(&id, "", false);
@@ -474,7 +508,8 @@ fn chat(mut req: tiny_http::Request, app: &App) {
     }
 }
 
-fn refuse(req: tiny_http::Request, app: &App, refused: Box<Refused>, started: Instant) {
+#[inline(never)]
+fn refuse(req: tiny_http::Request, app: &App, refused: Box<Refused>, started: Instant) -> Handled {
     let mut reply = Reply::json(refused.status, &refused.openai_body()).with_trace(&refused.trace);
     if let Some(secs) = refused.retry_after_secs {
         reply.headers.push(("retry-after".into(), secs.to_string()));
@@ -482,15 +517,17 @@ fn refuse(req: tiny_http::Request, app: &App, refused: Box<Refused>, started: In
     send(req, reply);
     log(app, &refused.trace, refused.status, started);
     app.router.complete(refused.trace, started);
+    Handled::Done
 }
 
+#[inline(never)]
 fn deliver(
     req: tiny_http::Request,
-    app: &App,
+    app: &Arc<App>,
     served: crate::router::Served,
     stream: bool,
     started: Instant,
-) {
+) -> Handled {
     let crate::router::Served {
         answer,
         mut trace,
@@ -515,47 +552,111 @@ fn deliver(
             let _ = w.write_all(&out).and_then(|_| w.flush());
             trace.completion_tokens = stats.completion_tokens;
         }
-        Answer::Stream(mut s) => {
+        Answer::Stream(s) => {
             let mut w = req.into_writer();
             let mut out = head(200, &sse_headers(&trace), None);
             chunk(&s.held, &mut out);
-            let mut alive = w.write_all(&out).and_then(|_| w.flush()).is_ok();
-            let end = loop {
-                if !alive {
-                    break StreamEnd::ClientGone;
-                }
-                match s.next_item() {
-                    StreamItem::Data(bytes) => {
-                        if bytes.is_empty() {
-                            continue;
-                        }
-                        out.clear();
-                        chunk(&bytes, &mut out);
-                        alive = w.write_all(&out).and_then(|_| w.flush()).is_ok();
-                    }
-                    StreamItem::End => {
-                        let _ = w.write_all(b"0\r\n\r\n").and_then(|_| w.flush());
-                        break StreamEnd::Complete {
-                            completion_tokens: s.stats().completion_tokens,
-                        };
-                    }
-                    StreamItem::Failed(f, tail) => {
-                        // Content already reached the client: end its stream cleanly.
-                        out.clear();
-                        chunk(&tail, &mut out);
-                        chunk(b"data: [DONE]\n\n", &mut out);
-                        out.extend_from_slice(b"0\r\n\r\n");
-                        let _ = w.write_all(&out).and_then(|_| w.flush());
-                        break StreamEnd::Failed(f);
-                    }
+            let alive = w.write_all(&out).and_then(|_| w.flush()).is_ok();
+            // The routing work is done; a thread with a small stack forwards the rest so
+            // this worker (whose stack the upstream call made deep) serves other requests.
+            let pump = Pump {
+                writer: w,
+                stream: s,
+                trace,
+                model,
+                alive,
+                started,
+            };
+            let app2 = app.clone();
+            let spawned = std::thread::Builder::new()
+                .name("fcm-stream".into())
+                .stack_size(64 * 1024)
+                .spawn(move || {
+                    pump.run(&app2);
+                    app2.in_flight.fetch_sub(1, Ordering::AcqRel);
+                });
+            return match spawned {
+                Ok(_) => Handled::HandedOff,
+                Err(e) => {
+                    eprintln!(
+                        "fcm serve: cannot start a stream thread ({e}); the stream was dropped"
+                    );
+                    Handled::Done
                 }
             };
-            drop(s);
-            app.router.finish_stream(&mut trace, &model, end);
         }
     }
     log(app, &trace, 200, started);
     app.router.complete(trace, started);
+    Handled::Done
+}
+
+/// A committed stream being forwarded to its client.
+struct Pump {
+    writer: Box<dyn Write + Send>,
+    stream: Box<crate::attempt::OpenStream>,
+    trace: Trace,
+    model: String,
+    /// The first write reached the client.
+    alive: bool,
+    started: Instant,
+}
+
+impl Pump {
+    fn run(self, app: &App) {
+        let Pump {
+            writer: mut w,
+            stream: mut s,
+            mut trace,
+            model,
+            mut alive,
+            started,
+        } = self;
+        let mut out = Vec::new();
+        let end = loop {
+            if !alive {
+                break StreamEnd::ClientGone;
+            }
+            match s.next_item() {
+                StreamItem::Data(bytes) => {
+                    if bytes.is_empty() {
+                        continue;
+                    }
+                    out.clear();
+                    chunk(&bytes, &mut out);
+                    alive = w.write_all(&out).and_then(|_| w.flush()).is_ok();
+                }
+                StreamItem::End => {
+                    let _ = w.write_all(b"0\r\n\r\n").and_then(|_| w.flush());
+                    break StreamEnd::Complete {
+                        completion_tokens: s.stats().completion_tokens,
+                    };
+                }
+                StreamItem::Failed(f, tail) => {
+                    // Content already reached the client: end its stream cleanly.
+                    out.clear();
+                    chunk(&tail, &mut out);
+                    chunk(b"data: [DONE]\n\n", &mut out);
+                    out.extend_from_slice(b"0\r\n\r\n");
+                    let _ = w.write_all(&out).and_then(|_| w.flush());
+                    break StreamEnd::Failed(f);
+                }
+            }
+        };
+        // Dropping the stream closes the upstream connection at once.
+        drop(s);
+        drop(w);
+        app.router.finish_stream(&mut trace, &model, end);
+        log(app, &trace, 200, started);
+        app.router.complete(trace, started);
+    }
+}
+
+/// Whether a handler finished its request or handed it to a stream thread (which then
+/// owns the in-flight slot).
+enum Handled {
+    Done,
+    HandedOff,
 }
 
 fn sse_headers(trace: &Trace) -> Vec<(String, String)> {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::classify::TransportFailure;
 
 /// Bodies are read in chunks of this size: small enough to pass SSE frames on promptly.
-pub const READ_CHUNK: usize = 16 * 1024;
+pub const READ_CHUNK: usize = 8 * 1024;
 
 /// The HTTP client, with a connection pool reused across requests and threads.
 #[derive(Clone)]
@@ -68,10 +68,11 @@ impl Upstream {
             .max_idle_connections(512)
             .max_idle_connections_per_host(256)
             .max_redirects(0)
-            // ureq's 128 KiB per connection costs 16 MiB at 64 parallel probes; chat answers
-            // arrive in small frames, and larger bodies are read in several passes.
-            .input_buffer_size(32 * 1024)
-            .output_buffer_size(32 * 1024)
+            // ureq's 128 KiB per connection costs 16 MiB at 64 parallel probes and 64 MiB at
+            // 256 open streams; chat answers arrive in small frames, and larger bodies are
+            // simply read in more passes.
+            .input_buffer_size(8 * 1024)
+            .output_buffer_size(8 * 1024)
             .user_agent(concat!("fcm/", env!("CARGO_PKG_VERSION")))
             .build()
             .new_agent();
