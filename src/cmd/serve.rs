@@ -18,7 +18,9 @@ use crate::state;
 use crate::trace::{History, HistoryFile};
 
 /// Binds with TCP_NODELAY on the listening socket (accepted sockets inherit it on Linux),
-/// so small stream chunks are never held back by Nagle's algorithm.
+/// so small stream chunks are never held back by Nagle's algorithm, and with a listen
+/// backlog of [`LISTEN_BACKLOG`]: std's 128 drops connections when an agent opens a few
+/// hundred at once, and a dropped SYN costs the client a retransmit of a second or more.
 fn bind(addr: SocketAddr) -> Result<TcpListener> {
     let listener = TcpListener::bind(addr).map_err(|e| match e.kind() {
         std::io::ErrorKind::AddrInUse => anyhow::anyhow!(
@@ -39,8 +41,15 @@ fn bind(addr: SocketAddr) -> Result<TcpListener> {
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         );
     }
+    // SAFETY: listen on an already listening socket only updates its backlog.
+    unsafe {
+        libc::listen(listener.as_raw_fd(), LISTEN_BACKLOG);
+    }
     Ok(listener)
 }
+
+/// Connections waiting to be accepted (the kernel caps it at `net.core.somaxconn`).
+const LISTEN_BACKLOG: libc::c_int = 1024;
 
 /// glibc gives each busy thread its own malloc arena (up to 8 per core), each keeping freed
 /// memory resident; with hundreds of stream threads that is most of the server's RSS.
