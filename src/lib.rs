@@ -14,6 +14,7 @@ pub mod config;
 pub mod fake_provider;
 pub mod gate;
 pub mod hold;
+pub mod http;
 pub mod persist;
 pub mod router;
 pub mod serve;

@@ -1,13 +1,13 @@
-//! `fcm serve`: the local proxy. tiny_http accepts connections; each request runs on a
-//! worker thread (bounded: past the limit a fast 503, never a hang) and goes through the
-//! router. Responses are written by hand, head and first bytes in one write, so a stream's
-//! first event is not held back by delayed ACKs; streams are forwarded chunk by chunk.
+//! `fcm serve`: the local proxy's HTTP edge. One thread per connection (bounded: past the
+//! limits a fast 503, never a hang); each request goes through the router. Responses are
+//! written by hand, head and first bytes in one write, so a stream's first event is not held
+//! back by delayed ACKs; streams are forwarded chunk by chunk as they arrive.
 //!
-//! This module is the HTTP edge only: what to try and how to judge it lives in `router`,
-//! `attempt` and `gate`; state files are written by the flusher in `persist`.
+//! What to try and how to judge it lives in `router`, `attempt` and `gate`; request framing
+//! in `http`; state files are written by the flusher in `persist`.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,19 +17,22 @@ use serde_json::{json, Value};
 
 use crate::attempt::{Answer, StreamItem};
 use crate::breaker::BreakerState;
-use crate::router::{Refused, Router, StreamEnd};
+use crate::http::{self, chunk, ReadError, Request, LAST_CHUNK};
+use crate::router::{Refused, Router, Served, StreamEnd};
 use crate::trace::{new_request_id, Outcome, Trace};
 
 /// Largest request body accepted (413 beyond).
 pub const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
 /// Requests handled at once; past this a fast 503 with `Retry-After: 1`.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
-/// Workers kept however quiet the server is.
-const MIN_WORKERS: usize = 4;
-/// A worker idle this long leaves when more than [`MIN_WORKERS`] exist.
-const WORKER_IDLE_EXIT: Duration = Duration::from_secs(30);
+/// Open connections (idle keep-alive ones included) per allowed request in flight.
+const CONNECTIONS_PER_REQUEST: usize = 4;
 /// How long shutdown waits for running streams.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// An idle keep-alive connection is closed after this long.
+const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(120);
+/// A request's headers and body must arrive within this once started.
+const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A running server's shared state.
 pub struct App {
@@ -37,6 +40,8 @@ pub struct App {
     pub address: SocketAddr,
     pub started: Instant,
     pub in_flight: AtomicUsize,
+    pub connections: AtomicUsize,
+    pub max_in_flight: usize,
     pub quiet: bool,
     /// Required on every request but `/health` when set (`Authorization: Bearer` or `x-api-key`).
     pub token: Option<String>,
@@ -66,80 +71,66 @@ impl Reply {
     }
 }
 
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        413 => "Payload Too Large",
-        429 => "Too Many Requests",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        _ => "",
-    }
+/// The writing side of a client connection.
+struct Conn {
+    stream: TcpStream,
+    /// Whether the connection stays open after this response.
+    keep_alive: bool,
+    /// A write failed: the client is gone.
+    broken: bool,
 }
 
-fn head(status: u16, headers: &[(String, String)], length: Option<usize>) -> Vec<u8> {
-    let mut h = format!("HTTP/1.1 {status} {}\r\n", reason(status));
-    for (k, v) in headers {
-        h.push_str(k);
-        h.push_str(": ");
-        h.push_str(v);
-        h.push_str("\r\n");
+impl Conn {
+    fn write(&mut self, bytes: &[u8]) -> bool {
+        if !self.broken && self.stream.write_all(bytes).is_err() {
+            self.broken = true;
+        }
+        !self.broken
     }
-    match length {
-        Some(n) => h.push_str(&format!("content-length: {n}\r\n\r\n")),
-        None => h.push_str("transfer-encoding: chunked\r\n\r\n"),
-    }
-    h.into_bytes()
-}
 
-fn chunk(bytes: &[u8], out: &mut Vec<u8>) {
-    if bytes.is_empty() {
-        return;
+    /// Writes a complete response in one write (`head_only` for HEAD requests).
+    fn send(&mut self, reply: Reply, head_only: bool) {
+        let mut bytes = http::head(
+            reply.status,
+            &reply.headers,
+            Some(reply.body.len()),
+            self.keep_alive,
+        );
+        if !head_only {
+            bytes.extend_from_slice(&reply.body);
+        }
+        self.write(&bytes);
     }
-    out.extend_from_slice(format!("{:x}\r\n", bytes.len()).as_bytes());
-    out.extend_from_slice(bytes);
-    out.extend_from_slice(b"\r\n");
-}
-
-/// Writes a complete response in one write.
-#[inline(never)]
-fn send(req: tiny_http::Request, reply: Reply) {
-    let mut bytes = head(reply.status, &reply.headers, Some(reply.body.len()));
-    if *req.method() != tiny_http::Method::Head {
-        bytes.extend_from_slice(&reply.body);
-    }
-    let mut w = req.into_writer();
-    let _ = w.write_all(&bytes).and_then(|_| w.flush());
 }
 
 /// An error in OpenAI's shape.
-fn error_body(status: u16, message: &str, kind: &str) -> Value {
-    let _ = status;
+fn error_body(message: &str, kind: &str) -> Value {
     json!({"error": {"message": message, "type": kind, "code": Value::Null}})
 }
 
-/// Starts serving on `listener` until SIGINT/SIGTERM; returns after a clean shutdown.
-pub fn run(listener: TcpListener, app: Arc<App>, max_in_flight: usize) -> Result<()> {
+/// Serves on `listener` until SIGINT/SIGTERM; returns after running requests finished (or
+/// [`DRAIN_TIMEOUT`]).
+pub fn run(listener: TcpListener, app: Arc<App>) -> Result<()> {
     crate::signals::install();
-    let server = tiny_http::Server::from_listener(listener, None)
-        .map_err(|e| anyhow::anyhow!("cannot serve: {e}"))?;
-    let pool = Arc::new(Workers {
-        server,
-        app: app.clone(),
-        max_in_flight,
-        workers: AtomicUsize::new(0),
-        idle: AtomicUsize::new(0),
-    });
-    Workers::spawn(&pool);
+    let address = listener.local_addr()?;
+    let a = app.clone();
+    let acceptor = std::thread::Builder::new()
+        .name("fcm-accept".into())
+        .spawn(move || {
+            for conn in listener.incoming() {
+                if crate::signals::stop_requested() {
+                    return;
+                }
+                let Ok(stream) = conn else { continue };
+                accept(stream, &a);
+            }
+        })?;
     while !crate::signals::stop_requested() {
         std::thread::sleep(Duration::from_millis(100));
     }
-    drop(pool);
+    // Wake the acceptor so it sees the flag and stops taking connections.
+    let _ = TcpStream::connect_timeout(&wake_address(address), Duration::from_millis(500));
+    let _ = acceptor.join();
     let deadline = Instant::now() + DRAIN_TIMEOUT;
     while app.in_flight.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
@@ -147,101 +138,142 @@ pub fn run(listener: TcpListener, app: Arc<App>, max_in_flight: usize) -> Result
     Ok(())
 }
 
-/// Worker threads that take requests straight from tiny_http's queue (no hand-off thread).
-/// A new worker starts whenever none is left waiting, up to one more than the in-flight
-/// limit: that last one answers the overflow with a fast 503 instead of letting it queue.
-struct Workers {
-    server: tiny_http::Server,
-    app: Arc<App>,
-    max_in_flight: usize,
-    workers: AtomicUsize,
-    idle: AtomicUsize,
-}
-
-impl Workers {
-    fn spawn(pool: &Arc<Workers>) {
-        if pool.workers.fetch_add(1, Ordering::AcqRel) > pool.max_in_flight {
-            pool.workers.fetch_sub(1, Ordering::AcqRel);
-            return;
-        }
-        let p = pool.clone();
-        let spawned = std::thread::Builder::new()
-            .name("fcm-serve".into())
-            .stack_size(256 * 1024)
-            .spawn(move || p.work());
-        if spawned.is_err() {
-            pool.workers.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-
-    fn work(self: Arc<Self>) {
-        let mut idle_since = Instant::now();
-        while !crate::signals::stop_requested() {
-            self.idle.fetch_add(1, Ordering::AcqRel);
-            let next = self.server.recv_timeout(Duration::from_millis(200));
-            let idle_left = self.idle.fetch_sub(1, Ordering::AcqRel) - 1;
-            let req = match next {
-                Ok(Some(r)) => r,
-                Ok(None) => {
-                    // After a burst, surplus workers leave, and their stacks with them.
-                    if idle_since.elapsed() > WORKER_IDLE_EXIT
-                        && self.workers.load(Ordering::Acquire) > MIN_WORKERS
-                    {
-                        break;
-                    }
-                    continue;
-                }
-                Err(e) => {
-                    eprintln!("fcm serve: accept failed: {e}");
-                    continue;
-                }
-            };
-            if idle_left == 0 {
-                Workers::spawn(&self);
-            }
-            let app = &self.app;
-            if app.in_flight.fetch_add(1, Ordering::AcqRel) >= self.max_in_flight {
-                app.in_flight.fetch_sub(1, Ordering::AcqRel);
-                overloaded(req);
-                continue;
-            }
-            idle_since = Instant::now();
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(req, app))) {
-                Ok(Handled::HandedOff) => {}
-                Ok(Handled::Done) => {
-                    app.in_flight.fetch_sub(1, Ordering::AcqRel);
-                }
-                Err(_) => {
-                    eprintln!("fcm serve: a request handler panicked; the server keeps running");
-                    app.in_flight.fetch_sub(1, Ordering::AcqRel);
-                }
-            }
-        }
-        self.workers.fetch_sub(1, Ordering::AcqRel);
+fn wake_address(bound: SocketAddr) -> SocketAddr {
+    if bound.ip().is_unspecified() {
+        SocketAddr::from(([127, 0, 0, 1], bound.port()))
+    } else {
+        bound
     }
 }
 
-#[inline(never)]
-fn overloaded(req: tiny_http::Request) {
+/// Gives a new connection its thread, or a fast 503 when there are too many.
+fn accept(stream: TcpStream, app: &Arc<App>) {
+    let _ = stream.set_nodelay(true);
+    let limit = app.max_in_flight * CONNECTIONS_PER_REQUEST;
+    if app.connections.fetch_add(1, Ordering::AcqRel) >= limit {
+        app.connections.fetch_sub(1, Ordering::AcqRel);
+        let mut conn = Conn {
+            stream,
+            keep_alive: false,
+            broken: false,
+        };
+        overloaded(&mut conn);
+        return;
+    }
+    let a = app.clone();
+    let spawned = std::thread::Builder::new()
+        .name("fcm-conn".into())
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            connection(stream, &a);
+            a.connections.fetch_sub(1, Ordering::AcqRel);
+        });
+    if spawned.is_err() {
+        app.connections.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn overloaded(conn: &mut Conn) {
     let mut trace = Trace::new(&new_request_id(), "", false);
     trace.outcome = Outcome::Rejected;
     let msg = "fcm is at its limit of requests in flight; retry in a second";
-    let mut reply = Reply::json(503, &error_body(503, msg, "overloaded")).with_trace(&trace);
+    let mut reply = Reply::json(503, &error_body(msg, "overloaded")).with_trace(&trace);
     reply.headers.push(("retry-after".into(), "1".into()));
-    reply.headers.push(("connection".into(), "close".into()));
-    send(req, reply);
+    conn.send(reply, false);
 }
 
-fn header<'a>(req: &'a tiny_http::Request, name: &'static str) -> Option<&'a str> {
-    req.headers()
-        .iter()
-        .find(|h| h.field.equiv(name))
-        .map(|h| h.value.as_str())
+/// Serves the requests of one connection until it closes.
+fn connection(stream: TcpStream, app: &Arc<App>) {
+    let Ok(read_half) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::with_capacity(16 * 1024, read_half);
+    let mut conn = Conn {
+        stream,
+        keep_alive: true,
+        broken: false,
+    };
+    loop {
+        let _ = reader.get_ref().set_read_timeout(Some(KEEP_ALIVE_IDLE));
+        // The first byte of a request arms the per-request timeout.
+        if reader.fill_buf().map_or(true, |b| b.is_empty()) {
+            return;
+        }
+        let _ = reader
+            .get_ref()
+            .set_read_timeout(Some(REQUEST_READ_TIMEOUT));
+        let req = match http::read_request(&mut reader, &mut conn.stream, MAX_REQUEST_BYTES) {
+            Ok(r) => r,
+            Err(ReadError::Closed) | Err(ReadError::Io(_)) => return,
+            Err(ReadError::TooLarge(n)) => {
+                let msg =
+                    format!("request body is {n} bytes; the limit is {MAX_REQUEST_BYTES} (32 MiB)");
+                conn.keep_alive = false;
+                reject(
+                    &mut conn,
+                    app,
+                    Trace::new(&new_request_id(), "", false),
+                    Instant::now(),
+                    413,
+                    &msg,
+                );
+                linger(conn.stream, reader);
+                return;
+            }
+            Err(ReadError::Malformed(msg)) => {
+                conn.keep_alive = false;
+                let reply = Reply::json(
+                    400,
+                    &error_body(
+                        &format!("malformed HTTP request: {msg}"),
+                        "invalid_request_error",
+                    ),
+                );
+                conn.send(reply, false);
+                return;
+            }
+        };
+        conn.keep_alive = req.keep_alive && !crate::signals::stop_requested();
+        if app.in_flight.fetch_add(1, Ordering::AcqRel) >= app.max_in_flight {
+            app.in_flight.fetch_sub(1, Ordering::AcqRel);
+            overloaded(&mut conn);
+        } else {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                handle(&req, &mut conn, app)
+            }));
+            app.in_flight.fetch_sub(1, Ordering::AcqRel);
+            if result.is_err() {
+                eprintln!("fcm serve: a request handler panicked; the server keeps running");
+                return;
+            }
+        }
+        if !conn.keep_alive || conn.broken {
+            return;
+        }
+    }
+}
+
+/// After refusing an oversized body: stop writing, read (and drop) what the client still
+/// sends for a moment, then close. Closing with unread data would reset the connection and
+/// the client might never see the 413.
+fn linger(stream: TcpStream, mut reader: BufReader<TcpStream>) {
+    let _ = stream.shutdown(Shutdown::Write);
+    let _ = reader
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs(1)));
+    let mut sink = [0u8; 16 * 1024];
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        match reader.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
 }
 
 /// The client's `x-request-id` when it is a sane token, else a new one.
-fn request_id(req: &tiny_http::Request) -> String {
-    match header(req, "x-request-id") {
+fn request_id(req: &Request) -> String {
+    match req.header("x-request-id") {
         Some(id)
             if !id.is_empty()
                 && id.len() <= 128
@@ -256,13 +288,13 @@ fn request_id(req: &tiny_http::Request) -> String {
 }
 
 /// Whether the request carries the access token (always true when none is configured).
-fn authorized(req: &tiny_http::Request, token: Option<&str>) -> bool {
+fn authorized(req: &Request, token: Option<&str>) -> bool {
     let Some(token) = token else { return true };
-    let bearer = header(req, "authorization").and_then(|v| {
+    let bearer = req.header("authorization").and_then(|v| {
         v.strip_prefix("Bearer ")
             .or_else(|| v.strip_prefix("bearer "))
     });
-    let given = bearer.or_else(|| header(req, "x-api-key")).map(str::trim);
+    let given = bearer.or_else(|| req.header("x-api-key")).map(str::trim);
     // Compare without an early exit so timing does not reveal a prefix.
     given.is_some_and(|g| {
         g.len() == token.len()
@@ -273,86 +305,56 @@ fn authorized(req: &tiny_http::Request, token: Option<&str>) -> bool {
     })
 }
 
-fn handle(req: tiny_http::Request, app: &Arc<App>) -> Handled {
-    let path = req.url().split('?').next().unwrap_or("").to_string();
-    let method = req.method().clone();
-    if path != "/health" && !authorized(&req, app.token.as_deref()) {
+fn handle(req: &Request, conn: &mut Conn, app: &Arc<App>) {
+    let path = req.path();
+    let head_only = req.method == "HEAD";
+    if path != "/health" && !authorized(req, app.token.as_deref()) {
         let msg = "fcm serve requires its access token: send it as `Authorization: Bearer <token>` or `x-api-key`";
-        let mut trace = crate::trace::Trace::new(&request_id(&req), "", false);
+        let mut trace = Trace::new(&request_id(req), "", false);
         trace.outcome = Outcome::Rejected;
-        send(
-            req,
-            Reply::json(401, &error_body(401, msg, "authentication_error")).with_trace(&trace),
+        return conn.send(
+            Reply::json(401, &error_body(msg, "authentication_error")).with_trace(&trace),
+            head_only,
         );
-        return Handled::Done;
     }
-    use tiny_http::Method::*;
-    match (&method, path.as_str()) {
-        (Post, "/v1/chat/completions") => return chat(req, app),
-        (Get, "/health") => send(req, Reply::json(200, &health(app))),
-        (Get, "/v1/models") => send(req, Reply::json(200, &models(app))),
-        (Get, "/fcm/admin/breakers") => admin_breakers(req, app),
-        (Post, "/fcm/admin/breakers/reset") => admin_reset(req, app),
-        (Get, "/fcm/admin/history") => admin_history(req, app),
-        (_, "/v1/chat/completions" | "/health" | "/v1/models") => send(
-            req,
-            Reply::json(
-                405,
-                &error_body(
-                    405,
-                    &format!("{method} is not allowed on {path}"),
-                    "invalid_request_error",
-                ),
-            ),
+    let reply = match (req.method.as_str(), path) {
+        ("POST", "/v1/chat/completions") => return chat(req, conn, app),
+        ("GET" | "HEAD", "/health") => Reply::json(200, &health(app)),
+        ("GET" | "HEAD", "/v1/models") => Reply::json(200, &models(app)),
+        ("GET", "/fcm/admin/breakers") => Reply::json(
+            200,
+            &serde_json::to_value(app.router.breakers.rows(crate::time::now_ms()))
+                .unwrap_or_default(),
         ),
-        _ => {
-            let msg = format!("no route for {method} {path}; fcm serves /v1/chat/completions, /v1/models and /health");
-            send(
-                req,
-                Reply::json(404, &error_body(404, &msg, "not_found_error")),
+        ("POST", "/fcm/admin/breakers/reset") => admin_reset(req, app),
+        ("GET", "/fcm/admin/history") => {
+            let n = req
+                .query("n")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(usize::MAX);
+            Reply::json(
+                200,
+                &serde_json::to_value(app.router.history.last(n)).unwrap_or_default(),
             )
         }
-    }
-    Handled::Done
-}
-
-fn query<'a>(url: &'a str, name: &str) -> Option<&'a str> {
-    let q = url.split_once('?')?.1;
-    q.split('&').find_map(|kv| {
-        kv.split_once('=')
-            .filter(|(k, _)| *k == name)
-            .map(|(_, v)| v)
-    })
-}
-
-// The handlers below are kept out of line so that their temporaries do not enlarge the
-// frame every request (and every stream) carries on its stack.
-#[inline(never)]
-fn admin_breakers(req: tiny_http::Request, app: &App) {
-    let rows = app.router.breakers.rows(crate::time::now_ms());
-    send(
-        req,
-        Reply::json(200, &serde_json::to_value(rows).unwrap_or_default()),
-    );
-}
-
-#[inline(never)]
-fn admin_history(req: tiny_http::Request, app: &App) {
-    let n = query(req.url(), "n")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(usize::MAX);
-    send(
-        req,
-        Reply::json(
-            200,
-            &serde_json::to_value(app.router.history.last(n)).unwrap_or_default(),
+        (method, "/v1/chat/completions" | "/health" | "/v1/models") => Reply::json(
+            405,
+            &error_body(
+                &format!("{method} is not allowed on {path}"),
+                "invalid_request_error",
+            ),
         ),
-    );
+        (method, _) => {
+            let msg = format!("no route for {method} {path}; fcm serves /v1/chat/completions, /v1/models and /health");
+            Reply::json(404, &error_body(&msg, "not_found_error"))
+        }
+    };
+    conn.send(reply, head_only);
 }
 
-#[inline(never)]
-fn admin_reset(req: tiny_http::Request, app: &App) {
-    let model = query(req.url(), "model")
+fn admin_reset(req: &Request, app: &App) -> Reply {
+    let model = req
+        .query("model")
         .unwrap_or("all")
         .replace("%2F", "/")
         .replace("%2f", "/");
@@ -361,15 +363,22 @@ fn admin_reset(req: tiny_http::Request, app: &App) {
     } else {
         Some(model.as_str())
     });
-    send(req, Reply::json(200, &json!({"reset": n, "model": model})));
+    Reply::json(200, &json!({"reset": n, "model": model}))
 }
 
-#[inline(never)]
 fn health(app: &App) -> Value {
     let now = crate::time::now_ms();
     let rows = app.router.breakers.rows(now);
-    let count = |s: BreakerState| rows.iter().filter(|r| r.state == s).count();
     let routable = app.router.routable().count();
+    let count = |s: BreakerState| {
+        rows.iter()
+            .filter(|r| r.state == s && app.router.knows(&r.model))
+            .count()
+    };
+    let unhealthy = rows
+        .iter()
+        .filter(|r| r.state != BreakerState::Closed && app.router.knows(&r.model))
+        .count();
     json!({
         "status": "ok",
         "version": env!("CARGO_PKG_VERSION"),
@@ -378,114 +387,66 @@ fn health(app: &App) -> Value {
         "pid": std::process::id(),
         "models": {
             "routable": routable,
-            "closed": routable.saturating_sub(rows.iter().filter(|r| r.state != BreakerState::Closed && app.router.knows(&r.model)).count()),
+            "closed": routable.saturating_sub(unhealthy),
             "degraded": count(BreakerState::Degraded),
             "halfOpen": count(BreakerState::HalfOpen),
             "open": count(BreakerState::Open),
             "quotaPaused": rows.iter().filter(|r| r.quota_pause_ms_left > 0).count(),
         },
         "inFlight": app.in_flight.load(Ordering::Acquire),
+        "connections": app.connections.load(Ordering::Acquire),
         "stateWrites": {"breakers": app.writes.breakers.load(Ordering::Relaxed), "history": app.writes.history.load(Ordering::Relaxed)},
     })
 }
 
-#[inline(never)]
 fn models(app: &App) -> Value {
     let mut data = vec![json!({"id": "fcm", "object": "model", "owned_by": "fcm", "created": 0})];
     data.extend(app.router.routable().map(|c| json!({"id": format!("fcm:{}", c.target.key), "object": "model", "owned_by": c.target.provider_id, "created": 0})));
     json!({"object": "list", "data": data})
 }
 
-/// Reads the body up to the limit; `Err(reply)` for a request to refuse.
-#[inline(never)]
-fn read_body(req: &mut tiny_http::Request) -> Result<Vec<u8>, (u16, String)> {
-    if req.body_length().is_some_and(|n| n > MAX_REQUEST_BYTES) {
-        return Err((
-            413,
-            format!(
-                "request body is {} bytes; the limit is {MAX_REQUEST_BYTES} (32 MiB)",
-                req.body_length().unwrap_or(0)
-            ),
-        ));
-    }
-    let mut body = Vec::with_capacity(req.body_length().unwrap_or(0).min(MAX_REQUEST_BYTES));
-    req.as_reader()
-        .take(MAX_REQUEST_BYTES as u64 + 1)
-        .read_to_end(&mut body)
-        .map_err(|e| (400, format!("cannot read the request body: {e}")))?;
-    if body.len() > MAX_REQUEST_BYTES {
-        return Err((
-            413,
-            format!("request body is over the limit of {MAX_REQUEST_BYTES} bytes (32 MiB)"),
-        ));
-    }
-    Ok(body)
-}
-
-#[inline(never)]
+/// Refuses a request before routing, with the trace headers, and records it.
 fn reject(
-    req: tiny_http::Request,
+    conn: &mut Conn,
     app: &App,
     mut trace: Trace,
     started: Instant,
     status: u16,
     message: &str,
-    kind: &str,
-) -> Handled {
+) {
     trace.outcome = Outcome::Rejected;
-    let mut reply = Reply::json(status, &error_body(status, message, kind)).with_trace(&trace);
-    if status == 413 {
-        reply.headers.push(("connection".into(), "close".into()));
-    }
-    send(req, reply);
+    let kind = if status == 404 {
+        "not_found_error"
+    } else {
+        "invalid_request_error"
+    };
+    conn.send(
+        Reply::json(status, &error_body(message, kind)).with_trace(&trace),
+        false,
+    );
     log(app, &trace, status, started);
     app.router.complete(trace, started);
-    Handled::Done
 }
 
-fn chat(mut req: tiny_http::Request, app: &Arc<App>) -> Handled {
+fn chat(req: &Request, conn: &mut Conn, app: &Arc<App>) {
     let started = Instant::now();
-    let id = request_id(&req);
-    let trace = Trace::new(&id, "", false);
-    let body = match read_body(&mut req) {
-        Ok(b) => b,
-        Err((status, msg)) => {
-            return reject(
-                req,
-                app,
-                trace,
-                started,
-                status,
-                &msg,
-                "invalid_request_error",
-            )
-        }
-    };
-    let parsed: Value = match serde_json::from_slice(&body) {
+    let id = request_id(req);
+    let parsed: Value = match serde_json::from_slice(&req.body) {
         Ok(v) => v,
         Err(e) => {
             return reject(
-                req,
+                conn,
                 app,
-                trace,
+                Trace::new(&id, "", false),
                 started,
                 400,
                 &format!("request body is not valid JSON: {e}"),
-                "invalid_request_error",
             )
         }
     };
-    drop(body);
     if !parsed.get("messages").is_some_and(Value::is_array) {
-        return reject(
-            req,
-            app,
-            trace,
-            started,
-            400,
-            "request body must be a JSON object with a \"messages\" array",
-            "invalid_request_error",
-        );
+        let msg = "request body must be a JSON object with a \"messages\" array";
+        return reject(conn, app, Trace::new(&id, "", false), started, 400, msg);
     }
     let requested = parsed
         .get("model")
@@ -496,167 +457,94 @@ fn chat(mut req: tiny_http::Request, app: &Arc<App>) -> Handled {
         .get("stream")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let mut trace = Trace::new(&id, &requested, stream);
+    let trace = Trace::new(&id, &requested, stream);
     let route = match app.router.resolve(&requested) {
         Ok(r) => r,
-        Err(msg) => return reject(req, app, trace, started, 404, &msg, "not_found_error"),
+        Err(msg) => return reject(conn, app, trace, started, 404, &msg),
     };
-    trace.requested_model = requested;
     match app.router.route(&route, &parsed, stream, trace) {
-        Ok(served) => deliver(req, app, served, stream, started),
-        Err(refused) => refuse(req, app, refused, started),
+        Ok(served) => deliver(conn, app, served, stream, started),
+        Err(refused) => refuse(conn, app, *refused, started),
     }
 }
 
-#[inline(never)]
-fn refuse(req: tiny_http::Request, app: &App, refused: Box<Refused>, started: Instant) -> Handled {
+fn refuse(conn: &mut Conn, app: &App, refused: Refused, started: Instant) {
     let mut reply = Reply::json(refused.status, &refused.openai_body()).with_trace(&refused.trace);
     if let Some(secs) = refused.retry_after_secs {
         reply.headers.push(("retry-after".into(), secs.to_string()));
     }
-    send(req, reply);
+    conn.send(reply, false);
     log(app, &refused.trace, refused.status, started);
     app.router.complete(refused.trace, started);
-    Handled::Done
 }
 
-#[inline(never)]
-fn deliver(
-    req: tiny_http::Request,
-    app: &Arc<App>,
-    served: crate::router::Served,
-    stream: bool,
-    started: Instant,
-) -> Handled {
-    let crate::router::Served {
+fn deliver(conn: &mut Conn, app: &App, served: Served, stream: bool, started: Instant) {
+    let Served {
         answer,
         mut trace,
         model,
     } = served;
     match answer {
         Answer::Full { status, body, .. } if !stream => {
-            let mut reply = Reply {
+            let reply = Reply {
                 status,
                 headers: vec![("content-type".into(), "application/json".into())],
                 body,
             };
-            reply = reply.with_trace(&trace);
-            send(req, reply);
+            conn.send(reply.with_trace(&trace), false);
         }
         Answer::Full { body, stats, .. } => {
             // The provider ignored `stream: true`: give the client the stream it asked for.
-            let mut out = head(200, &sse_headers(&trace), None);
+            let mut out = http::head(200, &sse_headers(&trace), None, conn.keep_alive);
             chunk(&crate::sse::events_from_completion(&body), &mut out);
-            out.extend_from_slice(b"0\r\n\r\n");
-            let mut w = req.into_writer();
-            let _ = w.write_all(&out).and_then(|_| w.flush());
+            out.extend_from_slice(LAST_CHUNK);
+            conn.write(&out);
             trace.completion_tokens = stats.completion_tokens;
         }
         Answer::Stream(s) => {
-            let mut w = req.into_writer();
-            let mut out = head(200, &sse_headers(&trace), None);
-            chunk(&s.held, &mut out);
-            let alive = w.write_all(&out).and_then(|_| w.flush()).is_ok();
-            // The routing work is done; a thread with a small stack forwards the rest so
-            // this worker (whose stack the upstream call made deep) serves other requests.
-            let pump = Pump {
-                writer: w,
-                stream: s,
-                trace,
-                model,
-                alive,
-                started,
-            };
-            let app2 = app.clone();
-            let spawned = std::thread::Builder::new()
-                .name("fcm-stream".into())
-                .stack_size(64 * 1024)
-                .spawn(move || {
-                    pump.run(&app2);
-                    app2.in_flight.fetch_sub(1, Ordering::AcqRel);
-                });
-            return match spawned {
-                Ok(_) => Handled::HandedOff,
-                Err(e) => {
-                    eprintln!(
-                        "fcm serve: cannot start a stream thread ({e}); the stream was dropped"
-                    );
-                    Handled::Done
-                }
-            };
+            let end = pump(conn, *s, &trace);
+            app.router.finish_stream(&mut trace, &model, end);
         }
     }
     log(app, &trace, 200, started);
     app.router.complete(trace, started);
-    Handled::Done
 }
 
-/// A committed stream being forwarded to its client.
-struct Pump {
-    writer: Box<dyn Write + Send>,
-    stream: Box<crate::attempt::OpenStream>,
-    trace: Trace,
-    model: String,
-    /// The first write reached the client.
-    alive: bool,
-    started: Instant,
-}
-
-impl Pump {
-    fn run(self, app: &App) {
-        let Pump {
-            writer: mut w,
-            stream: mut s,
-            mut trace,
-            model,
-            mut alive,
-            started,
-        } = self;
-        let mut out = Vec::new();
-        let end = loop {
-            if !alive {
-                break StreamEnd::ClientGone;
-            }
-            match s.next_item() {
-                StreamItem::Data(bytes) => {
-                    if bytes.is_empty() {
-                        continue;
-                    }
-                    out.clear();
-                    chunk(&bytes, &mut out);
-                    alive = w.write_all(&out).and_then(|_| w.flush()).is_ok();
-                }
-                StreamItem::End => {
-                    let _ = w.write_all(b"0\r\n\r\n").and_then(|_| w.flush());
-                    break StreamEnd::Complete {
-                        completion_tokens: s.stats().completion_tokens,
-                    };
-                }
-                StreamItem::Failed(f, tail) => {
-                    // Content already reached the client: end its stream cleanly.
-                    out.clear();
-                    chunk(&tail, &mut out);
-                    chunk(b"data: [DONE]\n\n", &mut out);
-                    out.extend_from_slice(b"0\r\n\r\n");
-                    let _ = w.write_all(&out).and_then(|_| w.flush());
-                    break StreamEnd::Failed(f);
+/// Forwards a committed stream: the head and held bytes in one write, then each chunk as it
+/// arrives. Dropping the stream at the end closes the upstream connection at once.
+fn pump(conn: &mut Conn, mut s: crate::attempt::OpenStream, trace: &Trace) -> StreamEnd {
+    let mut out = http::head(200, &sse_headers(trace), None, conn.keep_alive);
+    chunk(&s.held, &mut out);
+    conn.write(&out);
+    loop {
+        if conn.broken {
+            return StreamEnd::ClientGone;
+        }
+        match s.next_item() {
+            StreamItem::Data(bytes) => {
+                out.clear();
+                chunk(&bytes, &mut out);
+                if !out.is_empty() {
+                    conn.write(&out);
                 }
             }
-        };
-        // Dropping the stream closes the upstream connection at once.
-        drop(s);
-        drop(w);
-        app.router.finish_stream(&mut trace, &model, end);
-        log(app, &trace, 200, started);
-        app.router.complete(trace, started);
+            StreamItem::End => {
+                conn.write(LAST_CHUNK);
+                return StreamEnd::Complete {
+                    completion_tokens: s.stats().completion_tokens,
+                };
+            }
+            StreamItem::Failed(f, tail) => {
+                // Content already reached the client: end its stream cleanly.
+                out.clear();
+                chunk(&tail, &mut out);
+                chunk(b"data: [DONE]\n\n", &mut out);
+                out.extend_from_slice(LAST_CHUNK);
+                conn.write(&out);
+                return StreamEnd::Failed(f);
+            }
+        }
     }
-}
-
-/// Whether a handler finished its request or handed it to a stream thread (which then
-/// owns the in-flight slot).
-enum Handled {
-    Done,
-    HandedOff,
 }
 
 fn sse_headers(trace: &Trace) -> Vec<(String, String)> {

@@ -118,6 +118,8 @@ pub fn run(args: ServeArgs) -> Result<i32> {
         address,
         started: Instant::now(),
         in_flight: AtomicUsize::new(0),
+        connections: AtomicUsize::new(0),
+        max_in_flight: args.max_in_flight,
         quiet: args.quiet,
         token: token.clone(),
         writes: WriteCounts::default(),
@@ -138,7 +140,7 @@ pub fn run(args: ServeArgs) -> Result<i32> {
         eprintln!("fcm serve: warning: no provider key is set, so every request will fail; `fcm models` lists the variables");
     }
     let flusher = Flusher::start(app.clone(), paths.clone());
-    let result = serve::run(listener, app.clone(), args.max_in_flight);
+    let result = serve::run(listener, app.clone());
     flusher.stop();
     persist::flush(
         &app.router.breakers,
