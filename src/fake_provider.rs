@@ -8,7 +8,7 @@
 //! nothing more; it is not a general server.
 
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -116,6 +116,7 @@ pub struct RecordedRequest {
     pub body: Vec<u8>,
     /// When the request had been read.
     pub at: Instant,
+    pub keep_alive: bool,
 }
 
 impl RecordedRequest {
@@ -258,16 +259,13 @@ fn serve_connection(conn: TcpStream, shared: &Shared) {
     let mut reader = BufReader::new(conn);
     let mut out = write_half;
     loop {
-        let req = match read_request(&mut reader) {
-            Ok(Some(r)) => r,
-            _ => return,
+        let Some(req) = read_request(&mut reader, &mut out) else {
+            return;
         };
         if shared.record {
             shared.requests.lock().unwrap().push(req.clone());
         }
-        let keep_alive = !req
-            .header("connection")
-            .is_some_and(|c| c.eq_ignore_ascii_case("close"));
+        let keep_alive = req.keep_alive;
         match respond(&req, shared, &mut out) {
             Ok(true) if keep_alive => {}
             Err(_) => {
@@ -282,61 +280,31 @@ fn serve_connection(conn: TcpStream, shared: &Shared) {
     }
 }
 
-fn read_request(reader: &mut BufReader<TcpStream>) -> io::Result<Option<RecordedRequest>> {
-    let mut line = String::new();
-    if reader.read_line(&mut line)? == 0 {
-        return Ok(None);
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or("").to_string();
-    let path = parts.next().unwrap_or("").to_string();
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(None);
-        }
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = l.split_once(':') {
-            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-        }
-    }
-    let len = headers
-        .iter()
-        .find(|(k, _)| k == "content-length")
-        .and_then(|(_, v)| v.parse::<usize>().ok())
-        .unwrap_or(0);
-    if len > MAX_REQUEST {
-        return Ok(None);
-    }
-    let mut body = vec![0; len];
-    reader.read_exact(&mut body)?;
-    Ok(Some(RecordedRequest {
-        method,
-        path,
-        headers,
-        body,
+/// Reads the next request with fcm's own HTTP framing; `None` when the connection is done.
+fn read_request(reader: &mut BufReader<TcpStream>, out: &mut TcpStream) -> Option<RecordedRequest> {
+    let req = crate::http::read_request(reader, out, MAX_REQUEST).ok()?;
+    Some(RecordedRequest {
+        keep_alive: req.keep_alive,
+        method: req.method,
+        path: req.target,
+        headers: req.headers,
+        body: req.body,
         at: Instant::now(),
-    }))
+    })
 }
 
 /// Writes the head and (for fixed bodies) the body in one write: a split write meets
 /// delayed ACKs. Returns whether the connection may be kept.
 fn send_fixed(
     out: &mut TcpStream,
-    status: &str,
+    status: u16,
     content_type: &str,
-    extra: &str,
+    extra: &[(&str, String)],
     body: &[u8],
 ) -> io::Result<bool> {
-    let mut msg = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{extra}\r\n",
-        body.len()
-    )
-    .into_bytes();
+    let mut headers = vec![("content-type".to_string(), content_type.to_string())];
+    headers.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    let mut msg = crate::http::head(status, &headers, Some(body.len()), true);
     msg.extend_from_slice(body);
     out.write_all(&msg)?;
     Ok(true)
@@ -350,15 +318,18 @@ struct SseWriter<'a> {
 
 impl<'a> SseWriter<'a> {
     fn start(out: &'a mut TcpStream) -> Self {
-        let head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
-        SseWriter { out, pending: head }
+        let headers = [
+            ("content-type".to_string(), "text/event-stream".to_string()),
+            ("cache-control".to_string(), "no-cache".to_string()),
+        ];
+        SseWriter {
+            out,
+            pending: crate::http::head(200, &headers, None, true),
+        }
     }
 
     fn raw(&mut self, text: &str) -> io::Result<()> {
-        self.pending
-            .extend_from_slice(format!("{:x}\r\n", text.len()).as_bytes());
-        self.pending.extend_from_slice(text.as_bytes());
-        self.pending.extend_from_slice(b"\r\n");
+        crate::http::chunk(text.as_bytes(), &mut self.pending);
         self.flush()
     }
 
@@ -373,7 +344,7 @@ impl<'a> SseWriter<'a> {
 
     fn done(mut self) -> io::Result<bool> {
         self.raw("data: [DONE]\n\n")?;
-        self.pending.extend_from_slice(b"0\r\n\r\n");
+        self.pending.extend_from_slice(crate::http::LAST_CHUNK);
         self.flush()?;
         Ok(true)
     }
@@ -390,18 +361,18 @@ fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::R
         let body = json!({"object": "list", "data": shared.script.keys().map(|k| json!({"id": k})).collect::<Vec<_>>()});
         return send_fixed(
             out,
-            "200 OK",
+            200,
             "application/json",
-            "",
+            &[],
             body.to_string().as_bytes(),
         );
     }
     if req.method != "POST" || !req.path.ends_with("/chat/completions") {
         return send_fixed(
             out,
-            "404 Not Found",
+            404,
             "application/json",
-            "",
+            &[],
             br#"{"error":{"message":"no such route"}}"#,
         );
     }
@@ -431,7 +402,7 @@ fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::R
         Behavior::OkStream => ok_answer(out, &id, &model, &answer, stream, usage, Duration::from_millis(5)),
         Behavior::EmptyChoices if !stream => {
             let b = json!({"id": id, "object": "chat.completion", "model": model, "choices": []});
-            send_fixed(out, "200 OK", json_ct, "", b.to_string().as_bytes())
+            send_fixed(out, 200, json_ct, &[], b.to_string().as_bytes())
         }
         Behavior::EmptyChoices => {
             let mut w = SseWriter::start(out);
@@ -441,7 +412,7 @@ fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::R
         Behavior::EmptyContent if !stream => {
             let b = json!({"id": id, "object": "chat.completion", "model": model,
                            "choices": [{"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": "stop"}]});
-            send_fixed(out, "200 OK", json_ct, "", b.to_string().as_bytes())
+            send_fixed(out, 200, json_ct, &[], b.to_string().as_bytes())
         }
         Behavior::EmptyContent => {
             let mut w = SseWriter::start(out);
@@ -450,14 +421,14 @@ fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::R
             w.done()
         }
         Behavior::ErrorPayload200 => {
-            send_fixed(out, "200 OK", json_ct, "", error("upstream model failed", "server_error").as_bytes())
+            send_fixed(out, 200, json_ct, &[], error("upstream model failed", "server_error").as_bytes())
         }
-        Behavior::InvalidJson => send_fixed(out, "200 OK", json_ct, "", b"{\"choices\": [{\"message\": "),
+        Behavior::InvalidJson => send_fixed(out, 200, json_ct, &[], b"{\"choices\": [{\"message\": "),
         Behavior::Html => send_fixed(
             out,
-            "200 OK",
+            200,
             "text/html",
-            "",
+            &[],
             b"<!DOCTYPE html><html><head><title>Maintenance</title></head><body>We'll be back soon.</body></html>",
         ),
         Behavior::SseEmpty => {
@@ -490,14 +461,14 @@ fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::R
         }
         Behavior::RateLimit(secs) => send_fixed(
             out,
-            "429 Too Many Requests",
+            429,
             json_ct,
-            &format!("retry-after: {secs}\r\n"),
+            &[("retry-after", secs.to_string())],
             error("Rate limit exceeded: too many requests", "rate_limit_error").as_bytes(),
         ),
-        Behavior::Auth401 => send_fixed(out, "401 Unauthorized", json_ct, "", error("Invalid API key", "authentication_error").as_bytes()),
-        Behavior::BadRequest400 => send_fixed(out, "400 Bad Request", json_ct, "", error("unsupported parameter: foo", "invalid_request_error").as_bytes()),
-        Behavior::Server500 => send_fixed(out, "500 Internal Server Error", json_ct, "", error("internal error", "server_error").as_bytes()),
+        Behavior::Auth401 => send_fixed(out, 401, json_ct, &[], error("Invalid API key", "authentication_error").as_bytes()),
+        Behavior::BadRequest400 => send_fixed(out, 400, json_ct, &[], error("unsupported parameter: foo", "invalid_request_error").as_bytes()),
+        Behavior::Server500 => send_fixed(out, 500, json_ct, &[], error("internal error", "server_error").as_bytes()),
         Behavior::Hang => {
             let start = Instant::now();
             while start.elapsed() < HANG_LIMIT && !shared.stop.load(Ordering::SeqCst) {
@@ -523,7 +494,7 @@ fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::R
         Behavior::ReasoningOnly if !stream => {
             let b = json!({"id": id, "object": "chat.completion", "model": model,
                            "choices": [{"index": 0, "message": {"role": "assistant", "content": "", "reasoning_content": "Thinking it over."}, "finish_reason": "stop"}]});
-            send_fixed(out, "200 OK", json_ct, "", b.to_string().as_bytes())
+            send_fixed(out, 200, json_ct, &[], b.to_string().as_bytes())
         }
         Behavior::ReasoningOnly => {
             let mut w = SseWriter::start(out);
@@ -534,11 +505,11 @@ fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::R
         Behavior::ToolCallsOnly => tool_call_answer(out, &id, &model, stream),
         Behavior::Garbage(n) => {
             let garbage: Vec<u8> = (0..n).map(|i| b"x7#\xff{"[i % 5]).collect();
-            send_fixed(out, "200 OK", json_ct, "", &garbage)
+            send_fixed(out, 200, json_ct, &[], &garbage)
         }
         Behavior::SlowFail(d) => {
             std::thread::sleep(d);
-            send_fixed(out, "500 Internal Server Error", json_ct, "", error("slow and broken", "server_error").as_bytes())
+            send_fixed(out, 500, json_ct, &[], error("slow and broken", "server_error").as_bytes())
         }
         Behavior::LongStream(d) => {
             let mut w = SseWriter::start(out);
@@ -577,13 +548,7 @@ fn ok_answer(
     let b = json!({"id": id, "object": "chat.completion", "created": 1_700_000_000u64, "model": model,
                    "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
                    "usage": {"prompt_tokens": 12, "completion_tokens": words, "total_tokens": 12 + words}});
-    send_fixed(
-        out,
-        "200 OK",
-        "application/json",
-        "",
-        b.to_string().as_bytes(),
-    )
+    send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes())
 }
 
 fn stream_words(
@@ -623,13 +588,7 @@ fn tool_call_answer(out: &mut TcpStream, id: &str, model: &str, stream: bool) ->
                        "choices": [{"index": 0, "message": {"role": "assistant", "content": null,
                            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": args}}]},
                            "finish_reason": "tool_calls"}]});
-        return send_fixed(
-            out,
-            "200 OK",
-            "application/json",
-            "",
-            b.to_string().as_bytes(),
-        );
+        return send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes());
     }
     let mut w = SseWriter::start(out);
     w.data(&chunk(id, model, json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": ""}}]}), None))?;

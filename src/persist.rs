@@ -34,6 +34,27 @@ pub struct StatePaths {
     pub history: PathBuf,
 }
 
+/// Writes one snapshot; on failure warns and calls `retry` so the change is saved later.
+fn save<T: Serialize>(
+    snapshot: Option<T>,
+    path: &Path,
+    count: &AtomicU64,
+    retry: impl FnOnce(),
+) -> bool {
+    let Some(value) = snapshot else { return true };
+    match state::write_json_atomic(path, &value) {
+        Ok(()) => {
+            count.fetch_add(1, Ordering::Relaxed);
+            true
+        }
+        Err(e) => {
+            retry();
+            eprintln!("fcm serve: warning: {e:#}");
+            false
+        }
+    }
+}
+
 /// Writes dirty state now. Returns false when a write failed (the state stays dirty).
 pub fn flush(
     breakers: &Breakers,
@@ -41,32 +62,19 @@ pub fn flush(
     paths: &StatePaths,
     counts: &WriteCounts,
 ) -> bool {
-    let mut ok = true;
-    if let Some(book) = breakers.take_dirty() {
-        match state::write_json_atomic(&paths.breakers, &book) {
-            Ok(()) => {
-                counts.breakers.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => {
-                breakers.mark_dirty();
-                eprintln!("fcm serve: warning: {e:#}");
-                ok = false;
-            }
-        }
-    }
-    if let Some(file) = history.take_dirty() {
-        match state::write_json_atomic(&paths.history, &file) {
-            Ok(()) => {
-                counts.history.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => {
-                history.mark_dirty();
-                eprintln!("fcm serve: warning: {e:#}");
-                ok = false;
-            }
-        }
-    }
-    ok
+    let b = save(
+        breakers.take_dirty(),
+        &paths.breakers,
+        &counts.breakers,
+        || breakers.mark_dirty(),
+    );
+    let h = save(
+        history.take_dirty(),
+        &paths.history,
+        &counts.history,
+        || history.mark_dirty(),
+    );
+    b && h
 }
 
 /// How often freed heap memory is handed back to the system.

@@ -101,8 +101,8 @@ impl World {
         self.home.join(name)
     }
 
-    /// Runs `fcm ARGS` with this world's environment and nothing else of the caller's.
-    pub fn fcm(&self, args: &[&str]) -> Output {
+    /// `fcm ARGS` with this world's environment and nothing else of the caller's.
+    fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_fcm"));
         cmd.args(args)
             .env_clear()
@@ -114,7 +114,12 @@ impl World {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        run_bounded(cmd)
+        cmd
+    }
+
+    /// Runs `fcm ARGS` to completion (bounded).
+    pub fn fcm(&self, args: &[&str]) -> Output {
+        run_bounded(self.command(args))
     }
 }
 
@@ -219,19 +224,8 @@ impl World {
     pub fn serve(&self, args: &[&str]) -> Server {
         let info = self.home.join("serve.json");
         let _ = std::fs::remove_file(&info);
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fcm"));
-        cmd.arg("serve")
-            .args(["--port", "0"])
-            .args(args)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", &self.dir)
-            .env("FCM_HOME", &self.home)
-            .env("FCM_CATALOG", &self.catalog)
-            .envs(&self.env)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+        let mut cmd = self.command(&[&["serve", "--port", "0"], args].concat());
+        cmd.stdout(Stdio::null());
         let mut child = cmd.spawn().expect("fcm serve starts");
         let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let mut pipe = child.stderr.take().unwrap();
