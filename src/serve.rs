@@ -485,7 +485,8 @@ fn deliver(conn: &mut Conn, app: &App, served: Served, stream: bool, started: In
         model,
     } = served;
     match answer {
-        Answer::Full { status, body, .. } if !stream => {
+        Answer::Full { status, body, stats, .. } if !stream => {
+            trace.completion_tokens = stats.completion_tokens;
             let reply = Reply {
                 status,
                 headers: vec![("content-type".into(), "application/json".into())],
