@@ -485,7 +485,12 @@ fn deliver(conn: &mut Conn, app: &App, served: Served, stream: bool, started: In
         model,
     } = served;
     match answer {
-        Answer::Full { status, body, stats, .. } if !stream => {
+        Answer::Full {
+            status,
+            body,
+            stats,
+            ..
+        } if !stream => {
             trace.completion_tokens = stats.completion_tokens;
             let reply = Reply {
                 status,
