@@ -16,6 +16,7 @@ pub mod gate;
 pub mod hold;
 pub mod http;
 pub mod persist;
+pub mod protocol;
 pub mod router;
 pub mod serve;
 pub mod signals;

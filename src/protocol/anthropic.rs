@@ -1,0 +1,535 @@
+//! Anthropic Messages (Claude Code) ⇄ chat completions.
+//!
+//! Requests: `system` (string or blocks) and `role: "system"` messages, text, images,
+//! `tool_use` and `tool_result` blocks, tools and `tool_choice` become a chat request; fields
+//! chat providers do not take (`thinking`, `output_config`, `context_management`,
+//! `cache_control`, `metadata`) are dropped. Answers: a Messages object, or a Messages event
+//! stream with `event:` lines (Claude Code shows nothing without them).
+
+use serde_json::{json, Map, Value};
+
+use super::{chat_usage, new_id, sse_event, ChatChunks, StreamTranslator};
+
+/// Text of a `content` that is a string or an array of text blocks.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                Value::String(s) => Some(s.clone()),
+                _ if b.get("type").and_then(Value::as_str) == Some("text") => b.get("text").and_then(Value::as_str).map(str::to_string),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// An `image` block as a chat `image_url` part.
+fn image_part(block: &Value) -> Option<Value> {
+    let src = block.get("source")?;
+    let url = match src.get("type").and_then(Value::as_str) {
+        Some("base64") => format!(
+            "data:{};base64,{}",
+            src.get("media_type").and_then(Value::as_str).unwrap_or("image/png"),
+            src.get("data").and_then(Value::as_str).unwrap_or("")
+        ),
+        Some("url") => src.get("url").and_then(Value::as_str)?.to_string(),
+        _ => return None,
+    };
+    Some(json!({"type": "image_url", "image_url": {"url": url}}))
+}
+
+/// Chat `content` from text and image parts: a plain string when it is text only.
+fn chat_content(parts: Vec<Value>) -> Value {
+    if parts.iter().all(|p| p["type"] == "text") {
+        Value::String(parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"))
+    } else {
+        Value::Array(parts)
+    }
+}
+
+/// Translates a Messages request into a chat completions request.
+pub fn to_chat(req: &Value) -> Result<Value, String> {
+    let obj = req.as_object().ok_or("request body must be a JSON object")?;
+    let messages_in = obj.get("messages").and_then(Value::as_array).ok_or("request body must have a \"messages\" array")?;
+    let mut messages = Vec::new();
+    if let Some(system) = obj.get("system") {
+        let text = text_of(system);
+        if !text.is_empty() {
+            messages.push(json!({"role": "system", "content": text}));
+        }
+    }
+    for m in messages_in {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
+        let content = m.get("content").cloned().unwrap_or(Value::Null);
+        match role {
+            "system" => messages.push(json!({"role": "system", "content": text_of(&content)})),
+            "assistant" => messages.push(assistant_message(&content)),
+            _ => user_messages(&content, &mut messages),
+        }
+    }
+    let mut out = Map::new();
+    out.insert("model".into(), obj.get("model").cloned().unwrap_or(json!("fcm")));
+    out.insert("messages".into(), Value::Array(messages));
+    let tools: Vec<Value> = obj
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            // Server tools (web search, ...) have no input schema: a chat provider cannot run them.
+            let schema = t.get("input_schema")?;
+            Some(json!({"type": "function", "function": {
+                "name": t.get("name")?.as_str()?,
+                "description": t.get("description").and_then(Value::as_str).unwrap_or(""),
+                "parameters": schema,
+            }}))
+        })
+        .collect();
+    if !tools.is_empty() {
+        out.insert("tools".into(), Value::Array(tools));
+        if let Some(choice) = obj.get("tool_choice").and_then(tool_choice) {
+            out.insert("tool_choice".into(), choice);
+        }
+    }
+    for (from, to) in [("max_tokens", "max_tokens"), ("temperature", "temperature"), ("top_p", "top_p"), ("stop_sequences", "stop")] {
+        if let Some(v) = obj.get(from).filter(|v| !v.is_null()) {
+            out.insert(to.into(), v.clone());
+        }
+    }
+    let stream = obj.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    out.insert("stream".into(), json!(stream));
+    if stream {
+        out.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    Ok(Value::Object(out))
+}
+
+fn tool_choice(choice: &Value) -> Option<Value> {
+    Some(match choice.get("type")?.as_str()? {
+        "auto" => json!("auto"),
+        "any" => json!("required"),
+        "none" => json!("none"),
+        "tool" => json!({"type": "function", "function": {"name": choice.get("name")?}}),
+        _ => return None,
+    })
+}
+
+fn assistant_message(content: &Value) -> Value {
+    let mut text = Vec::new();
+    let mut calls = Vec::new();
+    match content {
+        Value::String(s) => text.push(s.clone()),
+        Value::Array(blocks) => {
+            for b in blocks {
+                match b.get("type").and_then(Value::as_str) {
+                    Some("text") => text.push(b.get("text").and_then(Value::as_str).unwrap_or("").to_string()),
+                    Some("tool_use") => calls.push(json!({
+                        "id": b.get("id").cloned().unwrap_or(json!("")),
+                        "type": "function",
+                        "function": {
+                            "name": b.get("name").cloned().unwrap_or(json!("")),
+                            "arguments": b.get("input").map_or("{}".to_string(), Value::to_string),
+                        }
+                    })),
+                    // Thinking blocks carry provider signatures no chat model can use.
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    let mut msg = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text.join("\n")) }});
+    if !calls.is_empty() {
+        msg["tool_calls"] = Value::Array(calls);
+    }
+    msg
+}
+
+/// A user turn: `tool_result` blocks become `tool` messages (in order, first), the rest one
+/// user message.
+fn user_messages(content: &Value, out: &mut Vec<Value>) {
+    let blocks = match content {
+        Value::Array(b) => b,
+        other => {
+            out.push(json!({"role": "user", "content": text_of(other)}));
+            return;
+        }
+    };
+    let mut parts = Vec::new();
+    for b in blocks {
+        match b.get("type").and_then(Value::as_str) {
+            Some("tool_result") => {
+                let mut text = text_of(b.get("content").unwrap_or(&Value::Null));
+                if b.get("is_error").and_then(Value::as_bool) == Some(true) {
+                    text = format!("Error: {text}");
+                }
+                out.push(json!({"role": "tool", "tool_call_id": b.get("tool_use_id").cloned().unwrap_or(json!("")), "content": text}));
+            }
+            Some("text") => parts.push(json!({"type": "text", "text": b.get("text").and_then(Value::as_str).unwrap_or("")})),
+            Some("image") => parts.extend(image_part(b)),
+            Some("document") => {
+                if let Some(t) = b.pointer("/source/data").and_then(Value::as_str).filter(|_| b.pointer("/source/type").and_then(Value::as_str) == Some("text")) {
+                    parts.push(json!({"type": "text", "text": t}));
+                }
+            }
+            _ => {}
+        }
+    }
+    if !parts.is_empty() {
+        out.push(json!({"role": "user", "content": chat_content(parts)}));
+    }
+}
+
+/// Chat `finish_reason` → Messages `stop_reason`.
+fn stop_reason(finish: Option<&str>) -> &'static str {
+    match finish {
+        Some("tool_calls") | Some("function_call") => "tool_use",
+        Some("length") => "max_tokens",
+        _ => "end_turn",
+    }
+}
+
+/// A tool call's `arguments` string as the `input` object Claude Code expects.
+fn tool_input(arguments: &str) -> Value {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(v @ Value::Object(_)) => v,
+        _ if arguments.trim().is_empty() => json!({}),
+        _ => json!({"_raw": arguments}),
+    }
+}
+
+/// A chat completion JSON as a Messages object.
+pub fn from_chat(chat: &Value, model: &str) -> Value {
+    let choice = chat.pointer("/choices/0").cloned().unwrap_or(Value::Null);
+    let msg = choice.get("message").cloned().unwrap_or(Value::Null);
+    let mut content = Vec::new();
+    if let Some(text) = msg.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+        content.push(json!({"type": "text", "text": text}));
+    }
+    for call in msg.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+        content.push(json!({
+            "type": "tool_use",
+            "id": call.get("id").and_then(Value::as_str).map_or_else(|| new_id("toolu_"), str::to_string),
+            "name": call.pointer("/function/name").cloned().unwrap_or(json!("")),
+            "input": tool_input(call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or("")),
+        }));
+    }
+    let has_tools = content.iter().any(|c| c["type"] == "tool_use");
+    let mut reason = stop_reason(choice.get("finish_reason").and_then(Value::as_str));
+    if has_tools {
+        reason = "tool_use";
+    }
+    let (input, output) = chat_usage(chat).unwrap_or((0, 0));
+    json!({
+        "id": new_id("msg_"), "type": "message", "role": "assistant", "model": model,
+        "content": content, "stop_reason": reason, "stop_sequence": Value::Null,
+        "usage": {"input_tokens": input, "output_tokens": output},
+    })
+}
+
+/// An error in Anthropic's envelope for an HTTP status.
+pub fn error(status: u16, message: &str) -> Value {
+    let kind = match status {
+        400 | 413 | 422 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        429 => "rate_limit_error",
+        503 | 529 => "overloaded_error",
+        _ => "api_error",
+    };
+    json!({"type": "error", "error": {"type": kind, "message": message}})
+}
+
+/// The local token estimate for `/v1/messages/count_tokens`.
+pub fn count_tokens(req: &Value) -> Value {
+    let chars = ["system", "messages", "tools"].iter().filter_map(|k| req.get(*k)).map(super::text_chars).sum();
+    json!({"input_tokens": super::estimate_tokens(chars)})
+}
+
+#[derive(Debug, PartialEq)]
+enum Block {
+    None,
+    Text(usize),
+    Tool { index: usize, chat_index: u64 },
+}
+
+/// Chat stream → Messages events.
+pub struct Translator {
+    model: String,
+    id: String,
+    chunks: ChatChunks,
+    next_index: usize,
+    open: Block,
+    finish: Option<String>,
+    saw_tool: bool,
+    input_tokens: u64,
+    output_tokens: u64,
+    finished: bool,
+}
+
+impl Translator {
+    pub fn new(model: &str) -> Translator {
+        Translator {
+            model: model.to_string(),
+            id: new_id("msg_"),
+            chunks: ChatChunks::default(),
+            next_index: 0,
+            open: Block::None,
+            finish: None,
+            saw_tool: false,
+            input_tokens: 0,
+            output_tokens: 0,
+            finished: false,
+        }
+    }
+
+    fn close(&mut self, out: &mut Vec<u8>) {
+        let index = match self.open {
+            Block::None => return,
+            Block::Text(i) | Block::Tool { index: i, .. } => i,
+        };
+        out.extend(sse_event("content_block_stop", &json!({"type": "content_block_stop", "index": index})));
+        self.open = Block::None;
+    }
+
+    fn open_block(&mut self, block: Value, out: &mut Vec<u8>) -> usize {
+        self.close(out);
+        let index = self.next_index;
+        self.next_index += 1;
+        out.extend(sse_event("content_block_start", &json!({"type": "content_block_start", "index": index, "content_block": block})));
+        index
+    }
+
+    fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
+        if let Some((input, output)) = chat_usage(chunk) {
+            self.input_tokens = input;
+            self.output_tokens = output;
+        }
+        let Some(choice) = chunk.pointer("/choices/0") else { return };
+        let delta = choice.get("delta").or_else(|| choice.get("message")).cloned().unwrap_or(Value::Null);
+        if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            let index = match self.open {
+                Block::Text(i) => i,
+                _ => {
+                    let i = self.open_block(json!({"type": "text", "text": ""}), out);
+                    self.open = Block::Text(i);
+                    i
+                }
+            };
+            out.extend(sse_event("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}})));
+        }
+        for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            let chat_index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+            let same = matches!(self.open, Block::Tool { chat_index: c, .. } if c == chat_index);
+            let starts = call.get("id").is_some() || call.pointer("/function/name").is_some();
+            let index = if same && !(starts && call.get("id").is_some_and(|id| !id.is_null())) {
+                match self.open {
+                    Block::Tool { index, .. } => index,
+                    _ => unreachable!(),
+                }
+            } else {
+                let id = call.get("id").and_then(Value::as_str).filter(|s| !s.is_empty()).map_or_else(|| new_id("toolu_"), str::to_string);
+                let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or("");
+                let i = self.open_block(json!({"type": "tool_use", "id": id, "name": name, "input": {}}), out);
+                self.open = Block::Tool { index: i, chat_index };
+                self.saw_tool = true;
+                i
+            };
+            if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str).filter(|a| !a.is_empty()) {
+                out.extend(sse_event("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": args}})));
+            }
+        }
+        if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish = Some(f.to_string());
+        }
+    }
+}
+
+impl StreamTranslator for Translator {
+    fn start(&mut self) -> Vec<u8> {
+        sse_event("message_start", &json!({"type": "message_start", "message": {
+            "id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": [],
+            "stop_reason": Value::Null, "stop_sequence": Value::Null, "usage": {"input_tokens": 0, "output_tokens": 0}}}))
+    }
+
+    fn feed(&mut self, chat_bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for chunk in self.chunks.feed(chat_bytes) {
+            self.on_chunk(&chunk, &mut out);
+        }
+        out
+    }
+
+    fn finish(&mut self, _error: Option<&str>) -> Vec<u8> {
+        let mut out = Vec::new();
+        if self.finished {
+            return out;
+        }
+        self.finished = true;
+        self.close(&mut out);
+        let mut reason = stop_reason(self.finish.as_deref());
+        if self.saw_tool {
+            reason = "tool_use";
+        }
+        out.extend(sse_event("message_delta", &json!({"type": "message_delta",
+            "delta": {"stop_reason": reason, "stop_sequence": Value::Null},
+            "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}})));
+        out.extend(sse_event("message_stop", &json!({"type": "message_stop"})));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sse::SseParser;
+
+    /// A Messages request of the shape Claude Code 2.1 sends (its text replaced).
+    fn claude_code_request() -> Value {
+        json!({
+            "model": "claude-sonnet-4-5", "max_tokens": 32000, "stream": true,
+            "thinking": {"type": "adaptive"}, "output_config": {"effort": "high"},
+            "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+            "metadata": {"user_id": "u"},
+            "system": [{"type": "text", "text": "header line"}, {"type": "text", "text": "You are an agent.", "cache_control": {"type": "ephemeral"}}],
+            "tools": [
+                {"name": "Bash", "description": "Run a command", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}},
+                "<23 more tools: Read, Write>",
+                {"type": "web_search_20250305", "name": "web_search"}
+            ],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "context"}, {"type": "text", "text": "say hi", "cache_control": {"type": "ephemeral"}}]},
+                {"role": "system", "content": "Agents available: ..."},
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "s"}, {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "echo hi"}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "hi"}], "is_error": false},
+                    {"type": "text", "text": "and now?"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
+                ]}
+            ]
+        })
+    }
+
+    #[test]
+    fn request_translation() {
+        let chat = to_chat(&claude_code_request()).unwrap();
+        let m = chat["messages"].as_array().unwrap();
+        assert_eq!(m[0], json!({"role": "system", "content": "header line\nYou are an agent."}));
+        assert_eq!(m[1], json!({"role": "user", "content": "context\nsay hi"}));
+        assert_eq!(m[2], json!({"role": "system", "content": "Agents available: ..."}));
+        assert_eq!(m[3]["tool_calls"][0], json!({"id": "toolu_1", "type": "function", "function": {"name": "Bash", "arguments": "{\"command\":\"echo hi\"}"}}));
+        assert_eq!(m[3]["content"], Value::Null, "thinking is dropped");
+        assert_eq!(m[4], json!({"role": "tool", "tool_call_id": "toolu_1", "content": "hi"}));
+        assert_eq!(m[5]["content"][0], json!({"type": "text", "text": "and now?"}));
+        assert_eq!(m[5]["content"][1], json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}));
+        assert_eq!(chat["tools"].as_array().unwrap().len(), 1, "placeholders and server tools dropped");
+        assert_eq!(chat["tools"][0]["function"]["name"], "Bash");
+        assert_eq!((chat["max_tokens"].as_u64(), chat["stream"].as_bool()), (Some(32000), Some(true)));
+        for dropped in ["thinking", "output_config", "context_management", "metadata", "system"] {
+            assert!(chat.get(dropped).is_none(), "{dropped} forwarded");
+        }
+        assert!(!chat.to_string().contains("cache_control"));
+    }
+
+    #[test]
+    fn tool_choice_and_sampling_fields() {
+        let req = json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 0.2, "top_p": 0.9,
+            "stop_sequences": ["END"], "tools": [{"name": "f", "input_schema": {"type": "object"}}], "tool_choice": {"type": "tool", "name": "f"}});
+        let chat = to_chat(&req).unwrap();
+        assert_eq!(chat["tool_choice"], json!({"type": "function", "function": {"name": "f"}}));
+        assert_eq!((chat["temperature"].as_f64(), chat["top_p"].as_f64()), (Some(0.2), Some(0.9)));
+        assert_eq!(chat["stop"], json!(["END"]));
+        assert_eq!(tool_choice(&json!({"type": "any"})), Some(json!("required")));
+        assert!(to_chat(&json!({"model": "m"})).is_err());
+    }
+
+    #[test]
+    fn completion_to_message() {
+        let chat = json!({"choices": [{"message": {"content": "Hi!", "tool_calls": [{"id": "call_9", "type": "function", "function": {"name": "Bash", "arguments": "{\"command\":\"ls\"}"}}]}, "finish_reason": "tool_calls"}],
+                          "usage": {"prompt_tokens": 10, "completion_tokens": 4}});
+        let m = from_chat(&chat, "claude-x");
+        assert_eq!(m["content"][0], json!({"type": "text", "text": "Hi!"}));
+        assert_eq!(m["content"][1], json!({"type": "tool_use", "id": "call_9", "name": "Bash", "input": {"command": "ls"}}));
+        assert_eq!((m["stop_reason"].as_str(), m["model"].as_str()), (Some("tool_use"), Some("claude-x")));
+        assert_eq!(m["usage"], json!({"input_tokens": 10, "output_tokens": 4}));
+        let plain = from_chat(&json!({"choices": [{"message": {"content": "x"}, "finish_reason": "length"}]}), "m");
+        assert_eq!(plain["stop_reason"], "max_tokens");
+    }
+
+    /// Runs a chat stream through the translator in chunks of `size` and returns (event, data).
+    fn translate(chat_stream: &str, size: usize) -> Vec<(String, Value)> {
+        let mut t = Translator::new("claude-x");
+        let mut bytes = t.start();
+        for c in chat_stream.as_bytes().chunks(size) {
+            bytes.extend(t.feed(c));
+        }
+        bytes.extend(t.finish(None));
+        let mut events = Vec::new();
+        SseParser::new().feed(&bytes, &mut events);
+        events.into_iter().map(|e| (e.event.unwrap(), serde_json::from_str(&e.data).unwrap())).collect()
+    }
+
+    fn frame(delta: Value, finish: Option<&str>) -> String {
+        format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}))
+    }
+
+    #[test]
+    fn text_stream_events_in_any_chunking() {
+        let stream = [
+            frame(json!({"role": "assistant", "content": ""}), None),
+            frame(json!({"content": "Hel"}), None),
+            frame(json!({"content": "lo"}), None),
+            frame(json!({}), Some("stop")),
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n".to_string(),
+        ]
+        .concat();
+        for size in [1, 7, 64, stream.len()] {
+            let ev = translate(&stream, size);
+            let names: Vec<&str> = ev.iter().map(|(n, _)| n.as_str()).collect();
+            assert_eq!(names, ["message_start", "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop", "message_delta", "message_stop"], "size {size}");
+            assert_eq!(ev[2].1["delta"], json!({"type": "text_delta", "text": "Hel"}));
+            assert_eq!(ev[5].1["delta"]["stop_reason"], "end_turn");
+            assert_eq!(ev[5].1["usage"]["output_tokens"], 2);
+            assert_eq!(ev[0].1["message"]["model"], "claude-x");
+        }
+    }
+
+    #[test]
+    fn tool_call_stream_becomes_tool_use_blocks() {
+        let stream = [
+            frame(json!({"content": "Let me run it."}), None),
+            frame(json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": ""}}]}), None),
+            frame(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"command\":"}}]}), None),
+            frame(json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"ls\"}"}}]}), None),
+            frame(json!({"tool_calls": [{"index": 1, "id": "call_2", "function": {"name": "Read", "arguments": "{}"}}]}), None),
+            frame(json!({}), Some("tool_calls")),
+        ]
+        .concat();
+        let ev = translate(&stream, 13);
+        let starts: Vec<&Value> = ev.iter().filter(|(n, _)| n == "content_block_start").map(|(_, d)| d).collect();
+        assert_eq!(starts.len(), 3);
+        assert_eq!(starts[1]["content_block"], json!({"type": "tool_use", "id": "call_1", "name": "Bash", "input": {}}));
+        assert_eq!((starts[1]["index"].as_u64(), starts[2]["index"].as_u64()), (Some(1), Some(2)));
+        let json_parts: String = ev.iter().filter(|(_, d)| d["delta"]["type"] == "input_json_delta" && d["index"] == 1).map(|(_, d)| d["delta"]["partial_json"].as_str().unwrap().to_string()).collect();
+        assert_eq!(json_parts, "{\"command\":\"ls\"}");
+        let stops = ev.iter().filter(|(n, _)| n == "content_block_stop").count();
+        assert_eq!(stops, 3);
+        let delta = ev.iter().find(|(n, _)| n == "message_delta").unwrap();
+        assert_eq!(delta.1["delta"]["stop_reason"], "tool_use");
+        assert_eq!(ev.last().unwrap().0, "message_stop");
+    }
+
+    #[test]
+    fn errors_and_token_counts() {
+        assert_eq!(error(429, "slow")["error"]["type"], "rate_limit_error");
+        assert_eq!(error(503, "x")["error"]["type"], "overloaded_error");
+        assert_eq!(error(401, "x")["type"], "error");
+        let n = count_tokens(&json!({"system": "abcd", "messages": [{"role": "user", "content": "efgh"}]}))["input_tokens"].as_u64().unwrap();
+        assert_eq!(n, 3, "12 characters (the texts and the role name) / 4");
+    }
+}

@@ -1,0 +1,78 @@
+//! Client protocols at the edge. The router speaks OpenAI chat completions; these adapters
+//! turn an Anthropic Messages or OpenAI Responses request into a chat request, and a chat
+//! answer (JSON or stream) back into the client's own shapes. Pure: values and bytes in,
+//! values and bytes out, so the gate, classifier and breakers never see other protocols.
+
+pub mod anthropic;
+pub mod responses;
+
+use serde_json::Value;
+
+use crate::sse::{SseEvent, SseParser};
+
+/// Turns a committed chat completion stream into a client's event stream, chunk by chunk.
+pub trait StreamTranslator: Send {
+    /// Bytes to send before anything else (e.g. `message_start`).
+    fn start(&mut self) -> Vec<u8>;
+    /// Translates more chat SSE bytes (split anywhere).
+    fn feed(&mut self, chat_bytes: &[u8]) -> Vec<u8>;
+    /// Ends the client's stream cleanly. `error` is set when the upstream broke after
+    /// content had been sent.
+    fn finish(&mut self, error: Option<&str>) -> Vec<u8>;
+}
+
+/// Chat SSE frames parsed into JSON chunks, for translators.
+#[derive(Default)]
+pub struct ChatChunks {
+    parser: SseParser,
+    events: Vec<SseEvent>,
+}
+
+impl ChatChunks {
+    /// The JSON chunks completed by these bytes (`[DONE]` and garbage are skipped).
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<Value> {
+        self.parser.feed(bytes, &mut self.events);
+        self.events
+            .drain(..)
+            .filter(|e| e.data.trim() != "[DONE]")
+            .filter_map(|e| serde_json::from_str(&e.data).ok())
+            .collect()
+    }
+}
+
+/// One SSE event with an `event:` line, as Anthropic and Responses clients expect.
+pub fn sse_event(name: &str, data: &Value) -> Vec<u8> {
+    format!("event: {name}\ndata: {data}\n\n").into_bytes()
+}
+
+/// A rough token count for text: characters / 4 (the estimate fcm uses wherever a provider
+/// reports no usage).
+pub fn estimate_tokens(chars: usize) -> u64 {
+    (chars as u64).div_ceil(4)
+}
+
+/// Characters of all string values in a JSON value (for token estimates).
+pub fn text_chars(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.chars().count(),
+        Value::Array(a) => a.iter().map(text_chars).sum(),
+        Value::Object(o) => o.values().map(text_chars).sum(),
+        _ => 0,
+    }
+}
+
+/// A fresh id with a prefix, unique within the process.
+pub fn new_id(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!("{prefix}{:x}{:04x}", crate::time::now_ms(), N.fetch_add(1, Ordering::Relaxed) & 0xffff)
+}
+
+/// Usage figures from a chat chunk or completion.
+pub fn chat_usage(v: &Value) -> Option<(u64, u64)> {
+    let u = v.get("usage").filter(|u| u.is_object())?;
+    Some((
+        u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+        u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+    ))
+}
