@@ -18,7 +18,9 @@ fn text_of(content: &Value) -> String {
             .iter()
             .filter_map(|b| match b {
                 Value::String(s) => Some(s.clone()),
-                _ if b.get("type").and_then(Value::as_str) == Some("text") => b.get("text").and_then(Value::as_str).map(str::to_string),
+                _ if b.get("type").and_then(Value::as_str) == Some("text") => {
+                    b.get("text").and_then(Value::as_str).map(str::to_string)
+                }
                 _ => None,
             })
             .collect::<Vec<_>>()
@@ -33,7 +35,9 @@ fn image_part(block: &Value) -> Option<Value> {
     let url = match src.get("type").and_then(Value::as_str) {
         Some("base64") => format!(
             "data:{};base64,{}",
-            src.get("media_type").and_then(Value::as_str).unwrap_or("image/png"),
+            src.get("media_type")
+                .and_then(Value::as_str)
+                .unwrap_or("image/png"),
             src.get("data").and_then(Value::as_str).unwrap_or("")
         ),
         Some("url") => src.get("url").and_then(Value::as_str)?.to_string(),
@@ -45,7 +49,13 @@ fn image_part(block: &Value) -> Option<Value> {
 /// Chat `content` from text and image parts: a plain string when it is text only.
 fn chat_content(parts: Vec<Value>) -> Value {
     if parts.iter().all(|p| p["type"] == "text") {
-        Value::String(parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"))
+        Value::String(
+            parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
     } else {
         Value::Array(parts)
     }
@@ -53,8 +63,13 @@ fn chat_content(parts: Vec<Value>) -> Value {
 
 /// Translates a Messages request into a chat completions request.
 pub fn to_chat(req: &Value) -> Result<Value, String> {
-    let obj = req.as_object().ok_or("request body must be a JSON object")?;
-    let messages_in = obj.get("messages").and_then(Value::as_array).ok_or("request body must have a \"messages\" array")?;
+    let obj = req
+        .as_object()
+        .ok_or("request body must be a JSON object")?;
+    let messages_in = obj
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or("request body must have a \"messages\" array")?;
     let mut messages = Vec::new();
     if let Some(system) = obj.get("system") {
         let text = text_of(system);
@@ -72,7 +87,10 @@ pub fn to_chat(req: &Value) -> Result<Value, String> {
         }
     }
     let mut out = Map::new();
-    out.insert("model".into(), obj.get("model").cloned().unwrap_or(json!("fcm")));
+    out.insert(
+        "model".into(),
+        obj.get("model").cloned().unwrap_or(json!("fcm")),
+    );
     out.insert("messages".into(), Value::Array(messages));
     let tools: Vec<Value> = obj
         .get("tools")
@@ -95,7 +113,12 @@ pub fn to_chat(req: &Value) -> Result<Value, String> {
             out.insert("tool_choice".into(), choice);
         }
     }
-    for (from, to) in [("max_tokens", "max_tokens"), ("temperature", "temperature"), ("top_p", "top_p"), ("stop_sequences", "stop")] {
+    for (from, to) in [
+        ("max_tokens", "max_tokens"),
+        ("temperature", "temperature"),
+        ("top_p", "top_p"),
+        ("stop_sequences", "stop"),
+    ] {
         if let Some(v) = obj.get(from).filter(|v| !v.is_null()) {
             out.insert(to.into(), v.clone());
         }
@@ -126,7 +149,12 @@ fn assistant_message(content: &Value) -> Value {
         Value::Array(blocks) => {
             for b in blocks {
                 match b.get("type").and_then(Value::as_str) {
-                    Some("text") => text.push(b.get("text").and_then(Value::as_str).unwrap_or("").to_string()),
+                    Some("text") => text.push(
+                        b.get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                    ),
                     Some("tool_use") => calls.push(json!({
                         "id": b.get("id").cloned().unwrap_or(json!("")),
                         "type": "function",
@@ -207,10 +235,19 @@ pub fn from_chat(chat: &Value, model: &str) -> Value {
     let choice = chat.pointer("/choices/0").cloned().unwrap_or(Value::Null);
     let msg = choice.get("message").cloned().unwrap_or(Value::Null);
     let mut content = Vec::new();
-    if let Some(text) = msg.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+    if let Some(text) = msg
+        .get("content")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    {
         content.push(json!({"type": "text", "text": text}));
     }
-    for call in msg.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+    for call in msg
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         content.push(json!({
             "type": "tool_use",
             "id": call.get("id").and_then(Value::as_str).map_or_else(|| new_id("toolu_"), str::to_string),
@@ -247,7 +284,11 @@ pub fn error(status: u16, message: &str) -> Value {
 
 /// The local token estimate for `/v1/messages/count_tokens`.
 pub fn count_tokens(req: &Value) -> Value {
-    let chars = ["system", "messages", "tools"].iter().filter_map(|k| req.get(*k)).map(super::text_chars).sum();
+    let chars = ["system", "messages", "tools"]
+        .iter()
+        .filter_map(|k| req.get(*k))
+        .map(super::text_chars)
+        .sum();
     json!({"input_tokens": super::estimate_tokens(chars)})
 }
 
@@ -293,7 +334,10 @@ impl Translator {
             Block::None => return,
             Block::Text(i) | Block::Tool { index: i, .. } => i,
         };
-        out.extend(sse_event("content_block_stop", &json!({"type": "content_block_stop", "index": index})));
+        out.extend(sse_event(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
         self.open = Block::None;
     }
 
@@ -301,7 +345,10 @@ impl Translator {
         self.close(out);
         let index = self.next_index;
         self.next_index += 1;
-        out.extend(sse_event("content_block_start", &json!({"type": "content_block_start", "index": index, "content_block": block})));
+        out.extend(sse_event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": block}),
+        ));
         index
     }
 
@@ -310,9 +357,19 @@ impl Translator {
             self.input_tokens = input;
             self.output_tokens = output;
         }
-        let Some(choice) = chunk.pointer("/choices/0") else { return };
-        let delta = choice.get("delta").or_else(|| choice.get("message")).cloned().unwrap_or(Value::Null);
-        if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+        let Some(choice) = chunk.pointer("/choices/0") else {
+            return;
+        };
+        let delta = choice
+            .get("delta")
+            .or_else(|| choice.get("message"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        if let Some(text) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
             let index = match self.open {
                 Block::Text(i) => i,
                 _ => {
@@ -323,7 +380,12 @@ impl Translator {
             };
             out.extend(sse_event("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}})));
         }
-        for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+        for call in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let chat_index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
             let same = matches!(self.open, Block::Tool { chat_index: c, .. } if c == chat_index);
             let starts = call.get("id").is_some() || call.pointer("/function/name").is_some();
@@ -333,14 +395,31 @@ impl Translator {
                     _ => unreachable!(),
                 }
             } else {
-                let id = call.get("id").and_then(Value::as_str).filter(|s| !s.is_empty()).map_or_else(|| new_id("toolu_"), str::to_string);
-                let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or("");
-                let i = self.open_block(json!({"type": "tool_use", "id": id, "name": name, "input": {}}), out);
-                self.open = Block::Tool { index: i, chat_index };
+                let id = call
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .map_or_else(|| new_id("toolu_"), str::to_string);
+                let name = call
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let i = self.open_block(
+                    json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                    out,
+                );
+                self.open = Block::Tool {
+                    index: i,
+                    chat_index,
+                };
                 self.saw_tool = true;
                 i
             };
-            if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str).filter(|a| !a.is_empty()) {
+            if let Some(args) = call
+                .pointer("/function/arguments")
+                .and_then(Value::as_str)
+                .filter(|a| !a.is_empty())
+            {
                 out.extend(sse_event("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": args}})));
             }
         }
@@ -352,9 +431,12 @@ impl Translator {
 
 impl StreamTranslator for Translator {
     fn start(&mut self) -> Vec<u8> {
-        sse_event("message_start", &json!({"type": "message_start", "message": {
+        sse_event(
+            "message_start",
+            &json!({"type": "message_start", "message": {
             "id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": [],
-            "stop_reason": Value::Null, "stop_sequence": Value::Null, "usage": {"input_tokens": 0, "output_tokens": 0}}}))
+            "stop_reason": Value::Null, "stop_sequence": Value::Null, "usage": {"input_tokens": 0, "output_tokens": 0}}}),
+        )
     }
 
     fn feed(&mut self, chat_bytes: &[u8]) -> Vec<u8> {
@@ -376,9 +458,12 @@ impl StreamTranslator for Translator {
         if self.saw_tool {
             reason = "tool_use";
         }
-        out.extend(sse_event("message_delta", &json!({"type": "message_delta",
+        out.extend(sse_event(
+            "message_delta",
+            &json!({"type": "message_delta",
             "delta": {"stop_reason": reason, "stop_sequence": Value::Null},
-            "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}})));
+            "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}}),
+        ));
         out.extend(sse_event("message_stop", &json!({"type": "message_stop"})));
         out
     }
@@ -419,18 +504,49 @@ mod tests {
     fn request_translation() {
         let chat = to_chat(&claude_code_request()).unwrap();
         let m = chat["messages"].as_array().unwrap();
-        assert_eq!(m[0], json!({"role": "system", "content": "header line\nYou are an agent."}));
+        assert_eq!(
+            m[0],
+            json!({"role": "system", "content": "header line\nYou are an agent."})
+        );
         assert_eq!(m[1], json!({"role": "user", "content": "context\nsay hi"}));
-        assert_eq!(m[2], json!({"role": "system", "content": "Agents available: ..."}));
-        assert_eq!(m[3]["tool_calls"][0], json!({"id": "toolu_1", "type": "function", "function": {"name": "Bash", "arguments": "{\"command\":\"echo hi\"}"}}));
+        assert_eq!(
+            m[2],
+            json!({"role": "system", "content": "Agents available: ..."})
+        );
+        assert_eq!(
+            m[3]["tool_calls"][0],
+            json!({"id": "toolu_1", "type": "function", "function": {"name": "Bash", "arguments": "{\"command\":\"echo hi\"}"}})
+        );
         assert_eq!(m[3]["content"], Value::Null, "thinking is dropped");
-        assert_eq!(m[4], json!({"role": "tool", "tool_call_id": "toolu_1", "content": "hi"}));
-        assert_eq!(m[5]["content"][0], json!({"type": "text", "text": "and now?"}));
-        assert_eq!(m[5]["content"][1], json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}));
-        assert_eq!(chat["tools"].as_array().unwrap().len(), 1, "placeholders and server tools dropped");
+        assert_eq!(
+            m[4],
+            json!({"role": "tool", "tool_call_id": "toolu_1", "content": "hi"})
+        );
+        assert_eq!(
+            m[5]["content"][0],
+            json!({"type": "text", "text": "and now?"})
+        );
+        assert_eq!(
+            m[5]["content"][1],
+            json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}})
+        );
+        assert_eq!(
+            chat["tools"].as_array().unwrap().len(),
+            1,
+            "placeholders and server tools dropped"
+        );
         assert_eq!(chat["tools"][0]["function"]["name"], "Bash");
-        assert_eq!((chat["max_tokens"].as_u64(), chat["stream"].as_bool()), (Some(32000), Some(true)));
-        for dropped in ["thinking", "output_config", "context_management", "metadata", "system"] {
+        assert_eq!(
+            (chat["max_tokens"].as_u64(), chat["stream"].as_bool()),
+            (Some(32000), Some(true))
+        );
+        for dropped in [
+            "thinking",
+            "output_config",
+            "context_management",
+            "metadata",
+            "system",
+        ] {
             assert!(chat.get(dropped).is_none(), "{dropped} forwarded");
         }
         assert!(!chat.to_string().contains("cache_control"));
@@ -441,10 +557,19 @@ mod tests {
         let req = json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 0.2, "top_p": 0.9,
             "stop_sequences": ["END"], "tools": [{"name": "f", "input_schema": {"type": "object"}}], "tool_choice": {"type": "tool", "name": "f"}});
         let chat = to_chat(&req).unwrap();
-        assert_eq!(chat["tool_choice"], json!({"type": "function", "function": {"name": "f"}}));
-        assert_eq!((chat["temperature"].as_f64(), chat["top_p"].as_f64()), (Some(0.2), Some(0.9)));
+        assert_eq!(
+            chat["tool_choice"],
+            json!({"type": "function", "function": {"name": "f"}})
+        );
+        assert_eq!(
+            (chat["temperature"].as_f64(), chat["top_p"].as_f64()),
+            (Some(0.2), Some(0.9))
+        );
         assert_eq!(chat["stop"], json!(["END"]));
-        assert_eq!(tool_choice(&json!({"type": "any"})), Some(json!("required")));
+        assert_eq!(
+            tool_choice(&json!({"type": "any"})),
+            Some(json!("required"))
+        );
         assert!(to_chat(&json!({"model": "m"})).is_err());
     }
 
@@ -454,10 +579,19 @@ mod tests {
                           "usage": {"prompt_tokens": 10, "completion_tokens": 4}});
         let m = from_chat(&chat, "claude-x");
         assert_eq!(m["content"][0], json!({"type": "text", "text": "Hi!"}));
-        assert_eq!(m["content"][1], json!({"type": "tool_use", "id": "call_9", "name": "Bash", "input": {"command": "ls"}}));
-        assert_eq!((m["stop_reason"].as_str(), m["model"].as_str()), (Some("tool_use"), Some("claude-x")));
+        assert_eq!(
+            m["content"][1],
+            json!({"type": "tool_use", "id": "call_9", "name": "Bash", "input": {"command": "ls"}})
+        );
+        assert_eq!(
+            (m["stop_reason"].as_str(), m["model"].as_str()),
+            (Some("tool_use"), Some("claude-x"))
+        );
         assert_eq!(m["usage"], json!({"input_tokens": 10, "output_tokens": 4}));
-        let plain = from_chat(&json!({"choices": [{"message": {"content": "x"}, "finish_reason": "length"}]}), "m");
+        let plain = from_chat(
+            &json!({"choices": [{"message": {"content": "x"}, "finish_reason": "length"}]}),
+            "m",
+        );
         assert_eq!(plain["stop_reason"], "max_tokens");
     }
 
@@ -471,11 +605,17 @@ mod tests {
         bytes.extend(t.finish(None));
         let mut events = Vec::new();
         SseParser::new().feed(&bytes, &mut events);
-        events.into_iter().map(|e| (e.event.unwrap(), serde_json::from_str(&e.data).unwrap())).collect()
+        events
+            .into_iter()
+            .map(|e| (e.event.unwrap(), serde_json::from_str(&e.data).unwrap()))
+            .collect()
     }
 
     fn frame(delta: Value, finish: Option<&str>) -> String {
-        format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}))
+        format!(
+            "data: {}\n\n",
+            json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        )
     }
 
     #[test]
@@ -491,8 +631,23 @@ mod tests {
         for size in [1, 7, 64, stream.len()] {
             let ev = translate(&stream, size);
             let names: Vec<&str> = ev.iter().map(|(n, _)| n.as_str()).collect();
-            assert_eq!(names, ["message_start", "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop", "message_delta", "message_stop"], "size {size}");
-            assert_eq!(ev[2].1["delta"], json!({"type": "text_delta", "text": "Hel"}));
+            assert_eq!(
+                names,
+                [
+                    "message_start",
+                    "content_block_start",
+                    "content_block_delta",
+                    "content_block_delta",
+                    "content_block_stop",
+                    "message_delta",
+                    "message_stop"
+                ],
+                "size {size}"
+            );
+            assert_eq!(
+                ev[2].1["delta"],
+                json!({"type": "text_delta", "text": "Hel"})
+            );
             assert_eq!(ev[5].1["delta"]["stop_reason"], "end_turn");
             assert_eq!(ev[5].1["usage"]["output_tokens"], 2);
             assert_eq!(ev[0].1["message"]["model"], "claude-x");
@@ -511,11 +666,25 @@ mod tests {
         ]
         .concat();
         let ev = translate(&stream, 13);
-        let starts: Vec<&Value> = ev.iter().filter(|(n, _)| n == "content_block_start").map(|(_, d)| d).collect();
+        let starts: Vec<&Value> = ev
+            .iter()
+            .filter(|(n, _)| n == "content_block_start")
+            .map(|(_, d)| d)
+            .collect();
         assert_eq!(starts.len(), 3);
-        assert_eq!(starts[1]["content_block"], json!({"type": "tool_use", "id": "call_1", "name": "Bash", "input": {}}));
-        assert_eq!((starts[1]["index"].as_u64(), starts[2]["index"].as_u64()), (Some(1), Some(2)));
-        let json_parts: String = ev.iter().filter(|(_, d)| d["delta"]["type"] == "input_json_delta" && d["index"] == 1).map(|(_, d)| d["delta"]["partial_json"].as_str().unwrap().to_string()).collect();
+        assert_eq!(
+            starts[1]["content_block"],
+            json!({"type": "tool_use", "id": "call_1", "name": "Bash", "input": {}})
+        );
+        assert_eq!(
+            (starts[1]["index"].as_u64(), starts[2]["index"].as_u64()),
+            (Some(1), Some(2))
+        );
+        let json_parts: String = ev
+            .iter()
+            .filter(|(_, d)| d["delta"]["type"] == "input_json_delta" && d["index"] == 1)
+            .map(|(_, d)| d["delta"]["partial_json"].as_str().unwrap().to_string())
+            .collect();
         assert_eq!(json_parts, "{\"command\":\"ls\"}");
         let stops = ev.iter().filter(|(n, _)| n == "content_block_stop").count();
         assert_eq!(stops, 3);
@@ -529,7 +698,11 @@ mod tests {
         assert_eq!(error(429, "slow")["error"]["type"], "rate_limit_error");
         assert_eq!(error(503, "x")["error"]["type"], "overloaded_error");
         assert_eq!(error(401, "x")["type"], "error");
-        let n = count_tokens(&json!({"system": "abcd", "messages": [{"role": "user", "content": "efgh"}]}))["input_tokens"].as_u64().unwrap();
+        let n = count_tokens(
+            &json!({"system": "abcd", "messages": [{"role": "user", "content": "efgh"}]}),
+        )["input_tokens"]
+            .as_u64()
+            .unwrap();
         assert_eq!(n, 3, "12 characters (the texts and the role name) / 4");
     }
 }

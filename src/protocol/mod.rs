@@ -65,7 +65,11 @@ pub fn text_chars(v: &Value) -> usize {
 pub fn new_id(prefix: &str) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
-    format!("{prefix}{:x}{:04x}", crate::time::now_ms(), N.fetch_add(1, Ordering::Relaxed) & 0xffff)
+    format!(
+        "{prefix}{:x}{:04x}",
+        crate::time::now_ms(),
+        N.fetch_add(1, Ordering::Relaxed) & 0xffff
+    )
 }
 
 /// Usage figures from a chat chunk or completion.
@@ -73,6 +77,8 @@ pub fn chat_usage(v: &Value) -> Option<(u64, u64)> {
     let u = v.get("usage").filter(|u| u.is_object())?;
     Some((
         u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-        u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+        u.get("completion_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
     ))
 }

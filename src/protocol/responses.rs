@@ -1,0 +1,708 @@
+//! OpenAI Responses (Codex; Cursor's chat body) ⇄ chat completions.
+//!
+//! Requests: `instructions`, `input` (a string or items: messages with developer, user and
+//! assistant roles, `function_call`, `function_call_output`), function tools (namespaces
+//! flattened; tools a chat provider cannot run, such as `web_search`, dropped), `tool_choice`
+//! and `max_output_tokens`. `reasoning`, `include`, `store`, `prompt_cache_key` and the like
+//! are not forwarded. Answers: a Responses object, or the Responses event stream Codex needs
+//! (`output_item.done` and `response.completed` with usage included).
+
+use serde_json::{json, Map, Value};
+
+use super::{chat_usage, new_id, sse_event, ChatChunks, StreamTranslator};
+
+fn part_text(part: &Value) -> Option<String> {
+    match part {
+        Value::String(s) => Some(s.clone()),
+        _ => match part.get("type").and_then(Value::as_str) {
+            Some("input_text" | "output_text" | "text" | "summary_text") => {
+                part.get("text").and_then(Value::as_str).map(str::to_string)
+            }
+            _ => None,
+        },
+    }
+}
+
+/// Chat content for a Responses message's `content` (string or parts).
+fn content(c: &Value) -> Value {
+    let parts = match c {
+        Value::String(s) => return json!(s),
+        Value::Array(parts) => parts,
+        _ => return json!(""),
+    };
+    let mut out = Vec::new();
+    for p in parts {
+        if let Some(text) = part_text(p) {
+            out.push(json!({"type": "text", "text": text}));
+        } else if p.get("type").and_then(Value::as_str) == Some("input_image") {
+            let url = p
+                .get("image_url")
+                .and_then(Value::as_str)
+                .or_else(|| p.pointer("/image_url/url").and_then(Value::as_str));
+            if let Some(url) = url {
+                out.push(json!({"type": "image_url", "image_url": {"url": url}}));
+            }
+        }
+    }
+    if out.iter().all(|p| p["type"] == "text") {
+        json!(out
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"))
+    } else {
+        Value::Array(out)
+    }
+}
+
+/// Function tools, with namespaces flattened and tools chat providers cannot run dropped.
+fn tools(list: &[Value], out: &mut Vec<Value>) {
+    for t in list {
+        match t.get("type").and_then(Value::as_str) {
+            Some("function") => {
+                let Some(name) = t.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                out.push(json!({"type": "function", "function": {
+                    "name": name,
+                    "description": t.get("description").and_then(Value::as_str).unwrap_or(""),
+                    "parameters": t.get("parameters").cloned().unwrap_or(json!({"type": "object", "properties": {}})),
+                }}));
+            }
+            Some("namespace") => tools(
+                t.get("tools")
+                    .and_then(Value::as_array)
+                    .map_or(&[][..], Vec::as_slice),
+                out,
+            ),
+            _ => {}
+        }
+    }
+}
+
+/// Translates a Responses request (or a chat request carrying `input`) into a chat request.
+pub fn to_chat(req: &Value) -> Result<Value, String> {
+    let obj = req
+        .as_object()
+        .ok_or("request body must be a JSON object")?;
+    let input = obj.get("input").ok_or("request body must have \"input\"")?;
+    let mut messages = Vec::new();
+    if let Some(text) = obj
+        .get("instructions")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    {
+        messages.push(json!({"role": "system", "content": text}));
+    }
+    match input {
+        Value::String(s) => messages.push(json!({"role": "user", "content": s})),
+        Value::Array(items) => {
+            for item in items {
+                let kind = item.get("type").and_then(Value::as_str).unwrap_or(
+                    if item.get("role").is_some() {
+                        "message"
+                    } else {
+                        ""
+                    },
+                );
+                match kind {
+                    "message" => {
+                        let role = match item.get("role").and_then(Value::as_str).unwrap_or("user")
+                        {
+                            "developer" | "system" => "system",
+                            "assistant" => "assistant",
+                            _ => "user",
+                        };
+                        messages.push(json!({"role": role, "content": content(item.get("content").unwrap_or(&Value::Null))}));
+                    }
+                    "function_call" => {
+                        let call = json!({
+                            "id": item.get("call_id").or_else(|| item.get("id")).cloned().unwrap_or(json!("")),
+                            "type": "function",
+                            "function": {"name": item.get("name").cloned().unwrap_or(json!("")), "arguments": item.get("arguments").and_then(Value::as_str).unwrap_or("{}")},
+                        });
+                        // Consecutive calls belong to one assistant turn.
+                        match messages.last_mut() {
+                            Some(last) if last["role"] == "assistant" && last.get("tool_calls").is_some() => {
+                                last["tool_calls"].as_array_mut().expect("tool_calls is an array").push(call);
+                            }
+                            _ => messages.push(json!({"role": "assistant", "content": Value::Null, "tool_calls": [call]})),
+                        }
+                    }
+                    "function_call_output" => {
+                        let output = match item.get("output") {
+                            Some(Value::String(s)) => s.clone(),
+                            Some(Value::Array(parts)) => parts
+                                .iter()
+                                .filter_map(part_text)
+                                .collect::<Vec<_>>()
+                                .join("\n"),
+                            Some(other) => other.to_string(),
+                            None => String::new(),
+                        };
+                        messages.push(json!({"role": "tool", "tool_call_id": item.get("call_id").cloned().unwrap_or(json!("")), "content": output}));
+                    }
+                    // Reasoning items carry encrypted state no chat model can read.
+                    _ => {}
+                }
+            }
+        }
+        _ => return Err("\"input\" must be a string or an array of items".into()),
+    }
+    let mut out = Map::new();
+    out.insert(
+        "model".into(),
+        obj.get("model").cloned().unwrap_or(json!("fcm")),
+    );
+    out.insert("messages".into(), Value::Array(messages));
+    let mut chat_tools = Vec::new();
+    tools(
+        obj.get("tools")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice),
+        &mut chat_tools,
+    );
+    if !chat_tools.is_empty() {
+        out.insert("tools".into(), Value::Array(chat_tools));
+        match obj.get("tool_choice") {
+            Some(Value::String(s)) if ["auto", "none", "required"].contains(&s.as_str()) => {
+                out.insert("tool_choice".into(), json!(s));
+            }
+            Some(c) if c.get("type").and_then(Value::as_str) == Some("function") => {
+                out.insert("tool_choice".into(), json!({"type": "function", "function": {"name": c.get("name").cloned().unwrap_or(json!(""))}}));
+            }
+            _ => {}
+        }
+    }
+    if let Some(v) = obj
+        .get("max_output_tokens")
+        .or_else(|| obj.get("max_tokens"))
+        .filter(|v| !v.is_null())
+    {
+        out.insert("max_tokens".into(), v.clone());
+    }
+    for k in ["temperature", "top_p"] {
+        if let Some(v) = obj.get(k).filter(|v| !v.is_null()) {
+            out.insert(k.into(), v.clone());
+        }
+    }
+    let stream = obj.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    out.insert("stream".into(), json!(stream));
+    if stream {
+        out.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    Ok(Value::Object(out))
+}
+
+fn usage(input: u64, output: u64) -> Value {
+    json!({"input_tokens": input, "output_tokens": output, "total_tokens": input + output,
+           "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}})
+}
+
+fn response(id: &str, model: &str, status: &str, output: Vec<Value>, usage: Value) -> Value {
+    json!({"id": id, "object": "response", "created_at": crate::time::now_ms() / 1000, "status": status,
+           "model": model, "output": output, "usage": usage, "error": Value::Null, "incomplete_details": Value::Null})
+}
+
+fn message_item(id: &str, text: &str, status: &str) -> Value {
+    json!({"type": "message", "id": id, "status": status, "role": "assistant",
+           "content": [{"type": "output_text", "text": text, "annotations": []}]})
+}
+
+fn call_item(id: &str, call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
+    json!({"type": "function_call", "id": id, "call_id": call_id, "name": name, "arguments": arguments, "status": status})
+}
+
+/// A chat completion JSON as a Responses object.
+pub fn from_chat(chat: &Value, model: &str) -> Value {
+    let msg = chat
+        .pointer("/choices/0/message")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let mut output = Vec::new();
+    if let Some(text) = msg
+        .get("content")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    {
+        output.push(message_item(&new_id("msg_"), text, "completed"));
+    }
+    for call in msg
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let call_id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .map_or_else(|| new_id("call_"), str::to_string);
+        let name = call
+            .pointer("/function/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let args = call
+            .pointer("/function/arguments")
+            .and_then(Value::as_str)
+            .unwrap_or("{}");
+        output.push(call_item(&new_id("fc_"), &call_id, name, args, "completed"));
+    }
+    let (input, out_tokens) = chat_usage(chat).unwrap_or((0, 0));
+    response(
+        &new_id("resp_"),
+        model,
+        "completed",
+        output,
+        usage(input, out_tokens),
+    )
+}
+
+/// An error in OpenAI's shape (Responses clients read `error.message`).
+pub fn error(status: u16, message: &str) -> Value {
+    let kind = match status {
+        401 => "authentication_error",
+        404 => "not_found_error",
+        429 => "rate_limit_error",
+        400..=499 => "invalid_request_error",
+        _ => "server_error",
+    };
+    json!({"error": {"message": message, "type": kind, "code": Value::Null}})
+}
+
+enum Item {
+    Message {
+        id: String,
+        text: String,
+    },
+    Call {
+        id: String,
+        call_id: String,
+        name: String,
+        arguments: String,
+        chat_index: u64,
+    },
+}
+
+/// Chat stream → Responses events.
+pub struct Translator {
+    model: String,
+    id: String,
+    chunks: ChatChunks,
+    seq: u64,
+    open: Option<(usize, Item)>,
+    done_items: Vec<Value>,
+    input_tokens: u64,
+    output_tokens: u64,
+    finished: bool,
+}
+
+impl Translator {
+    pub fn new(model: &str) -> Translator {
+        Translator {
+            model: model.to_string(),
+            id: new_id("resp_"),
+            chunks: ChatChunks::default(),
+            seq: 0,
+            open: None,
+            done_items: Vec::new(),
+            input_tokens: 0,
+            output_tokens: 0,
+            finished: false,
+        }
+    }
+
+    fn emit(&mut self, name: &str, mut data: Value, out: &mut Vec<u8>) {
+        data["type"] = json!(name);
+        data["sequence_number"] = json!(self.seq);
+        self.seq += 1;
+        out.extend(sse_event(name, &data));
+    }
+
+    fn close(&mut self, out: &mut Vec<u8>) {
+        let Some((index, item)) = self.open.take() else {
+            return;
+        };
+        let done = match item {
+            Item::Message { id, text } => {
+                self.emit(
+                    "response.output_text.done",
+                    json!({"item_id": id, "output_index": index, "content_index": 0, "text": text}),
+                    out,
+                );
+                self.emit(
+                    "response.content_part.done",
+                    json!({"item_id": id, "output_index": index, "content_index": 0,
+                    "part": {"type": "output_text", "text": text, "annotations": []}}),
+                    out,
+                );
+                message_item(&id, &text, "completed")
+            }
+            Item::Call {
+                id,
+                call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                self.emit(
+                    "response.function_call_arguments.done",
+                    json!({"item_id": id, "output_index": index, "arguments": arguments}),
+                    out,
+                );
+                call_item(&id, &call_id, &name, &arguments, "completed")
+            }
+        };
+        self.emit(
+            "response.output_item.done",
+            json!({"output_index": index, "item": done}),
+            out,
+        );
+        self.done_items.push(done);
+    }
+
+    fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
+        if let Some((input, output)) = chat_usage(chunk) {
+            self.input_tokens = input;
+            self.output_tokens = output;
+        }
+        let Some(choice) = chunk.pointer("/choices/0") else {
+            return;
+        };
+        let delta = choice
+            .get("delta")
+            .or_else(|| choice.get("message"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        if let Some(text) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            if !matches!(self.open, Some((_, Item::Message { .. }))) {
+                self.close(out);
+                let index = self.done_items.len();
+                let id = new_id("msg_");
+                self.emit("response.output_item.added", json!({"output_index": index,
+                    "item": {"type": "message", "id": id, "status": "in_progress", "role": "assistant", "content": []}}), out);
+                self.emit(
+                    "response.content_part.added",
+                    json!({"item_id": id, "output_index": index, "content_index": 0,
+                    "part": {"type": "output_text", "text": "", "annotations": []}}),
+                    out,
+                );
+                self.open = Some((
+                    index,
+                    Item::Message {
+                        id,
+                        text: String::new(),
+                    },
+                ));
+            }
+            if let Some((index, Item::Message { id, text: all })) = &mut self.open {
+                all.push_str(text);
+                let data = json!({"item_id": id, "output_index": *index, "content_index": 0, "delta": text});
+                self.emit("response.output_text.delta", data, out);
+            }
+        }
+        for call in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let chat_index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+            let continues = matches!(&self.open, Some((_, Item::Call { chat_index: c, .. })) if *c == chat_index)
+                && call.get("id").is_none_or(Value::is_null);
+            if !continues {
+                self.close(out);
+                let index = self.done_items.len();
+                let id = new_id("fc_");
+                let call_id = call
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .map_or_else(|| new_id("call_"), str::to_string);
+                let name = call
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                self.emit("response.output_item.added", json!({"output_index": index, "item": call_item(&id, &call_id, &name, "", "in_progress")}), out);
+                self.open = Some((
+                    index,
+                    Item::Call {
+                        id,
+                        call_id,
+                        name,
+                        arguments: String::new(),
+                        chat_index,
+                    },
+                ));
+            }
+            if let Some(args) = call
+                .pointer("/function/arguments")
+                .and_then(Value::as_str)
+                .filter(|a| !a.is_empty())
+            {
+                if let Some((index, Item::Call { id, arguments, .. })) = &mut self.open {
+                    arguments.push_str(args);
+                    let data = json!({"item_id": id, "output_index": *index, "delta": args});
+                    self.emit("response.function_call_arguments.delta", data, out);
+                }
+            }
+        }
+    }
+}
+
+impl StreamTranslator for Translator {
+    fn start(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let r = response(&self.id, &self.model, "in_progress", vec![], Value::Null);
+        self.emit("response.created", json!({"response": r}), &mut out);
+        self.emit("response.in_progress", json!({"response": r}), &mut out);
+        out
+    }
+
+    fn feed(&mut self, chat_bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for chunk in self.chunks.feed(chat_bytes) {
+            self.on_chunk(&chunk, &mut out);
+        }
+        out
+    }
+
+    fn finish(&mut self, _error: Option<&str>) -> Vec<u8> {
+        let mut out = Vec::new();
+        if self.finished {
+            return out;
+        }
+        self.finished = true;
+        self.close(&mut out);
+        let r = response(
+            &self.id,
+            &self.model,
+            "completed",
+            self.done_items.clone(),
+            usage(self.input_tokens, self.output_tokens),
+        );
+        self.emit("response.completed", json!({"response": r}), &mut out);
+        out
+    }
+}
+
+/// The events of a failed Responses stream (nothing useful was sent before).
+pub fn failed_events(model: &str, status: u16, message: &str) -> Vec<u8> {
+    let mut r = response(&new_id("resp_"), model, "failed", vec![], Value::Null);
+    r["error"] = json!({"code": if status == 429 { "rate_limit_exceeded" } else { "server_error" }, "message": message});
+    sse_event(
+        "response.failed",
+        &json!({"type": "response.failed", "sequence_number": 0, "response": r}),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sse::SseParser;
+
+    /// A Responses request of the shape Codex 0.171 sends (its text replaced).
+    fn codex_request(with_tool_output: bool) -> Value {
+        let mut input = vec![
+            json!({"type": "message", "id": "msg_a", "role": "developer", "content": [{"type": "input_text", "text": "You are a coding agent."}]}),
+            json!({"type": "message", "id": "msg_b", "role": "user", "content": [{"type": "input_text", "text": "<environment_context/>"}]}),
+            json!({"type": "message", "id": "msg_c", "role": "user", "content": [{"type": "input_text", "text": "say hi"}, {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]}),
+        ];
+        if with_tool_output {
+            input.push(json!({"type": "reasoning", "id": "rs_1", "encrypted_content": "xx"}));
+            input.push(json!({"type": "function_call", "status": "completed", "id": "fc_1", "name": "exec_command", "arguments": "{\"cmd\": \"echo ok\"}", "call_id": "call_1"}));
+            input.push(json!({"type": "function_call_output", "id": "fco_1", "call_id": "call_1", "output": "ok\n"}));
+        }
+        json!({
+            "model": "gpt-5-codex", "stream": true, "input": input, "tool_choice": "auto", "parallel_tool_calls": true,
+            "reasoning": {"summary": "auto"}, "store": false, "include": ["reasoning.encrypted_content"], "prompt_cache_key": "k",
+            "client_metadata": {"turn_id": "t"},
+            "tools": [
+                {"type": "function", "name": "exec_command", "description": "Run", "strict": false, "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}},
+                {"type": "namespace", "name": "mcp", "tools": [{"type": "function", "name": "view_image", "parameters": {"type": "object"}}]},
+                {"type": "web_search"},
+                "<8 more tools: write_stdin>"
+            ]
+        })
+    }
+
+    #[test]
+    fn request_translation() {
+        let chat = to_chat(&codex_request(true)).unwrap();
+        let m = chat["messages"].as_array().unwrap();
+        assert_eq!(
+            m[0],
+            json!({"role": "system", "content": "You are a coding agent."})
+        );
+        assert_eq!(
+            m[1],
+            json!({"role": "user", "content": "<environment_context/>"})
+        );
+        assert_eq!(
+            m[2]["content"][1],
+            json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}})
+        );
+        assert_eq!(
+            m[3]["tool_calls"][0],
+            json!({"id": "call_1", "type": "function", "function": {"name": "exec_command", "arguments": "{\"cmd\": \"echo ok\"}"}})
+        );
+        assert_eq!(
+            m[4],
+            json!({"role": "tool", "tool_call_id": "call_1", "content": "ok\n"})
+        );
+        assert_eq!(m.len(), 5, "the reasoning item is dropped");
+        let names: Vec<&str> = chat["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            ["exec_command", "view_image"],
+            "namespace flattened, web_search and placeholders dropped"
+        );
+        assert_eq!(chat["tool_choice"], "auto");
+        for dropped in [
+            "reasoning",
+            "include",
+            "store",
+            "prompt_cache_key",
+            "client_metadata",
+            "parallel_tool_calls",
+            "input",
+        ] {
+            assert!(chat.get(dropped).is_none(), "{dropped} forwarded");
+        }
+    }
+
+    #[test]
+    fn string_input_instructions_and_limits() {
+        let chat = to_chat(&json!({"model": "m", "instructions": "Be brief.", "input": "hi", "max_output_tokens": 99})).unwrap();
+        assert_eq!(
+            chat["messages"],
+            json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])
+        );
+        assert_eq!(
+            (chat["max_tokens"].as_u64(), chat["stream"].as_bool()),
+            (Some(99), Some(false))
+        );
+        assert!(to_chat(&json!({"model": "m"})).is_err());
+        assert!(to_chat(&json!({"input": 5})).is_err());
+    }
+
+    #[test]
+    fn completion_to_response() {
+        let chat = json!({"choices": [{"message": {"content": "Hi", "tool_calls": [{"id": "call_7", "function": {"name": "exec_command", "arguments": "{}"}}]}}],
+                          "usage": {"prompt_tokens": 3, "completion_tokens": 2}});
+        let r = from_chat(&chat, "gpt-x");
+        assert_eq!(
+            (
+                r["object"].as_str(),
+                r["status"].as_str(),
+                r["model"].as_str()
+            ),
+            (Some("response"), Some("completed"), Some("gpt-x"))
+        );
+        assert_eq!(r["output"][0]["content"][0]["text"], "Hi");
+        assert_eq!(
+            (
+                r["output"][1]["type"].as_str(),
+                r["output"][1]["call_id"].as_str()
+            ),
+            (Some("function_call"), Some("call_7"))
+        );
+        assert_eq!(r["usage"]["total_tokens"], 5);
+    }
+
+    fn translate(chat_stream: &str, size: usize) -> Vec<(String, Value)> {
+        let mut t = Translator::new("gpt-x");
+        let mut bytes = t.start();
+        for c in chat_stream.as_bytes().chunks(size) {
+            bytes.extend(t.feed(c));
+        }
+        bytes.extend(t.finish(None));
+        let mut events = Vec::new();
+        SseParser::new().feed(&bytes, &mut events);
+        events
+            .into_iter()
+            .map(|e| (e.event.unwrap(), serde_json::from_str(&e.data).unwrap()))
+            .collect()
+    }
+
+    fn frame(delta: Value) -> String {
+        format!(
+            "data: {}\n\n",
+            json!({"choices": [{"index": 0, "delta": delta}]})
+        )
+    }
+
+    #[test]
+    fn stream_events_for_text_and_calls() {
+        let stream = [
+            frame(json!({"role": "assistant", "content": "Hi "})),
+            frame(json!({"content": "there"})),
+            frame(json!({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "exec_command", "arguments": "{\"cmd\":"}}]})),
+            frame(json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"ls\"}"}}]})),
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":6}}\n\ndata: [DONE]\n\n".to_string(),
+        ]
+        .concat();
+        for size in [1, 5, 100] {
+            let ev = translate(&stream, size);
+            let names: Vec<&str> = ev.iter().map(|(n, _)| n.as_str()).collect();
+            assert_eq!(
+                names,
+                [
+                    "response.created",
+                    "response.in_progress",
+                    "response.output_item.added",
+                    "response.content_part.added",
+                    "response.output_text.delta",
+                    "response.output_text.delta",
+                    "response.output_text.done",
+                    "response.content_part.done",
+                    "response.output_item.done",
+                    "response.output_item.added",
+                    "response.function_call_arguments.delta",
+                    "response.function_call_arguments.delta",
+                    "response.function_call_arguments.done",
+                    "response.output_item.done",
+                    "response.completed"
+                ],
+                "size {size}"
+            );
+            let seqs: Vec<u64> = ev
+                .iter()
+                .map(|(_, d)| d["sequence_number"].as_u64().unwrap())
+                .collect();
+            assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+            assert_eq!(ev[8].1["item"]["content"][0]["text"], "Hi there");
+            assert_eq!(
+                ev[13].1["item"],
+                json!({"type": "function_call", "id": ev[13].1["item"]["id"], "call_id": "call_1", "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}", "status": "completed"})
+            );
+            let done = &ev.last().unwrap().1["response"];
+            assert_eq!(
+                (
+                    done["status"].as_str(),
+                    done["output"].as_array().unwrap().len()
+                ),
+                (Some("completed"), 2)
+            );
+            assert_eq!(done["usage"]["output_tokens"], 6);
+        }
+    }
+
+    #[test]
+    fn failure_event() {
+        let mut events = Vec::new();
+        SseParser::new().feed(&failed_events("m", 429, "slow down"), &mut events);
+        assert_eq!(events[0].event.as_deref(), Some("response.failed"));
+        assert!(events[0].data.contains("rate_limit_exceeded"));
+        assert_eq!(error(404, "x")["error"]["type"], "not_found_error");
+    }
+}
