@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use crate::attempt::{Answer, StreamItem};
 use crate::breaker::BreakerState;
 use crate::http::{self, chunk, ReadError, Request, LAST_CHUNK};
+use crate::protocol::{self, StreamTranslator};
 use crate::router::{Refused, Router, Served, StreamEnd};
 use crate::trace::{new_request_id, Outcome, Trace};
 
@@ -209,9 +210,11 @@ fn connection(stream: TcpStream, app: &Arc<App>) {
                 let msg =
                     format!("request body is {n} bytes; the limit is {MAX_REQUEST_BYTES} (32 MiB)");
                 conn.keep_alive = false;
-                reject(
+                // The path is unknown here (the head was read, the body refused): OpenAI's shape.
+                reject_in(
                     &mut conn,
                     app,
+                    Protocol::Chat,
                     Trace::new(&new_request_id(), "", false),
                     Instant::now(),
                     413,
@@ -318,7 +321,21 @@ fn handle(req: &Request, conn: &mut Conn, app: &Arc<App>) {
         );
     }
     let reply = match (req.method.as_str(), path) {
-        ("POST", "/v1/chat/completions") => return chat(req, conn, app),
+        ("POST", "/v1/chat/completions") => return complete(req, conn, app, Protocol::Chat),
+        ("POST", "/v1/messages") => return complete(req, conn, app, Protocol::Anthropic),
+        ("POST", "/v1/responses") => return complete(req, conn, app, Protocol::Responses),
+        ("POST", "/v1/messages/count_tokens") => match serde_json::from_slice::<Value>(&req.body) {
+            Ok(v) => Reply::json(200, &protocol::anthropic::count_tokens(&v)),
+            Err(e) => Reply::json(
+                400,
+                &protocol::anthropic::error(400, &format!("request body is not valid JSON: {e}")),
+            ),
+        },
+        ("HEAD" | "GET", "/") => Reply {
+            status: 200,
+            headers: vec![("content-type".into(), "text/plain".into())],
+            body: b"fcm serve\n".to_vec(),
+        },
         ("GET" | "HEAD", "/health") => Reply::json(200, &health(app)),
         ("GET" | "HEAD", "/v1/models") => Reply::json(200, &models(app)),
         ("GET", "/fcm/admin/breakers") => Reply::json(
@@ -345,7 +362,7 @@ fn handle(req: &Request, conn: &mut Conn, app: &Arc<App>) {
             ),
         ),
         (method, _) => {
-            let msg = format!("no route for {method} {path}; fcm serves /v1/chat/completions, /v1/models and /health");
+            let msg = format!("no route for {method} {path}; fcm serves /v1/chat/completions, /v1/messages, /v1/responses, /v1/models and /health");
             Reply::json(404, &error_body(&msg, "not_found_error"))
         }
     };
@@ -405,71 +422,144 @@ fn models(app: &App) -> Value {
     json!({"object": "list", "data": data})
 }
 
-/// Refuses a request before routing, with the trace headers, and records it.
-fn reject(
+/// The protocol a client speaks; chosen by the endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    /// OpenAI chat completions (also accepts a Responses-style `input`, as Cursor sends).
+    Chat,
+    /// Anthropic Messages (Claude Code).
+    Anthropic,
+    /// OpenAI Responses (Codex).
+    Responses,
+}
+
+impl Protocol {
+    /// The client's request as a chat request.
+    fn to_chat(self, body: &Value) -> Result<Value, String> {
+        match self {
+            Protocol::Chat if body.get("messages").is_some_and(Value::is_array) => Ok(body.clone()),
+            Protocol::Chat if body.get("input").is_some() => protocol::responses::to_chat(body),
+            Protocol::Chat => {
+                Err("request body must be a JSON object with a \"messages\" array".into())
+            }
+            Protocol::Anthropic => protocol::anthropic::to_chat(body),
+            Protocol::Responses => protocol::responses::to_chat(body),
+        }
+    }
+
+    fn error(self, status: u16, message: &str) -> Value {
+        match self {
+            Protocol::Anthropic => protocol::anthropic::error(status, message),
+            Protocol::Responses => protocol::responses::error(status, message),
+            Protocol::Chat => error_body(
+                message,
+                protocol::responses::error(status, message)["error"]["type"]
+                    .as_str()
+                    .unwrap_or("server_error"),
+            ),
+        }
+    }
+
+    /// A complete chat answer in this protocol's shape.
+    fn answer(self, chat_body: Vec<u8>, model: &str) -> Vec<u8> {
+        let chat = || serde_json::from_slice::<Value>(&chat_body).unwrap_or(Value::Null);
+        match self {
+            Protocol::Chat => chat_body,
+            Protocol::Anthropic => protocol::anthropic::from_chat(&chat(), model)
+                .to_string()
+                .into_bytes(),
+            Protocol::Responses => protocol::responses::from_chat(&chat(), model)
+                .to_string()
+                .into_bytes(),
+        }
+    }
+
+    /// The translator for streams; `None` passes chat bytes through.
+    fn translator(self, model: &str) -> Option<Box<dyn StreamTranslator>> {
+        match self {
+            Protocol::Chat => None,
+            Protocol::Anthropic => Some(Box::new(protocol::anthropic::Translator::new(model))),
+            Protocol::Responses => Some(Box::new(protocol::responses::Translator::new(model))),
+        }
+    }
+}
+
+/// Refuses a request before routing in the client's protocol, and records it.
+fn reject_in(
     conn: &mut Conn,
     app: &App,
+    proto: Protocol,
     mut trace: Trace,
     started: Instant,
     status: u16,
     message: &str,
 ) {
     trace.outcome = Outcome::Rejected;
-    let kind = if status == 404 {
-        "not_found_error"
-    } else {
-        "invalid_request_error"
-    };
     conn.send(
-        Reply::json(status, &error_body(message, kind)).with_trace(&trace),
+        Reply::json(status, &proto.error(status, message)).with_trace(&trace),
         false,
     );
     log(app, &trace, status, started);
     app.router.complete(trace, started);
 }
 
-fn chat(req: &Request, conn: &mut Conn, app: &Arc<App>) {
+/// A completion request in any protocol: translate, route, answer in the client's shapes.
+fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
     let started = Instant::now();
     let id = request_id(req);
     let parsed: Value = match serde_json::from_slice(&req.body) {
         Ok(v) => v,
         Err(e) => {
-            return reject(
+            let msg = format!("request body is not valid JSON: {e}");
+            return reject_in(
                 conn,
                 app,
+                proto,
                 Trace::new(&id, "", false),
                 started,
                 400,
-                &format!("request body is not valid JSON: {e}"),
+                &msg,
+            );
+        }
+    };
+    let chat = match proto.to_chat(&parsed) {
+        Ok(c) => c,
+        Err(msg) => {
+            return reject_in(
+                conn,
+                app,
+                proto,
+                Trace::new(&id, "", false),
+                started,
+                400,
+                &msg,
             )
         }
     };
-    if !parsed.get("messages").is_some_and(Value::is_array) {
-        let msg = "request body must be a JSON object with a \"messages\" array";
-        return reject(conn, app, Trace::new(&id, "", false), started, 400, msg);
-    }
-    let requested = parsed
+    drop(parsed);
+    let requested = chat
         .get("model")
         .and_then(Value::as_str)
         .unwrap_or("fcm")
         .to_string();
-    let stream = parsed
-        .get("stream")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let stream = chat.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let trace = Trace::new(&id, &requested, stream);
     let route = match app.router.resolve(&requested) {
         Ok(r) => r,
-        Err(msg) => return reject(conn, app, trace, started, 404, &msg),
+        Err(msg) => return reject_in(conn, app, proto, trace, started, 404, &msg),
     };
-    match app.router.route(&route, &parsed, stream, trace) {
-        Ok(served) => deliver(conn, app, served, stream, started),
-        Err(refused) => refuse(conn, app, *refused, started),
+    match app.router.route(&route, &chat, stream, trace) {
+        Ok(served) => deliver(conn, app, served, stream, started, proto, &requested),
+        Err(refused) => refuse(conn, app, *refused, started, proto),
     }
 }
 
-fn refuse(conn: &mut Conn, app: &App, refused: Refused, started: Instant) {
-    let mut reply = Reply::json(refused.status, &refused.openai_body()).with_trace(&refused.trace);
+fn refuse(conn: &mut Conn, app: &App, refused: Refused, started: Instant, proto: Protocol) {
+    let body = match proto {
+        Protocol::Chat => refused.openai_body(),
+        _ => proto.error(refused.status, &refused.message),
+    };
+    let mut reply = Reply::json(refused.status, &body).with_trace(&refused.trace);
     if let Some(secs) = refused.retry_after_secs {
         reply.headers.push(("retry-after".into(), secs.to_string()));
     }
@@ -478,7 +568,15 @@ fn refuse(conn: &mut Conn, app: &App, refused: Refused, started: Instant) {
     app.router.complete(refused.trace, started);
 }
 
-fn deliver(conn: &mut Conn, app: &App, served: Served, stream: bool, started: Instant) {
+fn deliver(
+    conn: &mut Conn,
+    app: &App,
+    served: Served,
+    stream: bool,
+    started: Instant,
+    proto: Protocol,
+    requested: &str,
+) {
     let Served {
         answer,
         mut trace,
@@ -492,6 +590,7 @@ fn deliver(conn: &mut Conn, app: &App, served: Served, stream: bool, started: In
             ..
         } if !stream => {
             trace.completion_tokens = stats.completion_tokens;
+            let body = proto.answer(body, requested);
             let reply = Reply {
                 status,
                 headers: vec![("content-type".into(), "application/json".into())],
@@ -501,14 +600,23 @@ fn deliver(conn: &mut Conn, app: &App, served: Served, stream: bool, started: In
         }
         Answer::Full { body, stats, .. } => {
             // The provider ignored `stream: true`: give the client the stream it asked for.
+            let events = crate::sse::events_from_completion(&body);
             let mut out = http::head(200, &sse_headers(&trace), None, conn.keep_alive);
-            chunk(&crate::sse::events_from_completion(&body), &mut out);
+            match proto.translator(requested) {
+                Some(mut t) => {
+                    let mut bytes = t.start();
+                    bytes.extend(t.feed(&events));
+                    bytes.extend(t.finish(None));
+                    chunk(&bytes, &mut out);
+                }
+                None => chunk(&events, &mut out),
+            }
             out.extend_from_slice(LAST_CHUNK);
             conn.write(&out);
             trace.completion_tokens = stats.completion_tokens;
         }
         Answer::Stream(s) => {
-            let end = pump(conn, *s, &trace);
+            let end = pump(conn, *s, &trace, proto.translator(requested));
             app.router.finish_stream(&mut trace, &model, end);
         }
     }
@@ -517,34 +625,63 @@ fn deliver(conn: &mut Conn, app: &App, served: Served, stream: bool, started: In
 }
 
 /// Forwards a committed stream: the head and held bytes in one write, then each chunk as it
-/// arrives. Dropping the stream at the end closes the upstream connection at once.
-fn pump(conn: &mut Conn, mut s: crate::attempt::OpenStream, trace: &Trace) -> StreamEnd {
+/// arrives, translated for the client's protocol. Dropping the stream at the end closes the
+/// upstream connection at once.
+fn pump(
+    conn: &mut Conn,
+    mut s: crate::attempt::OpenStream,
+    trace: &Trace,
+    mut translator: Option<Box<dyn StreamTranslator>>,
+) -> StreamEnd {
     let mut out = http::head(200, &sse_headers(trace), None, conn.keep_alive);
-    chunk(&s.held, &mut out);
+    let first = match translator.as_mut() {
+        Some(t) => {
+            let mut b = t.start();
+            b.extend(t.feed(&s.held));
+            b
+        }
+        None => std::mem::take(&mut s.held),
+    };
+    chunk(&first, &mut out);
     conn.write(&out);
     loop {
         if conn.broken {
             return StreamEnd::ClientGone;
         }
+        out.clear();
         match s.next_item() {
             StreamItem::Data(bytes) => {
-                out.clear();
-                chunk(&bytes, &mut out);
+                match translator.as_mut() {
+                    Some(t) => chunk(&t.feed(&bytes), &mut out),
+                    None => chunk(&bytes, &mut out),
+                }
                 if !out.is_empty() {
                     conn.write(&out);
                 }
             }
             StreamItem::End => {
-                conn.write(LAST_CHUNK);
+                if let Some(t) = translator.as_mut() {
+                    chunk(&t.finish(None), &mut out);
+                }
+                out.extend_from_slice(LAST_CHUNK);
+                conn.write(&out);
                 return StreamEnd::Complete {
                     completion_tokens: s.stats().completion_tokens,
                 };
             }
             StreamItem::Failed(f, tail) => {
                 // Content already reached the client: end its stream cleanly.
-                out.clear();
-                chunk(&tail, &mut out);
-                chunk(b"data: [DONE]\n\n", &mut out);
+                match translator.as_mut() {
+                    Some(t) => {
+                        let mut b = t.feed(&tail);
+                        b.extend(t.finish(Some(&f.detail)));
+                        chunk(&b, &mut out);
+                    }
+                    None => {
+                        chunk(&tail, &mut out);
+                        chunk(b"data: [DONE]\n\n", &mut out);
+                    }
+                }
                 out.extend_from_slice(LAST_CHUNK);
                 conn.write(&out);
                 return StreamEnd::Failed(f);
