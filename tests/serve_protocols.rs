@@ -306,8 +306,7 @@ fn chat_endpoint_takes_responses_style_input_and_keeps_usage() {
         .body
         .lines()
         .filter_map(|l| l.strip_prefix("data: "))
-        .filter(|d| *d != "[DONE]")
-        .last()
+        .rfind(|d| *d != "[DONE]")
         .unwrap();
     let v: Value = serde_json::from_str(last_chunk).unwrap();
     assert!(
