@@ -43,6 +43,7 @@ pub enum Command {
     Serve(ServeArgs),
     Breakers(BreakersArgs),
     History(HistoryArgs),
+    Install(InstallArgs),
     FakeProvider(FakeProviderArgs),
 }
 
@@ -175,6 +176,30 @@ pub struct HistoryArgs {
 }
 
 #[derive(FromArgs)]
+#[argh(subcommand, name = "install")]
+/// Point a coding tool at `fcm serve` by editing its own config (a backup is kept).
+pub struct InstallArgs {
+    /// the tool: claude-code, codex, opencode, crush or aider
+    #[argh(positional)]
+    pub tool: Option<String>,
+    /// model name the tool sends (default fcm: automatic routing; or fcm:provider/modelId)
+    #[argh(option, default = "String::from(\"fcm\")")]
+    pub model: String,
+    /// port of fcm serve (default: config.json port, else 19280)
+    #[argh(option)]
+    pub port: Option<u16>,
+    /// print the change and write nothing
+    #[argh(switch)]
+    pub dry_run: bool,
+    /// remove what fcm added and restore the previous values
+    #[argh(switch)]
+    pub uninstall: bool,
+    /// list the tools, their config files and whether fcm is installed there
+    #[argh(switch)]
+    pub list: bool,
+}
+
+#[derive(FromArgs)]
 #[argh(subcommand, name = "fake-provider")]
 /// Run the scripted fake provider on loopback (tests and benchmark scripts).
 pub struct FakeProviderArgs {
@@ -219,6 +244,7 @@ pub fn run() -> i32 {
         Command::Serve(a) => cmd::serve::run(a),
         Command::Breakers(a) => cmd::breakers::run(a),
         Command::History(a) => cmd::history::run(a),
+        Command::Install(a) => cmd::install::run(a),
         Command::FakeProvider(a) => cmd::fake_provider::run(a),
     };
     match result {

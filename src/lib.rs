@@ -15,6 +15,7 @@ pub mod fake_provider;
 pub mod gate;
 pub mod hold;
 pub mod http;
+pub mod install;
 pub mod persist;
 pub mod protocol;
 pub mod router;

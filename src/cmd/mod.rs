@@ -7,6 +7,7 @@ pub mod check;
 pub mod demo;
 pub mod fake_provider;
 pub mod history;
+pub mod install;
 pub mod models;
 pub mod serve;
 

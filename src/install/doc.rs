@@ -1,0 +1,303 @@
+//! Config files edited in place, in their own format: JSON (key order kept), TOML (through
+//! toml_edit, comments and layout kept) and the flat YAML of `.aider.conf.yml`. Each can
+//! read, set and remove a value at a key path, so an install and its uninstall are the same
+//! code whatever the format. Pure: text in, text out.
+
+use serde_json::{Map, Value};
+use toml_edit::{DocumentMut, Item, Table};
+
+/// A parsed config file.
+pub enum Doc {
+    Json(Value),
+    Toml(DocumentMut),
+    Yaml(Vec<String>),
+}
+
+/// File formats fcm writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Toml,
+    Yaml,
+}
+
+impl Doc {
+    /// Parses `text` (empty text is an empty document). An error says what is wrong.
+    pub fn parse(format: Format, text: &str) -> Result<Doc, String> {
+        match format {
+            Format::Json if text.trim().is_empty() => Ok(Doc::Json(Value::Object(Map::new()))),
+            Format::Json => match serde_json::from_str::<Value>(text) {
+                Ok(v @ Value::Object(_)) => Ok(Doc::Json(v)),
+                Ok(_) => Err("the top level is not a JSON object".into()),
+                Err(e) => Err(e.to_string()),
+            },
+            Format::Toml => text
+                .parse::<DocumentMut>()
+                .map(Doc::Toml)
+                .map_err(|e| e.to_string().trim().to_string()),
+            Format::Yaml => {
+                for (i, line) in text.lines().enumerate() {
+                    let t = line.trim();
+                    if !t.is_empty()
+                        && !t.starts_with('#')
+                        && !line.starts_with([' ', '\t', '-'])
+                        && !t.contains(':')
+                    {
+                        return Err(format!("line {}: expected `key: value`", i + 1));
+                    }
+                }
+                Ok(Doc::Yaml(text.lines().map(str::to_string).collect()))
+            }
+        }
+    }
+
+    pub fn get(&self, path: &[&str]) -> Option<Value> {
+        match self {
+            Doc::Json(v) => path.iter().try_fold(v, |v, k| v.get(*k)).cloned(),
+            Doc::Toml(d) => {
+                let mut item = d.as_item();
+                for k in path {
+                    item = item.get(k)?;
+                }
+                toml_to_json(item)
+            }
+            Doc::Yaml(lines) => {
+                let key = path.first()?;
+                lines
+                    .iter()
+                    .find_map(|l| yaml_value(l, key))
+                    .map(Value::String)
+            }
+        }
+    }
+
+    /// Sets a value, creating missing parents; returns the parent paths it created.
+    pub fn set(&mut self, path: &[&str], value: &Value) -> Vec<Vec<String>> {
+        let mut created = Vec::new();
+        match self {
+            Doc::Json(root) => {
+                let mut v = root;
+                for (i, k) in path[..path.len() - 1].iter().enumerate() {
+                    let obj = v.as_object_mut().expect("parents are objects");
+                    if !obj.get(*k).is_some_and(Value::is_object) {
+                        obj.insert(k.to_string(), Value::Object(Map::new()));
+                        created.push(path[..=i].iter().map(|s| s.to_string()).collect());
+                    }
+                    v = obj.get_mut(*k).expect("just inserted");
+                }
+                v.as_object_mut()
+                    .expect("parent is an object")
+                    .insert(path[path.len() - 1].to_string(), value.clone());
+            }
+            Doc::Toml(d) => {
+                let mut table: &mut Table = d.as_table_mut();
+                for (i, k) in path[..path.len() - 1].iter().enumerate() {
+                    if !table.get(k).is_some_and(Item::is_table) {
+                        let mut t = Table::new();
+                        t.set_implicit(i + 2 < path.len());
+                        table.insert(k, Item::Table(t));
+                        created.push(path[..=i].iter().map(|s| s.to_string()).collect());
+                    }
+                    table = table
+                        .get_mut(k)
+                        .and_then(Item::as_table_mut)
+                        .expect("just inserted");
+                }
+                let key = path[path.len() - 1];
+                let new = json_to_toml(value);
+                match table.get_mut(key) {
+                    // Replace the value only: the key's comments and the value's trailing
+                    // comment stay where the user put them.
+                    Some(Item::Value(old)) => {
+                        let decor = old.decor().clone();
+                        *old = new.into_value().expect("scalars are values");
+                        *old.decor_mut() = decor;
+                    }
+                    _ => {
+                        table.insert(key, new);
+                    }
+                }
+            }
+            Doc::Yaml(lines) => {
+                let key = path[0];
+                let line = format!("{key}: {}", yaml_scalar(value));
+                match lines.iter().position(|l| yaml_value(l, key).is_some()) {
+                    Some(i) => lines[i] = line,
+                    None => lines.push(line),
+                }
+            }
+        }
+        created
+    }
+
+    pub fn remove(&mut self, path: &[&str]) {
+        match self {
+            Doc::Json(root) => {
+                let parent = path[..path.len() - 1]
+                    .iter()
+                    .try_fold(&mut *root, |v, k| v.get_mut(*k));
+                if let Some(obj) = parent.and_then(Value::as_object_mut) {
+                    obj.shift_remove(path[path.len() - 1]);
+                }
+            }
+            Doc::Toml(d) => {
+                let mut item = d.as_item_mut();
+                for k in &path[..path.len() - 1] {
+                    match item.get_mut(k) {
+                        Some(i) => item = i,
+                        None => return,
+                    }
+                }
+                if let Some(t) = item.as_table_like_mut() {
+                    t.remove(path[path.len() - 1]);
+                }
+            }
+            Doc::Yaml(lines) => lines.retain(|l| yaml_value(l, path[0]).is_none()),
+        }
+    }
+
+    /// Whether the object or table at `path` exists and is empty.
+    pub fn is_empty_at(&self, path: &[&str]) -> bool {
+        match self {
+            Doc::Json(_) => self
+                .get(path)
+                .is_some_and(|v| v.as_object().is_some_and(Map::is_empty)),
+            Doc::Toml(d) => {
+                let mut item = d.as_item();
+                for k in path {
+                    match item.get(k) {
+                        Some(i) => item = i,
+                        None => return false,
+                    }
+                }
+                item.as_table_like().is_some_and(|t| t.is_empty())
+            }
+            Doc::Yaml(_) => false,
+        }
+    }
+
+    pub fn render(&self) -> String {
+        match self {
+            Doc::Json(v) => format!(
+                "{}\n",
+                serde_json::to_string_pretty(v).expect("JSON values serialise")
+            ),
+            Doc::Toml(d) => d.to_string(),
+            Doc::Yaml(lines) if lines.is_empty() => String::new(),
+            Doc::Yaml(lines) => format!("{}\n", lines.join("\n")),
+        }
+    }
+}
+
+fn toml_to_json(item: &Item) -> Option<Value> {
+    let v = item.as_value()?;
+    Some(if let Some(s) = v.as_str() {
+        Value::String(s.to_string())
+    } else if let Some(b) = v.as_bool() {
+        Value::Bool(b)
+    } else if let Some(i) = v.as_integer() {
+        Value::from(i)
+    } else if let Some(f) = v.as_float() {
+        Value::from(f)
+    } else {
+        Value::String(v.to_string().trim().to_string())
+    })
+}
+
+fn json_to_toml(v: &Value) -> Item {
+    match v {
+        Value::Bool(b) => toml_edit::value(*b),
+        Value::Number(n) if n.is_i64() => toml_edit::value(n.as_i64().unwrap_or(0)),
+        Value::Number(n) => toml_edit::value(n.as_f64().unwrap_or(0.0)),
+        Value::String(s) => toml_edit::value(s.as_str()),
+        other => toml_edit::value(other.to_string()),
+    }
+}
+
+/// The value of a top-level `key: value` line, unquoted.
+fn yaml_value(line: &str, key: &str) -> Option<String> {
+    let rest = line.strip_prefix(key)?.trim_start().strip_prefix(':')?;
+    let v = rest.split(" #").next().unwrap_or("").trim();
+    Some(v.trim_matches('"').trim_matches('\'').to_string())
+}
+
+fn yaml_scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"")),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_keeps_order_and_other_settings() {
+        let mut d = Doc::parse(
+            Format::Json,
+            r#"{"zeta": 1, "env": {"KEEP": "me"}, "alpha": [1]}"#,
+        )
+        .unwrap();
+        assert!(d
+            .set(&["env", "ANTHROPIC_BASE_URL"], &json!("http://x"))
+            .is_empty());
+        let created = d.set(&["a", "b", "c"], &json!(true));
+        assert_eq!(
+            created,
+            vec![
+                vec!["a".to_string()],
+                vec!["a".to_string(), "b".to_string()]
+            ]
+        );
+        let text = d.render();
+        assert!(
+            text.find("zeta").unwrap() < text.find("alpha").unwrap(),
+            "key order kept: {text}"
+        );
+        assert_eq!(d.get(&["env", "KEEP"]), Some(json!("me")));
+        d.remove(&["a", "b", "c"]);
+        assert!(d.is_empty_at(&["a", "b"]));
+        assert!(Doc::parse(Format::Json, "{oops").is_err());
+        assert!(Doc::parse(Format::Json, "[1]").is_err());
+    }
+
+    #[test]
+    fn toml_edits_in_place() {
+        let text =
+            "# my codex config\nmodel = \"o3\" # favourite\n\n[history]\npersistence = \"none\"\n";
+        let mut d = Doc::parse(Format::Toml, text).unwrap();
+        assert_eq!(d.get(&["model"]), Some(json!("o3")));
+        d.set(&["model"], &json!("fcm"));
+        d.set(
+            &["model_providers", "fcm", "base_url"],
+            &json!("http://127.0.0.1:19280/v1"),
+        );
+        let out = d.render();
+        assert!(
+            out.starts_with("# my codex config\nmodel = \"fcm\""),
+            "{out}"
+        );
+        assert!(out.contains("[history]\npersistence = \"none\""), "{out}");
+        assert!(
+            out.contains("[model_providers.fcm]\nbase_url = \"http://127.0.0.1:19280/v1\""),
+            "{out}"
+        );
+        d.remove(&["model_providers", "fcm", "base_url"]);
+        assert!(d.is_empty_at(&["model_providers", "fcm"]));
+        assert!(Doc::parse(Format::Toml, "model = ").is_err());
+    }
+
+    #[test]
+    fn flat_yaml() {
+        let mut d = Doc::parse(Format::Yaml, "# aider\nmodel: gpt-4o\ndark-mode: true\n").unwrap();
+        assert_eq!(d.get(&["model"]), Some(json!("gpt-4o")));
+        d.set(&["model"], &json!("openai/fcm"));
+        d.set(&["openai-api-base"], &json!("http://127.0.0.1:19280/v1"));
+        assert_eq!(d.render(), "# aider\nmodel: \"openai/fcm\"\ndark-mode: true\nopenai-api-base: \"http://127.0.0.1:19280/v1\"\n");
+        d.remove(&["openai-api-base"]);
+        assert_eq!(d.get(&["openai-api-base"]), None);
+        assert!(Doc::parse(Format::Yaml, "just words\n").is_err());
+    }
+}

@@ -1,0 +1,335 @@
+//! `fcm install <tool>`: point a coding tool at `fcm serve` by editing the tool's own config.
+//!
+//! Every tool is a file and a list of settings (key path → value). Installing merges them
+//! into the file (every other setting kept), backs the original up once as
+//! `<file>.fcm-backup-<ts>`, writes atomically, and records in `$FCM_HOME/installs.json` what
+//! each key held before; uninstalling puts exactly those values back. Running it twice
+//! changes nothing; `--dry-run` prints the diff; an unparsable file is never touched.
+
+pub mod doc;
+pub mod tools;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::state;
+use doc::Doc;
+use tools::{Setting, Tool, ToolContext};
+
+/// What fcm wrote into one tool's file, and what was there before.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Record {
+    pub file: PathBuf,
+    pub settings: Vec<RecordedSetting>,
+    /// Objects or tables fcm created (removed again when empty on uninstall).
+    pub created: Vec<Vec<String>>,
+    pub installed_at: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RecordedSetting {
+    pub path: Vec<String>,
+    /// The user's value before fcm's (`None`: the key did not exist).
+    pub previous: Option<Value>,
+    pub written: Value,
+}
+
+/// `$FCM_HOME/installs.json`.
+pub type Records = BTreeMap<String, Record>;
+
+/// The outcome of planning an install or uninstall.
+pub struct Plan {
+    pub before: String,
+    pub after: String,
+    pub record: Option<Record>,
+}
+
+impl Plan {
+    pub fn changes(&self) -> bool {
+        self.before != self.after
+    }
+}
+
+fn path_refs(p: &[String]) -> Vec<&str> {
+    p.iter().map(String::as_str).collect()
+}
+
+/// Merges `settings` into `text`. `previous` is an earlier record for this file: values it
+/// saved stay the ones restored on uninstall.
+pub fn plan_install(
+    tool: &Tool,
+    text: &str,
+    settings: &[Setting],
+    previous: Option<&Record>,
+    file: &Path,
+) -> Result<Plan, String> {
+    let mut doc = Doc::parse(tool.format, text)?;
+    let mut record = previous.cloned().unwrap_or_default();
+    record.file = file.to_path_buf();
+    for s in settings {
+        let path: Vec<&str> = s.path.iter().map(|k| &**k).collect();
+        let current = doc.get(&path);
+        if current.as_ref() == Some(&s.value) {
+            continue;
+        }
+        let owned: Vec<String> = path.iter().map(|k| k.to_string()).collect();
+        match record.settings.iter_mut().find(|r| r.path == owned) {
+            Some(r) => r.written = s.value.clone(),
+            None => record.settings.push(RecordedSetting {
+                path: owned,
+                previous: current,
+                written: s.value.clone(),
+            }),
+        }
+        for c in doc.set(&path, &s.value) {
+            if !record.created.contains(&c) {
+                record.created.push(c);
+            }
+        }
+    }
+    record.installed_at = crate::time::rfc3339(crate::time::now_ms());
+    let after = if doc_changed(&doc, text) {
+        doc.render()
+    } else {
+        text.to_string()
+    };
+    Ok(Plan {
+        before: text.to_string(),
+        after,
+        record: Some(record),
+    })
+}
+
+/// Whether editing changed the document. JSON is compared by value: re-rendering an
+/// untouched file may reformat it, and an untouched file must stay byte for byte.
+fn doc_changed(doc: &Doc, text: &str) -> bool {
+    match (doc, Doc::parse(doc::Format::Json, text)) {
+        (Doc::Json(a), Ok(Doc::Json(b))) => *a != b,
+        _ => doc.render() != text,
+    }
+}
+
+/// Removes what `record` wrote, restoring the user's earlier values. A key the user has
+/// changed since is left as it is.
+pub fn plan_uninstall(tool: &Tool, text: &str, record: &Record) -> Result<Plan, String> {
+    let mut doc = Doc::parse(tool.format, text)?;
+    for s in &record.settings {
+        let path = path_refs(&s.path);
+        if doc.get(&path).as_ref() != Some(&s.written) {
+            continue;
+        }
+        match &s.previous {
+            Some(v) => {
+                doc.set(&path, v);
+            }
+            None => doc.remove(&path),
+        }
+    }
+    for c in record.created.iter().rev() {
+        let path = path_refs(c);
+        if doc.is_empty_at(&path) {
+            doc.remove(&path);
+        }
+    }
+    let after = if doc_changed(&doc, text) {
+        doc.render()
+    } else {
+        text.to_string()
+    };
+    Ok(Plan {
+        before: text.to_string(),
+        after,
+        record: None,
+    })
+}
+
+/// A line diff for `--dry-run` (`-` removed, `+` added, two lines of context).
+pub fn diff(before: &str, after: &str) -> String {
+    let a: Vec<&str> = before.lines().collect();
+    let b: Vec<&str> = after.lines().collect();
+    // Longest common subsequence table; config files are small.
+    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let mut lines: Vec<(char, &str)> = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            lines.push((' ', a[i]));
+            i += 1;
+            j += 1;
+        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] > lcs[i + 1][j]) {
+            lines.push(('+', b[j]));
+            j += 1;
+        } else {
+            lines.push(('-', a[i]));
+            i += 1;
+        }
+    }
+    let near = |k: usize| {
+        lines[k.saturating_sub(2)..(k + 3).min(lines.len())]
+            .iter()
+            .any(|(c, _)| *c != ' ')
+    };
+    let mut out = String::new();
+    let mut skipped = false;
+    for (k, (c, l)) in lines.iter().enumerate() {
+        if *c != ' ' || near(k) {
+            if skipped {
+                out.push_str("  ...\n");
+                skipped = false;
+            }
+            out.push_str(&format!("{c} {l}\n"));
+        } else {
+            skipped = true;
+        }
+    }
+    out
+}
+
+/// Backs up `file` once (the first time fcm touches it); returns the backup's path.
+pub fn backup_once(file: &Path) -> Result<Option<PathBuf>> {
+    if !file.exists() {
+        return Ok(None);
+    }
+    let name = file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("config");
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let prefix = format!("{name}.fcm-backup-");
+    let exists = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        })
+        .unwrap_or(false);
+    if exists {
+        return Ok(None);
+    }
+    let backup = dir.join(format!("{prefix}{}", crate::time::now_ms() / 1000));
+    std::fs::copy(file, &backup)
+        .with_context(|| format!("cannot back up {} to {}", file.display(), backup.display()))?;
+    Ok(Some(backup))
+}
+
+pub fn records_path() -> Result<PathBuf> {
+    state::state_file("installs.json")
+}
+
+pub fn load_records() -> Result<Records> {
+    state::load_json(&records_path()?)
+}
+
+pub fn save_records(r: &Records) -> Result<()> {
+    state::write_json_atomic(&records_path()?, r)
+}
+
+/// Whether fcm's settings are in the tool's file now.
+pub fn installed(tool: &Tool, ctx: &ToolContext) -> Option<bool> {
+    let file = (tool.path)(ctx);
+    let text = std::fs::read_to_string(&file).ok()?;
+    let doc = Doc::parse(tool.format, &text).ok()?;
+    let settings = (tool.settings)(ctx);
+    Some(settings.iter().all(|s| {
+        doc.get(&s.path.iter().map(|k| &**k).collect::<Vec<_>>())
+            .as_ref()
+            == Some(&s.value)
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ctx() -> ToolContext {
+        ToolContext {
+            home: PathBuf::from("/home/u"),
+            port: 19280,
+            model: "fcm".into(),
+            token: "fcm-local".into(),
+        }
+    }
+
+    #[test]
+    fn install_is_idempotent_and_uninstall_restores() {
+        let tool = tools::find("claude-code").unwrap();
+        let settings = (tool.settings)(&ctx());
+        let original = "{\n  \"theme\": \"dark\",\n  \"env\": {\"ANTHROPIC_MODEL\": \"opus\", \"FOO\": \"bar\"}\n}\n";
+        let p = plan_install(tool, original, &settings, None, Path::new("/x")).unwrap();
+        assert!(p.changes());
+        let after: Value = serde_json::from_str(&p.after).unwrap();
+        assert_eq!(after["theme"], "dark");
+        assert_eq!(after["env"]["FOO"], "bar");
+        assert_eq!(after["env"]["ANTHROPIC_BASE_URL"], "http://127.0.0.1:19280");
+        assert_eq!(after["env"]["ANTHROPIC_MODEL"], "fcm");
+        let record = p.record.unwrap();
+        let again =
+            plan_install(tool, &p.after, &settings, Some(&record), Path::new("/x")).unwrap();
+        assert!(!again.changes(), "a second install changes nothing");
+        let undone = plan_uninstall(tool, &p.after, &again.record.unwrap()).unwrap();
+        let back: Value = serde_json::from_str(&undone.after).unwrap();
+        assert_eq!(
+            back,
+            serde_json::from_str::<Value>(original).unwrap(),
+            "the user's values are back"
+        );
+    }
+
+    #[test]
+    fn uninstall_leaves_keys_the_user_changed_and_drops_what_fcm_created() {
+        let tool = tools::find("claude-code").unwrap();
+        let settings = (tool.settings)(&ctx());
+        let p = plan_install(tool, "{}", &settings, None, Path::new("/x")).unwrap();
+        let edited = p.after.replace(
+            "\"ANTHROPIC_MODEL\": \"fcm\"",
+            "\"ANTHROPIC_MODEL\": \"mine\"",
+        );
+        let undone = plan_uninstall(tool, &edited, p.record.as_ref().unwrap()).unwrap();
+        let v: Value = serde_json::from_str(&undone.after).unwrap();
+        assert_eq!(v, json!({"env": {"ANTHROPIC_MODEL": "mine"}}));
+        let clean = plan_uninstall(tool, &p.after, p.record.as_ref().unwrap()).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&clean.after).unwrap(),
+            json!({}),
+            "the env object fcm created is gone"
+        );
+    }
+
+    #[test]
+    fn unparsable_files_are_refused() {
+        let tool = tools::find("codex").unwrap();
+        let err = plan_install(
+            tool,
+            "model = [",
+            &(tool.settings)(&ctx()),
+            None,
+            Path::new("/x"),
+        )
+        .err()
+        .unwrap();
+        assert!(!err.is_empty());
+    }
+
+    #[test]
+    fn diff_shows_changes_with_context() {
+        let d = diff("a\nb\nc\nd\ne\nf\ng\n", "a\nb\nc\nD\ne\nf\ng\nh\n");
+        assert!(d.contains("- d\n+ D\n"), "{d}");
+        assert!(d.contains("+ h"), "{d}");
+        assert!(!d.contains("  a"), "far context is elided: {d}");
+    }
+}

@@ -1,0 +1,172 @@
+//! The coding tools fcm can configure: where each keeps its settings and what fcm sets.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use super::doc::Format;
+
+/// What a tool's settings depend on.
+pub struct ToolContext {
+    /// The user's home directory.
+    pub home: PathBuf,
+    pub port: u16,
+    /// The model name the tool sends (`fcm` routes automatically).
+    pub model: String,
+    /// What the tool sends as its key (fcm's access token when one is set).
+    pub token: String,
+}
+
+impl ToolContext {
+    fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+/// One key path and the value fcm puts there.
+pub struct Setting {
+    pub path: Vec<&'static str>,
+    pub value: Value,
+}
+
+fn set(path: &[&'static str], value: Value) -> Setting {
+    Setting {
+        path: path.to_vec(),
+        value,
+    }
+}
+
+pub struct Tool {
+    pub name: &'static str,
+    pub label: &'static str,
+    pub format: Format,
+    pub path: fn(&ToolContext) -> PathBuf,
+    pub settings: fn(&ToolContext) -> Vec<Setting>,
+    /// What to do after installing, besides `fcm serve`.
+    pub next: &'static str,
+}
+
+fn env_dir(var: &str, ctx: &ToolContext, default: &str) -> PathBuf {
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ctx.home.join(default))
+}
+
+pub const TOOLS: &[Tool] = &[
+    Tool {
+        name: "claude-code",
+        label: "Claude Code",
+        format: Format::Json,
+        path: |c| env_dir("CLAUDE_CONFIG_DIR", c, ".claude").join("settings.json"),
+        settings: |c| {
+            // An auth token, not ANTHROPIC_API_KEY: with an API key interactive Claude Code
+            // asks whether to use it and defaults to No.
+            let mut s = vec![
+                set(&["env", "ANTHROPIC_BASE_URL"], json!(c.base())),
+                set(&["env", "ANTHROPIC_AUTH_TOKEN"], json!(c.token)),
+                set(&["env", "ANTHROPIC_MODEL"], json!(c.model)),
+            ];
+            for var in [
+                "ANTHROPIC_DEFAULT_OPUS_MODEL",
+                "ANTHROPIC_DEFAULT_SONNET_MODEL",
+                "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+            ] {
+                s.push(Setting {
+                    path: vec!["env", var],
+                    value: json!(c.model),
+                });
+            }
+            s
+        },
+        next: "run `claude` as usual",
+    },
+    Tool {
+        name: "codex",
+        label: "Codex CLI",
+        format: Format::Toml,
+        path: |c| env_dir("CODEX_HOME", c, ".codex").join("config.toml"),
+        settings: |c| {
+            vec![
+                set(&["model"], json!(c.model)),
+                set(&["model_provider"], json!("fcm")),
+                set(&["model_providers", "fcm", "name"], json!("fcm")),
+                set(
+                    &["model_providers", "fcm", "base_url"],
+                    json!(format!("{}/v1", c.base())),
+                ),
+                set(&["model_providers", "fcm", "wire_api"], json!("responses")),
+            ]
+        },
+        next: "run `codex` as usual",
+    },
+    Tool {
+        name: "opencode",
+        label: "opencode",
+        format: Format::Json,
+        path: |c| c.home.join(".config/opencode/opencode.json"),
+        settings: |c| {
+            vec![
+                set(
+                    &["provider", "fcm", "npm"],
+                    json!("@ai-sdk/openai-compatible"),
+                ),
+                set(&["provider", "fcm", "name"], json!("fcm")),
+                set(
+                    &["provider", "fcm", "options", "baseURL"],
+                    json!(format!("{}/v1", c.base())),
+                ),
+                set(&["provider", "fcm", "options", "apiKey"], json!(c.token)),
+                set(
+                    &["provider", "fcm", "models"],
+                    json!({ c.model.clone(): {"name": c.model} }),
+                ),
+                set(&["model"], json!(format!("fcm/{}", c.model))),
+            ]
+        },
+        next: "run `opencode` and pick the fcm model",
+    },
+    Tool {
+        name: "crush",
+        label: "Crush",
+        format: Format::Json,
+        path: |c| c.home.join(".config/crush/crush.json"),
+        settings: |c| {
+            vec![
+                set(&["providers", "fcm", "type"], json!("openai-compat")),
+                set(
+                    &["providers", "fcm", "base_url"],
+                    json!(format!("{}/v1", c.base())),
+                ),
+                set(&["providers", "fcm", "api_key"], json!(c.token)),
+                set(
+                    &["providers", "fcm", "models"],
+                    json!([{"id": c.model, "name": c.model, "context_window": 131072, "default_max_tokens": 8192}]),
+                ),
+            ]
+        },
+        next: "run `crush` and pick the fcm model",
+    },
+    Tool {
+        name: "aider",
+        label: "Aider",
+        format: Format::Yaml,
+        path: |c| c.home.join(".aider.conf.yml"),
+        settings: |c| {
+            vec![
+                set(&["openai-api-base"], json!(format!("{}/v1", c.base()))),
+                set(&["openai-api-key"], json!(c.token)),
+                set(&["model"], json!(format!("openai/{}", c.model))),
+            ]
+        },
+        next: "run `aider` as usual",
+    },
+];
+
+pub fn find(name: &str) -> Option<&'static Tool> {
+    TOOLS.iter().find(|t| t.name == name)
+}
+
+pub fn names() -> Vec<&'static str> {
+    TOOLS.iter().map(|t| t.name).collect()
+}
