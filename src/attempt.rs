@@ -164,7 +164,6 @@ pub struct OpenStream {
     chunks: Receiver<Chunk>,
     started: Instant,
     stall: Duration,
-    deadline: Instant,
     ended: bool,
     target: Target,
 }
@@ -178,14 +177,19 @@ impl OpenStream {
         self.started.elapsed()
     }
 
-    /// Waits for the next chunk, at most the stall timeout (and never past the deadline).
+    /// Waits for the next chunk, at most the stall timeout.
     pub fn next_item(&mut self) -> StreamItem {
+        self.next_item_within(self.stall)
+    }
+
+    /// Like [`next_item`](Self::next_item), waiting at most `max` (and at most the stall timeout).
+    pub fn next_item_within(&mut self, max: Duration) -> StreamItem {
         if self.ended {
             return self.step(HoldStep::End);
         }
-        let wait = self
-            .stall
-            .min(self.deadline.saturating_duration_since(Instant::now()));
+        // Once committed only silence ends a stream: the request's budget covers the
+        // search for an answer, not the length of a healthy one.
+        let wait = self.stall.min(max);
         match self.chunks.recv_timeout(wait) {
             Ok(Chunk::Data(bytes)) => {
                 let step = self.hold.on_bytes(&bytes);
@@ -228,10 +232,20 @@ impl OpenStream {
         }
     }
 
-    /// Reads the rest of the stream (the bench and check do not forward it).
-    pub fn drain(mut self) -> Result<(AnswerStats, Duration), Failure> {
+    /// Reads the rest of the stream (the bench and check do not forward it), giving up at
+    /// `deadline`.
+    pub fn drain(mut self, deadline: Instant) -> Result<(AnswerStats, Duration), Failure> {
         loop {
-            match self.next_item() {
+            if Instant::now() >= deadline {
+                let f = failure(
+                    Verdict::of(FailureKind::Timeout, None),
+                    Some(self.status),
+                    "answer not finished in time".into(),
+                    self.started,
+                );
+                return Err(f);
+            }
+            match self.next_item_within(deadline.saturating_duration_since(Instant::now())) {
                 StreamItem::Data(_) => {}
                 StreamItem::End => return Ok((self.stats().clone(), self.started.elapsed())),
                 StreamItem::Failed(f, _) => return Err(f),
@@ -262,7 +276,7 @@ impl Target {
         failure(
             verdict,
             Some(200),
-            self.redact(&one_line(&r.detail)),
+            one_line(&self.redact(&r.detail)),
             started,
         )
     }
@@ -310,7 +324,8 @@ pub fn attempt(
     let timeouts = if stream {
         ExchangeTimeouts {
             connect: CONNECT_TIMEOUT.min(remaining),
-            per_call: Some(remaining + Duration::from_secs(1)),
+            // A committed stream runs as long as data keeps coming: no overall cap.
+            per_call: None,
             per_read: Some(
                 limits.first_token.max(limits.stream_stall).min(remaining)
                     + Duration::from_millis(500),
@@ -349,13 +364,8 @@ pub fn attempt(
             None,
             SystemTime::now(),
         );
-        let detail = error_detail(&body);
-        return Err(failure(
-            verdict,
-            Some(incoming.status),
-            target.redact(&detail),
-            started,
-        ));
+        let detail = error_detail(target, &body);
+        return Err(failure(verdict, Some(incoming.status), detail, started));
     }
     if stream && (incoming.is_event_stream() || incoming.content_type.is_none()) {
         return hold(incoming, target, limits, started).map(|s| Answer::Stream(Box::new(s)));
@@ -364,7 +374,8 @@ pub fn attempt(
 }
 
 /// A provider error body as one line: the `error.message` when there is one.
-fn error_detail(body: &[u8]) -> String {
+/// Redacts before cutting to one line: a key that crossed the cut would not match.
+fn error_detail(target: &Target, body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let msg = serde_json::from_slice::<Value>(body)
         .ok()
@@ -376,7 +387,7 @@ fn error_detail(body: &[u8]) -> String {
                 .map(str::to_string)
         })
         .unwrap_or_else(|| text.into_owned());
-    one_line(&msg)
+    one_line(&target.redact(&msg))
 }
 
 fn read_full(
@@ -462,7 +473,6 @@ fn hold(
         chunks: rx,
         started,
         stall: limits.stream_stall,
-        deadline: limits.deadline,
         ended: false,
         target: target.clone(),
     };
@@ -551,6 +561,17 @@ mod tests {
             t.redact("bad key k-123456789012 given"),
             "bad key [redacted] given"
         );
+    }
+
+    #[test]
+    fn keys_are_redacted_before_the_detail_is_cut() {
+        let t = target("zai/glm-5.3-flash");
+        let body = format!(
+            "{{\"error\":{{\"message\":\"{} bad key k-123456789012\"}}}}",
+            "x".repeat(190)
+        );
+        let detail = error_detail(&t, body.as_bytes());
+        assert!(!detail.contains("k-1234"), "{detail}");
     }
 
     #[test]

@@ -82,7 +82,7 @@ pub fn ping(upstream: &Upstream, target: &Target, timeout: Duration) -> Ping {
         }
         Ok(Answer::Stream(s)) => {
             let ttft_ms = s.ttft.as_millis() as u64;
-            match s.drain() {
+            match s.drain(limits.deadline) {
                 Ok((stats, total)) => Ping::Ok {
                     ttft_ms,
                     total_ms: total.as_millis() as u64,

@@ -148,7 +148,15 @@ impl Health {
         self.updated_at_ms = now;
     }
 
-    pub fn record_failure(&mut self, verdict: &Verdict, now: u64, cfg: &BreakerConfig) {
+    /// Records a failure. `trial` says whether this request held the HALF_OPEN trial slot:
+    /// only the trial's failure reopens the breaker, and only the trial frees the slot.
+    pub fn record_failure(
+        &mut self,
+        verdict: &Verdict,
+        now: u64,
+        cfg: &BreakerConfig,
+        trial: bool,
+    ) {
         self.last_failure_kind = Some(verdict.kind);
         self.updated_at_ms = now;
         if let Some(pause) = verdict.quota_pause {
@@ -156,13 +164,15 @@ impl Health {
             self.quota_until_ms = Some(self.quota_until_ms.map_or(until, |t| t.max(until)));
         }
         let state = self.state(now, cfg);
-        self.trial_since_ms = None;
+        if trial {
+            self.trial_since_ms = None;
+        }
         if !verdict.damages_health {
             return;
         }
         self.consecutive_failures = self.consecutive_failures.saturating_add(1);
         let trip = match state {
-            BreakerState::HalfOpen => true,
+            BreakerState::HalfOpen => trial,
             BreakerState::Open => false,
             BreakerState::Closed | BreakerState::Degraded => {
                 self.consecutive_failures >= cfg.failure_threshold
@@ -295,9 +305,9 @@ impl Breakers {
         self.dirty.store(true, Ordering::Release);
     }
 
-    pub fn record_failure(&self, model: &str, verdict: &Verdict, now: u64) {
+    pub fn record_failure(&self, model: &str, verdict: &Verdict, now: u64, trial: bool) {
         let cfg = self.cfg.clone();
-        self.with(model, |h| h.record_failure(verdict, now, &cfg));
+        self.with(model, |h| h.record_failure(verdict, now, &cfg, trial));
         self.dirty.store(true, Ordering::Release);
     }
 
@@ -353,7 +363,7 @@ mod tests {
     }
 
     fn fail(h: &mut Health, kind: FailureKind, now: u64) {
-        h.record_failure(&Verdict::of(kind, None), now, &cfg());
+        h.record_failure(&Verdict::of(kind, None), now, &cfg(), true);
     }
 
     #[test]
@@ -415,6 +425,28 @@ mod tests {
     }
 
     #[test]
+    fn only_the_trial_reopens_a_half_open_breaker() {
+        let c = cfg();
+        let mut h = Health::default();
+        for _ in 0..3 {
+            fail(&mut h, Timeout, 0);
+        }
+        assert_eq!(h.admit(30_000, &c), Admission::Trial);
+        // A request admitted earlier, while CLOSED, fails now: no new trip, slot still taken.
+        h.record_failure(&Verdict::of(Timeout, None), 30_100, &c, false);
+        assert_eq!(
+            (h.state(30_100, &c), h.trip_count),
+            (BreakerState::HalfOpen, 1)
+        );
+        assert!(
+            matches!(h.admit(30_200, &c), Admission::CircuitOpen { .. }),
+            "the trial still holds the slot"
+        );
+        h.record_failure(&Verdict::of(Timeout, None), 30_300, &c, true);
+        assert_eq!((h.state(30_300, &c), h.trip_count), (BreakerState::Open, 2));
+    }
+
+    #[test]
     fn trips_are_forgotten_after_a_quiet_day() {
         let c = cfg();
         let mut h = Health::default();
@@ -455,6 +487,7 @@ mod tests {
             &Verdict::of(RateLimit, Some(Duration::from_secs(7))),
             1000,
             &c,
+            false,
         );
         assert_eq!(h.admit(1000, &c), Admission::QuotaPaused { until_ms: 8000 });
         assert_eq!(h.state(1000, &c), BreakerState::Closed);
@@ -498,7 +531,12 @@ mod tests {
         let b = Breakers::new(book, cfg(), FORGET_AFTER_MS + 1);
         assert_eq!(b.rows(FORGET_AFTER_MS + 1).len(), 1);
         assert!(b.take_dirty().is_none());
-        b.record_failure("new/m", &Verdict::of(Timeout, None), FORGET_AFTER_MS + 2);
+        b.record_failure(
+            "new/m",
+            &Verdict::of(Timeout, None),
+            FORGET_AFTER_MS + 2,
+            false,
+        );
         assert!(b.take_dirty().is_some());
         assert!(b.take_dirty().is_none());
         assert_eq!(b.reset(None), 1);

@@ -213,7 +213,9 @@ pub fn looks_like_html(content_type: Option<&str>, body: &[u8]) -> bool {
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        // Capped before converting: a provider may send any number.
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::from_secs_f64(secs.min(MAX_QUOTA_PAUSE.as_secs_f64())));
     }
     let at = crate::time::parse_http_date(value)?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
@@ -335,6 +337,14 @@ mod tests {
         assert_eq!(
             http(429, None, Some("86400"), "").quota_pause,
             Some(MAX_QUOTA_PAUSE)
+        );
+        assert_eq!(
+            http(429, None, Some("1e300"), "").quota_pause,
+            Some(MAX_QUOTA_PAUSE)
+        );
+        assert_eq!(
+            http(429, None, Some("Sun, 06 Nov 300000000000 08:49:37 GMT"), "").quota_pause,
+            Some(DEFAULT_QUOTA_PAUSE)
         );
         let date = "Thu, 01 Jan 1970 00:00:42 GMT";
         assert_eq!(

@@ -238,6 +238,17 @@ impl StreamTracker {
         }
     }
 
+    /// After a [`feed`](Self::feed): the offset in that chunk just past its last complete
+    /// event or comment block, if any.
+    pub fn last_boundary(&self) -> Option<usize> {
+        self.parser.last_boundary()
+    }
+
+    /// Bytes of an unfinished event or line are pending (the stream could not end here).
+    pub fn has_partial(&self) -> bool {
+        self.parser.has_partial()
+    }
+
     /// After a failing [`feed`](Self::feed): how many bytes of that chunk came before the
     /// failing event (whole events that can still be forwarded).
     pub fn good_prefix(&self) -> usize {

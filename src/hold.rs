@@ -6,6 +6,7 @@
 //! through. Past [`HOLD_LIMIT`] bytes with nothing useful it commits anyway (an odd provider
 //! must not be buffered forever). Pure: timeouts and sockets belong to the caller.
 
+use crate::classify::FailureKind;
 use crate::gate::{ContentValidation, GateReject, StreamSignal, StreamTracker};
 
 /// Held bytes beyond which the stream is passed on without proof of content.
@@ -38,7 +39,11 @@ pub enum HoldState {
 #[derive(Debug)]
 pub struct HoldBuffer {
     tracker: StreamTracker,
+    /// While holding: everything received. After commit: the start of an event whose end
+    /// has not arrived yet (only whole events are passed on).
     held: Vec<u8>,
+    /// While holding: how much of `held` ends on an event boundary.
+    cut: usize,
     limit: usize,
     state: HoldState,
     passthrough: bool,
@@ -53,6 +58,7 @@ impl HoldBuffer {
         HoldBuffer {
             tracker: StreamTracker::new(validation),
             held: Vec::new(),
+            cut: 0,
             limit,
             state: HoldState::Holding,
             passthrough: false,
@@ -78,15 +84,38 @@ impl HoldBuffer {
             HoldState::Finished => HoldStep::Hold,
             HoldState::Committed => match self.tracker.feed(chunk) {
                 StreamSignal::Failed(r) => {
-                    let tail = chunk[..self.tracker.good_prefix()].to_vec();
+                    // Whole events before the failing one still go out; a partial one
+                    // held from earlier belongs to the failure when nothing completed.
+                    let good = self.tracker.good_prefix();
+                    let mut tail = std::mem::take(&mut self.held);
+                    if good == 0 {
+                        tail.clear();
+                    } else {
+                        tail.extend_from_slice(&chunk[..good]);
+                    }
                     self.state = HoldState::Finished;
                     HoldStep::Fail { reject: r, tail }
                 }
-                _ => HoldStep::Forward(chunk.to_vec()),
+                _ => match self.tracker.last_boundary() {
+                    Some(end) => {
+                        let mut out = std::mem::take(&mut self.held);
+                        out.extend_from_slice(&chunk[..end]);
+                        self.held.extend_from_slice(&chunk[end..]);
+                        HoldStep::Forward(out)
+                    }
+                    None => {
+                        self.held.extend_from_slice(chunk);
+                        HoldStep::Forward(Vec::new())
+                    }
+                },
             },
             HoldState::Holding => {
                 let signal = self.tracker.feed(chunk);
+                let base = self.held.len();
                 self.held.extend_from_slice(chunk);
+                if let Some(end) = self.tracker.last_boundary() {
+                    self.cut = base + end;
+                }
                 match signal {
                     StreamSignal::FirstUseful => self.commit(false),
                     StreamSignal::Failed(r) => self.fail(r),
@@ -102,6 +131,12 @@ impl HoldBuffer {
         if self.state == HoldState::Finished {
             return HoldStep::End;
         }
+        let pending = if self.state == HoldState::Holding {
+            &self.held[self.cut..]
+        } else {
+            &self.held[..]
+        };
+        let cut_short = self.tracker.has_partial() && !complete_event(pending);
         let signal = self.tracker.finish();
         if let StreamSignal::Failed(r) = signal {
             return self.fail(r);
@@ -109,27 +144,33 @@ impl HoldBuffer {
         if !self.tracker.is_useful() {
             return self.fail(self.tracker.empty_reject());
         }
-        match self.state {
-            HoldState::Holding => {
-                // Everything arrived while holding: commit, and the caller sees the end next.
-                let step = self.commit(false);
-                self.state = HoldState::Finished;
-                step
-            }
-            _ => {
-                self.state = HoldState::Finished;
-                HoldStep::End
-            }
+        if cut_short {
+            let reject = GateReject {
+                kind: FailureKind::NetworkError,
+                detail: "stream ended in the middle of an event".into(),
+            };
+            return self.fail(reject);
         }
+        let step = match self.state {
+            // Everything arrived while holding: commit all of it; the caller sees the end next.
+            HoldState::Holding => HoldStep::Commit {
+                bytes: std::mem::take(&mut self.held),
+                passthrough: false,
+            },
+            // A last event without its blank line still goes out, then the end.
+            _ if !self.held.is_empty() => HoldStep::Forward(std::mem::take(&mut self.held)),
+            _ => HoldStep::End,
+        };
+        self.state = HoldState::Finished;
+        step
     }
 
     fn commit(&mut self, passthrough: bool) -> HoldStep {
         self.state = HoldState::Committed;
         self.passthrough = passthrough;
-        HoldStep::Commit {
-            bytes: std::mem::take(&mut self.held),
-            passthrough,
-        }
+        let rest = self.held.split_off(self.cut);
+        let bytes = std::mem::replace(&mut self.held, rest);
+        HoldStep::Commit { bytes, passthrough }
     }
 
     fn fail(&mut self, r: GateReject) -> HoldStep {
@@ -140,6 +181,18 @@ impl HoldBuffer {
             tail: Vec::new(),
         }
     }
+}
+
+/// Whether bytes left at the end of a stream form a whole event that only lacks its blank
+/// line (`data: {...}` or `data: [DONE]`), rather than an event cut off mid-way.
+fn complete_event(pending: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(pending);
+    let data: String = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .collect();
+    data == "[DONE]" || serde_json::from_str::<serde_json::Value>(&data).is_ok()
 }
 
 #[cfg(test)]
@@ -170,9 +223,9 @@ mod tests {
         let mut s = Vec::new();
         for step in steps {
             match step {
-                HoldStep::Commit { bytes, .. } | HoldStep::Forward(bytes) => {
-                    s.extend_from_slice(bytes)
-                }
+                HoldStep::Commit { bytes, .. }
+                | HoldStep::Forward(bytes)
+                | HoldStep::Fail { tail: bytes, .. } => s.extend_from_slice(bytes),
                 _ => {}
             }
         }
@@ -263,6 +316,53 @@ mod tests {
             matches!(&st[1], HoldStep::Fail { reject: r, .. } if r.kind == FailureKind::ErrorPayload)
         );
         assert_eq!(sent(&st), TEXT, "the error frame itself is not forwarded");
+    }
+
+    #[test]
+    fn only_whole_events_are_forwarded_after_commit() {
+        // An error frame split across reads: none of it reaches the client.
+        let input = format!("{TEXT}{TEXT}{ERR}");
+        for split in TEXT.len() + 1..input.len() {
+            let mut b = HoldBuffer::new(Strict);
+            let mut st = vec![b.on_bytes(&input.as_bytes()[..TEXT.len()])];
+            st.push(b.on_bytes(&input.as_bytes()[TEXT.len()..split]));
+            st.push(b.on_bytes(&input.as_bytes()[split..]));
+            st.push(b.on_end());
+            assert_eq!(
+                sent(&st),
+                format!("{TEXT}{TEXT}"),
+                "split at {split}: {st:?}"
+            );
+            assert!(st.iter().any(|s| matches!(s, HoldStep::Fail { reject, .. } if reject.kind == FailureKind::ErrorPayload)));
+        }
+    }
+
+    #[test]
+    fn a_stream_cut_mid_event_is_a_failure() {
+        let mut b = HoldBuffer::new(Strict);
+        let input = format!("{TEXT}data: {{\"choices\":[{{\"delta\":{{\"content\":\"tru");
+        let st = steps(&mut b, &input, 16);
+        assert_eq!(sent(&st), TEXT, "the partial event is not sent");
+        assert!(
+            matches!(st.last(), Some(HoldStep::Fail { reject, .. }) if reject.kind == FailureKind::NetworkError),
+            "{st:?}"
+        );
+    }
+
+    #[test]
+    fn a_last_event_without_its_blank_line_still_goes_out() {
+        let mut b = HoldBuffer::new(Strict);
+        let input = format!("{TEXT}data: [DONE]");
+        let st = steps(&mut b, &input, TEXT.len());
+        assert_eq!(sent(&st), input);
+        let mut b = HoldBuffer::new(Strict);
+        assert!(matches!(
+            b.on_bytes(TEXT.as_bytes()),
+            HoldStep::Commit { .. }
+        ));
+        assert_eq!(b.on_bytes(b"data: [DONE]"), HoldStep::Forward(Vec::new()));
+        assert_eq!(b.on_end(), HoldStep::Forward(b"data: [DONE]".to_vec()));
+        assert_eq!(b.on_end(), HoldStep::End);
     }
 
     #[test]

@@ -190,13 +190,18 @@ fn read_chunked(r: &mut impl BufRead, max_body: usize) -> Result<Vec<u8>, ReadEr
             while read_line(r, &mut line)? > 0 && !line.is_empty() {}
             return Ok(body);
         }
-        if body.len() + size > max_body {
-            return Err(ReadError::TooLarge(body.len() + size));
+        if size > max_body.saturating_sub(body.len()) {
+            return Err(ReadError::TooLarge(body.len().saturating_add(size)));
         }
         let start = body.len();
         body.resize(start + size, 0);
         r.read_exact(&mut body[start..])?;
         read_line(r, &mut line)?;
+        if !line.is_empty() {
+            return Err(ReadError::Malformed(
+                "chunk data longer than its size".into(),
+            ));
+        }
     }
 }
 

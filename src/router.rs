@@ -111,6 +111,19 @@ pub struct Served {
     pub answer: Answer,
     pub trace: Trace,
     pub model: String,
+    /// This request holds the model's HALF_OPEN trial slot.
+    pub trial: bool,
+}
+
+/// One failed attempt, as error bodies list it.
+#[derive(Debug, Clone)]
+pub struct FailedAttempt {
+    pub model: String,
+    pub status: Option<u16>,
+    pub kind: FailureKind,
+    pub blame: Blame,
+    /// One line, safe to show.
+    pub detail: String,
 }
 
 /// A request that could not be served.
@@ -119,8 +132,8 @@ pub struct Refused {
     pub status: u16,
     pub retry_after_secs: Option<u64>,
     pub message: String,
-    /// Per attempt: (model, status, kind, detail).
-    pub details: Vec<(String, Option<u16>, FailureKind, String)>,
+    /// Every failed attempt, in order.
+    pub details: Vec<FailedAttempt>,
 }
 
 impl Refused {
@@ -137,7 +150,7 @@ impl Refused {
             "message": self.message,
             "type": kind,
             "code": self.trace.outcome.as_str(),
-            "attempts": self.details.iter().map(|(m, s, k, d)| json!({"model": m, "status": s, "kind": k, "detail": d})).collect::<Vec<_>>(),
+            "attempts": self.details.iter().map(|a| json!({"model": a.model, "status": a.status, "kind": a.kind, "detail": a.detail})).collect::<Vec<_>>(),
         }})
     }
 }
@@ -298,7 +311,11 @@ impl Router {
     ) -> Result<Served, Box<Refused>> {
         let started = Instant::now();
         let deadline = started + Duration::from_millis(self.failover.total_budget_ms);
-        let limits = self.limits(deadline);
+        let job = Job {
+            body,
+            stream,
+            limits: self.limits(deadline),
+        };
         let mut details = Vec::new();
         if let Route::Pinned(key) = route {
             let c = &self.candidates[self.index[key]];
@@ -318,9 +335,9 @@ impl Router {
             }
             // The user asked for this model by name: sent even when OPEN or paused, and a
             // HALF_OPEN trial slot is taken if free so its result counts as the trial.
-            let _ = self.breakers.admit(key, crate::time::now_ms());
-            return match self.try_one(c, body, stream, &limits, &mut trace, &mut details) {
-                Ok(answer) => Ok(self.served(answer, trace, key)),
+            let trial = self.breakers.admit(key, crate::time::now_ms()) == Admission::Trial;
+            return match self.try_one(c, &job, &mut trace, &mut details, trial) {
+                Ok(answer) => Ok(self.served(answer, trace, key, trial)),
                 Err(f) => Err(Box::new(self.refuse_pinned(trace, &f, details))),
             };
         }
@@ -346,8 +363,9 @@ impl Router {
                 });
                 continue;
             }
-            match self.breakers.admit(&c.target.key, crate::time::now_ms()) {
-                Admission::Yes | Admission::Trial => {}
+            let trial = match self.breakers.admit(&c.target.key, crate::time::now_ms()) {
+                Admission::Yes => false,
+                Admission::Trial => true,
                 Admission::CircuitOpen { .. } => {
                     trace.skipped.push(Skip {
                         model: c.target.key.clone(),
@@ -362,12 +380,12 @@ impl Router {
                     });
                     continue;
                 }
-            }
+            };
             if last_resort.as_deref() == Some(c.target.key.as_str()) {
                 last_resort = None;
             }
-            match self.try_one(c, body, stream, &limits, &mut trace, &mut details) {
-                Ok(answer) => return Ok(self.served(answer, trace, &c.target.key)),
+            match self.try_one(c, &job, &mut trace, &mut details, trial) {
+                Ok(answer) => return Ok(self.served(answer, trace, &c.target.key, trial)),
                 Err(f) => {
                     if f.verdict.blocks_provider {
                         blocked.insert(c.target.provider_id.as_str());
@@ -381,9 +399,10 @@ impl Router {
         if let Some(key) = last_resort {
             let c = &self.candidates[self.index[&key]];
             if c.missing_key.is_none() && Instant::now() < deadline {
-                if let Ok(answer) = self.try_one(c, body, stream, &limits, &mut trace, &mut details)
-                {
-                    return Ok(self.served(answer, trace, &key));
+                // Tried whatever its breaker says, like a pinned model.
+                let trial = self.breakers.admit(&key, crate::time::now_ms()) == Admission::Trial;
+                if let Ok(answer) = self.try_one(c, &job, &mut trace, &mut details, trial) {
+                    return Ok(self.served(answer, trace, &key, trial));
                 }
             }
         }
@@ -394,14 +413,13 @@ impl Router {
     fn try_one(
         &self,
         c: &Candidate,
-        body: &Value,
-        stream: bool,
-        limits: &Limits,
+        job: &Job<'_>,
         trace: &mut Trace,
-        details: &mut Vec<(String, Option<u16>, FailureKind, String)>,
+        details: &mut Vec<FailedAttempt>,
+        trial: bool,
     ) -> Result<Answer, Failure> {
         let key = &c.target.key;
-        match attempt(&self.upstream, &c.target, body, stream, limits) {
+        match attempt(&self.upstream, &c.target, job.body, job.stream, &job.limits) {
             Ok(answer) => {
                 let (status, latency) = match &answer {
                     Answer::Full {
@@ -422,35 +440,37 @@ impl Router {
             }
             Err(f) => {
                 self.breakers
-                    .record_failure(key, &f.verdict, crate::time::now_ms());
+                    .record_failure(key, &f.verdict, crate::time::now_ms(), trial);
                 trace.attempts.push(AttemptRecord {
                     model: key.clone(),
                     status: f.status,
                     kind: Some(f.kind()),
                     latency_ms: f.elapsed.as_millis() as u64,
                 });
-                details.push((key.clone(), f.status, f.kind(), f.detail.clone()));
+                details.push(FailedAttempt {
+                    model: key.clone(),
+                    status: f.status,
+                    kind: f.kind(),
+                    blame: f.verdict.blame,
+                    detail: f.detail.clone(),
+                });
                 Err(f)
             }
         }
     }
 
-    fn served(&self, answer: Answer, mut trace: Trace, key: &str) -> Served {
+    fn served(&self, answer: Answer, mut trace: Trace, key: &str, trial: bool) -> Served {
         trace.served_model = Some(key.to_string());
         trace.outcome = Outcome::Served;
         Served {
             answer,
             trace,
             model: key.to_string(),
+            trial,
         }
     }
 
-    fn refuse_pinned(
-        &self,
-        mut trace: Trace,
-        f: &Failure,
-        details: Vec<(String, Option<u16>, FailureKind, String)>,
-    ) -> Refused {
+    fn refuse_pinned(&self, mut trace: Trace, f: &Failure, details: Vec<FailedAttempt>) -> Refused {
         use FailureKind::*;
         trace.outcome = if f.verdict.blame == Blame::Client {
             Outcome::ClientError
@@ -483,24 +503,17 @@ impl Router {
         }
     }
 
-    fn refuse_all(
-        &self,
-        mut trace: Trace,
-        details: Vec<(String, Option<u16>, FailureKind, String)>,
-    ) -> Refused {
-        let client_blamed = !details.is_empty()
-            && details
-                .iter()
-                .all(|(_, _, k, _)| crate::classify::Verdict::of(*k, None).blame == Blame::Client);
+    fn refuse_all(&self, mut trace: Trace, details: Vec<FailedAttempt>) -> Refused {
+        let client_blamed = !details.is_empty() && details.iter().all(|a| a.blame == Blame::Client);
         if client_blamed {
             trace.outcome = Outcome::ClientError;
             let status = details
                 .iter()
-                .find_map(|(_, s, _, _)| s.filter(|s| (400..500).contains(s)))
+                .find_map(|a| a.status.filter(|s| (400..500).contains(s)))
                 .unwrap_or(400);
             let message = format!(
                 "every model refused the request; first reason: {}",
-                details[0].3
+                details[0].detail
             );
             return Refused {
                 trace,
@@ -527,9 +540,9 @@ impl Router {
         } else {
             let chain: Vec<String> = details
                 .iter()
-                .map(|(m, s, k, _)| match s {
-                    Some(s) if !(200..300).contains(s) => format!("{m}: {s} {k}"),
-                    _ => format!("{m}: {k}"),
+                .map(|a| match a.status {
+                    Some(s) if !(200..300).contains(&s) => format!("{}: {s} {}", a.model, a.kind),
+                    _ => format!("{}: {}", a.model, a.kind),
                 })
                 .collect();
             format!("all attempts failed ({})", chain.join("; "))
@@ -558,7 +571,7 @@ impl Router {
     }
 
     /// Records how a committed stream ended and updates the trace's outcome.
-    pub fn finish_stream(&self, trace: &mut Trace, model: &str, end: StreamEnd) {
+    pub fn finish_stream(&self, trace: &mut Trace, model: &str, end: StreamEnd, trial: bool) {
         let now = crate::time::now_ms();
         match end {
             StreamEnd::Complete { completion_tokens } => {
@@ -566,11 +579,13 @@ impl Router {
                 trace.completion_tokens = completion_tokens;
             }
             StreamEnd::Failed(f) => {
-                self.breakers.record_failure(model, &f.verdict, now);
+                self.breakers.record_failure(model, &f.verdict, now, trial);
                 trace.outcome = Outcome::StreamFailedAfterContent;
             }
             StreamEnd::ClientGone => {
-                self.breakers.release_trial(model);
+                if trial {
+                    self.breakers.release_trial(model);
+                }
                 trace.outcome = Outcome::ClientAborted;
             }
         }
@@ -581,6 +596,13 @@ impl Router {
         trace.wall_ms = started.elapsed().as_millis() as u64;
         self.history.push(trace);
     }
+}
+
+/// What every attempt of one request sends.
+struct Job<'a> {
+    body: &'a Value,
+    stream: bool,
+    limits: Limits,
 }
 
 /// How a committed stream ended.

@@ -32,6 +32,8 @@ const CONNECTIONS_PER_REQUEST: usize = 4;
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// An idle keep-alive connection is closed after this long.
 const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(120);
+/// A write to a client that takes longer than this means the client is gone.
+const CLIENT_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 /// A request's headers and body must arrive within this once started.
 const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -122,7 +124,14 @@ pub fn run(listener: TcpListener, app: Arc<App>) -> Result<()> {
                 if crate::signals::stop_requested() {
                     return;
                 }
-                let Ok(stream) = conn else { continue };
+                let stream = match conn {
+                    Ok(s) => s,
+                    Err(_) => {
+                        // Out of file descriptors or similar: back off instead of spinning.
+                        std::thread::sleep(Duration::from_millis(50));
+                        continue;
+                    }
+                };
                 accept(stream, &a);
             }
         })?;
@@ -150,6 +159,8 @@ fn wake_address(bound: SocketAddr) -> SocketAddr {
 /// Gives a new connection its thread, or a fast 503 when there are too many.
 fn accept(stream: TcpStream, app: &Arc<App>) {
     let _ = stream.set_nodelay(true);
+    // A client that stops reading must not hold its slot (and the upstream) forever.
+    let _ = stream.set_write_timeout(Some(CLIENT_WRITE_TIMEOUT));
     let limit = app.max_in_flight * CONNECTIONS_PER_REQUEST;
     if app.connections.fetch_add(1, Ordering::AcqRel) >= limit {
         app.connections.fetch_sub(1, Ordering::AcqRel);
@@ -166,11 +177,22 @@ fn accept(stream: TcpStream, app: &Arc<App>) {
         .name("fcm-conn".into())
         .stack_size(256 * 1024)
         .spawn(move || {
-            connection(stream, &a);
-            a.connections.fetch_sub(1, Ordering::AcqRel);
+            // Released however the connection ends, panics included.
+            let _slot = ConnectionSlot(a.clone());
+            let _ =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| connection(stream, &a)));
         });
     if spawned.is_err() {
         app.connections.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// One open connection counted in [`App::connections`] until dropped.
+struct ConnectionSlot(Arc<App>);
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -581,6 +603,7 @@ fn deliver(
         answer,
         mut trace,
         model,
+        trial,
     } = served;
     match answer {
         Answer::Full {
@@ -617,7 +640,7 @@ fn deliver(
         }
         Answer::Stream(s) => {
             let end = pump(conn, *s, &trace, proto.translator(requested));
-            app.router.finish_stream(&mut trace, &model, end);
+            app.router.finish_stream(&mut trace, &model, end, trial);
         }
     }
     log(app, &trace, 200, started);

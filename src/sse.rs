@@ -19,6 +19,9 @@ pub struct SseParser {
     after_cr: bool,
     event: Option<String>,
     data: Option<String>,
+    /// Offset just past the last blank line (the end of an event or comment block) in the
+    /// chunk most recently fed: where the stream can be cut between events.
+    boundary: Option<usize>,
 }
 
 impl SseParser {
@@ -34,21 +37,26 @@ impl SseParser {
     /// Like [`feed`](Self::feed), and records in `ends` where in `bytes` each event ended
     /// (the offset just past the byte that completed it), so a caller can cut between events.
     pub fn feed_with_ends(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>, ends: &mut Vec<usize>) {
+        self.boundary = None;
         for (i, &b) in bytes.iter().enumerate() {
             match b {
                 b'\n' if self.after_cr => self.after_cr = false,
                 b'\n' | b'\r' => {
                     self.after_cr = b == b'\r';
+                    let blank = self.line.is_empty();
                     let before = out.len();
                     self.end_line(out);
+                    // A CRLF ends one byte later than its CR.
+                    let end = if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+                        i + 2
+                    } else {
+                        i + 1
+                    };
                     if out.len() > before {
-                        // A CRLF ends one byte later than its CR.
-                        let end = if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
-                            i + 2
-                        } else {
-                            i + 1
-                        };
                         ends.push(end);
+                    }
+                    if blank {
+                        self.boundary = Some(end);
                     }
                 }
                 _ => {
@@ -57,6 +65,16 @@ impl SseParser {
                 }
             }
         }
+    }
+
+    /// See the `boundary` field: `None` when the last chunk held no complete block.
+    pub fn last_boundary(&self) -> Option<usize> {
+        self.boundary
+    }
+
+    /// Whether a line or an event is still incomplete.
+    pub fn has_partial(&self) -> bool {
+        !self.line.is_empty() || self.data.is_some()
     }
 
     /// Dispatches a final event that the stream ended without a blank line after.
@@ -193,6 +211,12 @@ mod tests {
         p.feed_with_ends(b"data: a\n\ndata: b\r\n\r\nda", &mut out, &mut ends);
         assert_eq!(ends, vec![9, 20]);
         assert_eq!(out.len(), 2);
+        assert_eq!(p.last_boundary(), Some(20));
+        assert!(p.has_partial());
+        p.feed_with_ends(b"ta: c\n: ping\n\n", &mut out, &mut ends);
+        assert_eq!(p.last_boundary(), Some(14));
+        p.feed_with_ends(b"data: d", &mut out, &mut ends);
+        assert_eq!(p.last_boundary(), None);
     }
 
     #[test]

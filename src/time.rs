@@ -67,14 +67,17 @@ pub fn parse_http_date(text: &str) -> Option<SystemTime> {
     let month = parts.next()?.to_ascii_lowercase();
     let month = MONTHS.iter().position(|m| *m == month)? as u32 + 1;
     let year: i64 = parts.next()?.parse().ok()?;
+    if !(1970..=9999).contains(&year) {
+        return None;
+    }
     let mut hms = parts.next()?.split(':').map(|p| p.parse::<u64>().ok());
     let (h, mi, s) = (hms.next()??, hms.next()??, hms.next()??);
     if !(1..=31).contains(&day) || h > 23 || mi > 59 || s > 60 {
         return None;
     }
     let days = days_from_civil(year, month, day);
-    let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + mi * 60 + s;
-    Some(UNIX_EPOCH + Duration::from_secs(secs))
+    let secs = u64::try_from(days).ok()?.checked_mul(86_400)? + h * 3600 + mi * 60 + s;
+    UNIX_EPOCH.checked_add(Duration::from_secs(secs))
 }
 
 /// A duration for people: `850 ms`, `12.3 s`, `4m05s`, `2h10m`.
