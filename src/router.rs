@@ -86,24 +86,26 @@ struct BenchRanks {
 }
 
 impl BenchRanks {
-    fn refresh(&mut self) {
+    /// Whether `bench.json` may have changed (checked at most every few seconds).
+    fn due(&mut self) -> Option<(PathBuf, Option<SystemTime>)> {
         if self.checked.is_some_and(|c| c.elapsed() < BENCH_RECHECK) {
-            return;
+            return None;
         }
         self.checked = Some(Instant::now());
-        let Some(path) = &self.path else { return };
-        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-        if modified == self.modified {
-            return;
-        }
-        self.modified = modified;
-        let report: BenchReport = crate::state::load_json(path).unwrap_or_default();
-        self.by_model = report
-            .models
-            .into_iter()
-            .map(|m| (m.model, (m.usable, m.ttft_ms_p50)))
-            .collect();
+        let path = self.path.clone()?;
+        let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        (modified != self.modified).then_some((path, modified))
     }
+}
+
+/// Reads `bench.json` outside the lock every request's planning needs.
+fn load_bench(path: &std::path::Path) -> HashMap<String, (bool, Option<u64>)> {
+    let report: BenchReport = crate::state::load_json(path).unwrap_or_default();
+    report
+        .models
+        .into_iter()
+        .map(|m| (m.model, (m.usable, m.ttft_ms_p50)))
+        .collect()
 }
 
 /// A request that was served: the committed answer and the trace so far.
@@ -260,8 +262,14 @@ impl Router {
             .map(|i| self.candidates[*i].target.key.as_str())
             .collect();
         let states = self.breakers.states(&keys, now_ms);
-        let mut bench = self.bench.lock().unwrap_or_else(|e| e.into_inner());
-        bench.refresh();
+        let due = self.bench.lock().unwrap_or_else(|e| e.into_inner()).due();
+        if let Some((path, modified)) = due {
+            let fresh = load_bench(&path);
+            let mut bench = self.bench.lock().unwrap_or_else(|e| e.into_inner());
+            bench.by_model = fresh;
+            bench.modified = modified;
+        }
+        let bench = self.bench.lock().unwrap_or_else(|e| e.into_inner());
         let mut skipped = Vec::new();
         let mut inputs = Vec::new();
         for (n, i) in routable.iter().enumerate() {

@@ -312,6 +312,41 @@ fn request_id(req: &Request) -> String {
     }
 }
 
+/// Without an access token fcm serve trusts whatever reaches it, so it refuses requests a
+/// web page could have made: a `Host` that is not this machine (DNS rebinding) or an
+/// `Origin` of another site (cross-site POSTs spending the user's keys). Coding tools send
+/// neither. With a token (a tunnel, another host) the token is the check.
+fn local_origin(req: &Request, app: &App) -> Result<(), String> {
+    if app.token.is_some() {
+        return Ok(());
+    }
+    let local = |host: &str| {
+        let name = if let Some(rest) = host.strip_prefix('[') {
+            rest.split(']').next().unwrap_or("")
+        } else {
+            host.rsplit_once(':').map_or(host, |(h, _)| h)
+        };
+        matches!(name, "localhost" | "127.0.0.1" | "::1") || name == app.address.ip().to_string()
+    };
+    if let Some(host) = req.header("host").filter(|h| !local(h)) {
+        return Err(format!(
+            "fcm serve answers only requests addressed to this machine, not Host: {host}"
+        ));
+    }
+    if let Some(origin) = req.header("origin").filter(|o| *o != "null") {
+        let host = origin
+            .split_once("://")
+            .map_or(origin, |(_, h)| h)
+            .split('/')
+            .next()
+            .unwrap_or("");
+        if !local(host) {
+            return Err(format!("fcm serve does not answer requests from web pages of other sites (Origin: {origin})"));
+        }
+    }
+    Ok(())
+}
+
 /// Whether the request carries the access token (always true when none is configured).
 fn authorized(req: &Request, token: Option<&str>) -> bool {
     let Some(token) = token else { return true };
@@ -333,6 +368,14 @@ fn authorized(req: &Request, token: Option<&str>) -> bool {
 fn handle(req: &Request, conn: &mut Conn, app: &Arc<App>) {
     let path = req.path();
     let head_only = req.method == "HEAD";
+    if let Err(why) = local_origin(req, app) {
+        let mut trace = Trace::new(&request_id(req), "", false);
+        trace.outcome = Outcome::Rejected;
+        return conn.send(
+            Reply::json(403, &error_body(&why, "permission_error")).with_trace(&trace),
+            head_only,
+        );
+    }
     if path != "/health" && !authorized(req, app.token.as_deref()) {
         let msg = "fcm serve requires its access token: send it as `Authorization: Bearer <token>` or `x-api-key`";
         let mut trace = Trace::new(&request_id(req), "", false);

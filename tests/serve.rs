@@ -830,3 +830,55 @@ fn breakers_and_history_commands_live_and_offline() {
     assert_eq!(w.fcm(&["breakers", "--json"]).json(), json!([]));
     assert_eq!(w.fcm(&["breakers", "--reset", "p/unknown"]).code, 2);
 }
+
+#[test]
+fn requests_a_web_page_could_make_are_refused() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["ok"]);
+    let s = w.serve(&[]);
+    let body = json!({"model": "fcm", "messages": [{"role": "user", "content": "x"}]}).to_string();
+    let r = s.post_with(
+        "/v1/chat/completions",
+        &body,
+        &[("host", "attacker.example")],
+    );
+    assert_eq!(r.status, 403, "DNS rebinding: {r:?}");
+    let r = s.post_with(
+        "/fcm/admin/breakers/reset",
+        "",
+        &[("origin", "https://evil.example")],
+    );
+    assert_eq!(r.status, 403, "cross-site POST: {r:?}");
+    assert!(fake.requests().is_empty());
+    let r = s.post_with(
+        "/v1/chat/completions",
+        &body,
+        &[("origin", "http://localhost:5173")],
+    );
+    assert_eq!(r.status, 200, "a local page is fine: {r:?}");
+}
+
+#[test]
+fn a_flowing_stream_outlives_the_request_budget() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["long_stream:2500"]);
+    config(
+        &w,
+        json!({"totalBudgetMs": 1000, "streamStallTimeoutMs": 1000}),
+    );
+    let s = w.serve(&[]);
+    let r = s.chat("fcm", true);
+    assert!(r.body.trim_end().ends_with("data: [DONE]"), "{}", r.body);
+    assert!(
+        r.body.matches("word").count() >= 20,
+        "the whole 2.5 s answer arrived"
+    );
+    let h = s.history();
+    assert_eq!(h[0]["outcome"], "served");
+    assert_eq!(
+        s.breaker("p/long_stream:2500").unwrap()["consecutiveFailures"],
+        0
+    );
+}

@@ -8,10 +8,13 @@ use serde_json::Value;
 use crate::cmd::Setup;
 use crate::persist::ServeInfo;
 
-/// `http://127.0.0.1:PORT` for a server listening on any address.
+/// The server's address, with a wildcard bind (0.0.0.0, ::) reached through loopback.
 fn base(info: &ServeInfo) -> String {
-    let port = info.address.rsplit(':').next().unwrap_or("19280");
-    format!("http://127.0.0.1:{port}")
+    match info.address.parse::<std::net::SocketAddr>() {
+        Ok(a) if a.ip().is_unspecified() => format!("http://127.0.0.1:{}", a.port()),
+        Ok(a) => format!("http://{a}"),
+        Err(_) => format!("http://{}", info.address),
+    }
 }
 
 fn token(setup: &Setup) -> Option<String> {
