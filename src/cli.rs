@@ -179,7 +179,7 @@ pub struct HistoryArgs {
 #[argh(subcommand, name = "install")]
 /// Point a coding tool at `fcm serve` by editing its own config (a backup is kept).
 pub struct InstallArgs {
-    /// the tool: claude-code, codex, opencode, crush or aider
+    /// the tool: claude-code, codex, cline, opencode, crush or aider
     #[argh(positional)]
     pub tool: Option<String>,
     /// model name the tool sends (default fcm: automatic routing; or fcm:provider/modelId)

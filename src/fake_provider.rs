@@ -62,6 +62,9 @@ pub enum Behavior {
     StallAfterContent(Duration),
     /// Waits this long, then answers 500.
     SlowFail(Duration),
+    /// An agent's turn: calls the client's shell tool (`Bash`, `exec_command`,
+    /// `run_commands`, ...) to echo `fcm-tool-ok`, then answers with what the tool returned.
+    ToolRoundTrip,
     /// Streams a word every 100 ms for this long (client disconnects, many open streams).
     LongStream(Duration),
 }
@@ -101,6 +104,7 @@ impl Behavior {
             "stall_after_content" => Behavior::StallAfterContent(ms(5000)),
             "slow_fail" => Behavior::SlowFail(ms(300)),
             "long_stream" => Behavior::LongStream(ms(10_000)),
+            "tool_round_trip" => Behavior::ToolRoundTrip,
             _ => return None,
         })
     }
@@ -503,6 +507,26 @@ fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::R
             w.done()
         }
         Behavior::ToolCallsOnly => tool_call_answer(out, &id, &model, stream),
+        Behavior::ToolRoundTrip => {
+            let messages = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+            let last = messages.last().cloned().unwrap_or(Value::Null);
+            match (last.get("role").and_then(Value::as_str), shell_tool(&body)) {
+                (Some("tool"), _) => {
+                    let output = last.get("content").map(|c| match c {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    });
+                    let text = if output.unwrap_or_default().contains("fcm-tool-ok") {
+                        "The tool said fcm-tool-ok."
+                    } else {
+                        "The tool ran, but its output did not come back."
+                    };
+                    ok_answer(out, &id, &model, text, stream, usage, Duration::ZERO)
+                }
+                (_, Some((name, args))) => call_answer(out, &id, &model, stream, &name, &args.to_string()),
+                (_, None) => ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO),
+            }
+        }
         Behavior::Garbage(n) => {
             let garbage: Vec<u8> = (0..n).map(|i| b"x7#\xff{"[i % 5]).collect();
             send_fixed(out, 200, json_ct, &[], &garbage)
@@ -582,17 +606,63 @@ fn stream_words(
 }
 
 fn tool_call_answer(out: &mut TcpStream, id: &str, model: &str, stream: bool) -> io::Result<bool> {
-    let args = r#"{"command":"echo fcm-tool-ok"}"#;
+    call_answer(
+        out,
+        id,
+        model,
+        stream,
+        "Bash",
+        r#"{"command":"echo fcm-tool-ok"}"#,
+    )
+}
+
+/// The shell tool a coding client offers, with arguments that echo `fcm-tool-ok`.
+fn shell_tool(body: &Value) -> Option<(String, Value)> {
+    let names: Vec<&str> = body
+        .get("tools")
+        .and_then(Value::as_array)?
+        .iter()
+        .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str))
+        .collect();
+    let echo = "echo fcm-tool-ok";
+    let pick = |name: &str, args: Value| names.contains(&name).then(|| (name.to_string(), args));
+    pick(
+        "Bash",
+        json!({"command": echo, "description": "Print a marker"}),
+    )
+    .or_else(|| pick("exec_command", json!({"cmd": echo})))
+    .or_else(|| pick("run_commands", json!({"commands": [echo]})))
+    .or_else(|| {
+        pick(
+            "execute_command",
+            json!({"command": echo, "requires_approval": false}),
+        )
+    })
+    .or_else(|| pick("shell", json!({"command": ["bash", "-lc", echo]})))
+}
+
+fn call_answer(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    stream: bool,
+    name: &str,
+    args: &str,
+) -> io::Result<bool> {
     if !stream {
         let b = json!({"id": id, "object": "chat.completion", "model": model,
                        "choices": [{"index": 0, "message": {"role": "assistant", "content": null,
-                           "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": args}}]},
+                           "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}]},
                            "finish_reason": "tool_calls"}]});
         return send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes());
     }
     let mut w = SseWriter::start(out);
-    w.data(&chunk(id, model, json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": ""}}]}), None))?;
-    let (a, b) = args.split_at(args.len() / 2);
+    w.data(&chunk(id, model, json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": name, "arguments": ""}}]}), None))?;
+    let mut mid = args.len() / 2;
+    while !args.is_char_boundary(mid) {
+        mid -= 1;
+    }
+    let (a, b) = args.split_at(mid);
     for part in [a, b] {
         w.data(&chunk(
             id,

@@ -75,7 +75,7 @@ pub fn plan_install(
     for s in settings {
         let path: Vec<&str> = s.path.iter().map(|k| &**k).collect();
         let current = doc.get(&path);
-        if current.as_ref() == Some(&s.value) {
+        if current.as_ref() == Some(&s.value) || (s.if_missing && current.is_some()) {
             continue;
         }
         let owned: Vec<String> = path.iter().map(|k| k.to_string()).collect();

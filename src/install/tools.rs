@@ -27,12 +27,24 @@ impl ToolContext {
 pub struct Setting {
     pub path: Vec<&'static str>,
     pub value: Value,
+    /// Only written when the key is absent (structure a file needs, stamps that must not
+    /// change on every install).
+    pub if_missing: bool,
 }
 
 fn set(path: &[&'static str], value: Value) -> Setting {
     Setting {
         path: path.to_vec(),
         value,
+        if_missing: false,
+    }
+}
+
+fn ensure(path: &[&'static str], value: Value) -> Setting {
+    Setting {
+        path: path.to_vec(),
+        value,
+        if_missing: true,
     }
 }
 
@@ -72,10 +84,7 @@ pub const TOOLS: &[Tool] = &[
                 "ANTHROPIC_DEFAULT_SONNET_MODEL",
                 "ANTHROPIC_DEFAULT_HAIKU_MODEL",
             ] {
-                s.push(Setting {
-                    path: vec!["env", var],
-                    value: json!(c.model),
-                });
+                s.push(Setting { path: vec!["env", var], value: json!(c.model), if_missing: false });
             }
             s
         },
@@ -99,6 +108,25 @@ pub const TOOLS: &[Tool] = &[
             ]
         },
         next: "run `codex` as usual",
+    },
+    Tool {
+        name: "cline",
+        label: "Cline CLI",
+        format: Format::Json,
+        path: |c| env_dir("CLINE_DIR", c, ".cline").join("data/settings/providers.json"),
+        settings: |c| {
+            let p = "openai-compatible";
+            vec![
+                ensure(&["version"], json!(1)),
+                ensure(&["modes"], json!({})),
+                set(&["providers", p, "settings"], json!({"provider": p, "apiKey": c.token, "model": c.model, "baseUrl": format!("{}/v1", c.base())})),
+                // Without `updatedAt` Cline silently ignores the entry.
+                ensure(&["providers", p, "updatedAt"], json!(crate::time::rfc3339(crate::time::now_ms()))),
+                set(&["providers", p, "tokenSource"], json!("manual")),
+                set(&["lastUsedProvider"], json!(p)),
+            ]
+        },
+        next: "run `cline` as usual (VS Code extension: Settings → API Provider \"OpenAI Compatible\", Base URL http://127.0.0.1:<port>/v1, any API key, model fcm)",
     },
     Tool {
         name: "opencode",

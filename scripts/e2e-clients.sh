@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# End to end with the real coding tools: Claude Code, Codex and Cline, configured by
+# `fcm install`, talk to `fcm serve`, which routes to the fake provider on loopback. Each
+# tool must print the fake provider's answer for a plain reply and after a tool call round
+# trip. The npm packages are pinned and cached between runs; nothing leaves the machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CACHE=${FCM_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fcm-e2e}
+PACKAGES=("@anthropic-ai/claude-code@2.1.197" "@openai/codex@0.171.0" "cline@3.0.65")
+RUN_LIMIT=${FCM_E2E_TIMEOUT:-120}
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "e2e-clients: node and npm are needed (Node.js 20 or later)" >&2
+  exit 1
+fi
+stamp="$CACHE/.installed-$(printf '%s ' "${PACKAGES[@]}" | md5sum | cut -c1-12)"
+if [ ! -f "$stamp" ]; then
+  echo "e2e-clients: installing ${PACKAGES[*]} into $CACHE" >&2
+  mkdir -p "$CACHE"
+  npm install --prefix "$CACHE" --no-audit --no-fund --loglevel=error "${PACKAGES[@]}" >&2
+  touch "$stamp"
+fi
+bin="$CACHE/node_modules/.bin"
+
+cargo build --locked --quiet
+fcm=$PWD/target/debug/fcm
+work=$(mktemp -d)
+cleanup() {
+  kill "${serve_pid:-}" "${fake_pid:-}" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+export HOME="$work/home" FCM_HOME="$work/fcm"
+mkdir -p "$HOME" "$work/project"
+"$fcm" fake-provider --no-record > "$work/fake.url" &
+fake_pid=$!
+for _ in $(seq 100); do [ -s "$work/fake.url" ] && break; sleep 0.05; done
+cat > "$work/catalog.json" <<JSON
+{"version":1,"providers":[{"id":"fake","name":"Fake","baseUrl":"$(head -n1 "$work/fake.url")","keyRequired":false,
+ "models":[{"id":"ok","tier":"S","context":131072},{"id":"tool_round_trip","tier":"S","context":131072}]}]}
+JSON
+export FCM_CATALOG="$work/catalog.json"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$fcm" serve --port "$port" 2> "$work/serve.log" &
+serve_pid=$!
+for _ in $(seq 200); do [ -s "$FCM_HOME/serve.json" ] && break; sleep 0.05; done
+
+# Keep the tools offline and quiet.
+export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1
+export CLINE_SESSION_BACKEND_MODE=local CLINE_NO_AUTO_UPDATE=1 E2E_TEST=true
+mkdir -p "$HOME/.cline/data/settings"
+echo '{"telemetryOptOut": true, "autoUpdateEnabled": false}' > "$HOME/.cline/data/settings/global-settings.json"
+
+# Points every tool at a model of the fake provider.
+configure() {
+  for tool in claude-code codex cline; do
+    "$fcm" install "$tool" --port "$port" --model "fcm:fake/$1" > /dev/null
+  done
+  # Codex: no telemetry, no remote plugins (appended once; fcm's keys are already there).
+  if ! grep -q '^\[analytics\]' "$HOME/.codex/config.toml"; then
+    printf '\n[analytics]\nenabled = false\n\n[features]\nplugins = false\nremote_plugin = false\napps = false\n' >> "$HOME/.codex/config.toml"
+  fi
+}
+
+passed=0
+failed=0
+check() { # name, expected text, command...
+  local name=$1 want=$2
+  shift 2
+  local out
+  out=$(cd "$work/project" && timeout "$RUN_LIMIT" "$@" 2>&1) || true
+  if grep -qF "$want" <<< "$out"; then
+    echo "PASS $name"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $name: expected \"$want\"; output:"
+    tail -n 20 <<< "$out" | sed 's/^/    /'
+    failed=$((failed + 1))
+  fi
+}
+
+configure ok
+check "claude-code plain reply" "Hello from ok." "$bin/claude" -p "say hi"
+check "codex plain reply" "Hello from ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
+check "cline plain reply" "Hello from ok." "$bin/cline" "say hi"
+
+configure tool_round_trip
+check "claude-code tool round trip" "The tool said fcm-tool-ok." "$bin/claude" -p "run the marker command" --allowedTools "Bash(echo:*)"
+check "codex tool round trip" "The tool said fcm-tool-ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "run the marker command"
+check "cline tool round trip" "The tool said fcm-tool-ok." "$bin/cline" -y "run the marker command"
+
+served=$(grep -c '!served|' "$work/serve.log" || true)
+echo "fcm served $served requests for the tools"
+echo "e2e: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
