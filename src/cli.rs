@@ -179,7 +179,7 @@ pub struct HistoryArgs {
 #[argh(subcommand, name = "install")]
 /// Point a coding tool at `fcm serve` by editing its own config (a backup is kept).
 pub struct InstallArgs {
-    /// the tool: claude-code, codex, cline, opencode, crush or aider
+    /// the tool: claude-code, codex, cline, cursor, opencode, crush or aider
     #[argh(positional)]
     pub tool: Option<String>,
     /// model name the tool sends (default fcm: automatic routing; or fcm:provider/modelId)
@@ -197,6 +197,9 @@ pub struct InstallArgs {
     /// list the tools, their config files and whether fcm is installed there
     #[argh(switch)]
     pub list: bool,
+    /// cursor only: the public HTTPS URL of a tunnel to fcm serve (Cursor calls it from its servers)
+    #[argh(option)]
+    pub url: Option<String>,
 }
 
 #[derive(FromArgs)]

@@ -180,3 +180,89 @@ fn usage_errors() {
     assert_eq!(w.fcm(&["install"]).code, 2);
     assert_eq!(w.fcm(&["install", "codex", "--model", "nope/x"]).code, 2);
 }
+
+#[test]
+fn cursor_needs_a_url_a_stopped_cursor_and_gets_a_token() {
+    use rusqlite::Connection;
+    let w = world();
+    let dir = w.dir.join(".config/Cursor/User/globalStorage");
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("state.vscdb");
+    let key = fcm::install::cursor::APPLICATION_USER_KEY;
+    {
+        let c = Connection::open(&db).unwrap();
+        c.execute(
+            "CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)",
+            [],
+        )
+        .unwrap();
+        c.execute(
+            "INSERT INTO ItemTable (key, value) VALUES (?1, ?2)",
+            [key, r#"{"theme":"dark"}"#],
+        )
+        .unwrap();
+    }
+    let read = || {
+        let c = Connection::open(&db).unwrap();
+        let s: String = c
+            .query_row("SELECT value FROM ItemTable WHERE key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        serde_json::from_str::<Value>(&s).unwrap()
+    };
+
+    let out = w.fcm(&["install", "cursor"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("tunnel"), "{out:?}");
+    assert_eq!(
+        read(),
+        json!({"theme": "dark"}),
+        "nothing written without --url"
+    );
+
+    // A running Cursor (any process named cursor) rewrites the database on exit: refuse.
+    let fake_cursor = w.dir.join("cursor");
+    std::fs::copy("/bin/sleep", &fake_cursor).unwrap();
+    let mut running = std::process::Command::new(&fake_cursor)
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let out = w.fcm(&["install", "cursor", "--url", "https://tunnel.example"]);
+    running.kill().unwrap();
+    running.wait().unwrap();
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("Cursor is running"), "{out:?}");
+    assert_eq!(read(), json!({"theme": "dark"}));
+
+    let out = w.fcm(&["install", "cursor", "--url", "https://tunnel.example"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let s = read();
+    assert_eq!(
+        (s["openAIBaseUrl"].as_str(), s["useOpenAIKey"].as_bool()),
+        (Some("https://tunnel.example/v1"), Some(true))
+    );
+    assert_eq!(s["aiSettings"]["userAddedModels"], json!(["fcm"]));
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(w.home_file("config.json")).unwrap())
+            .unwrap();
+    let token = config["serve"]["token"].as_str().unwrap().to_string();
+    assert!(token.starts_with("fcm-") && token.len() > 20);
+    let c = Connection::open(&db).unwrap();
+    let sent: String = c
+        .query_row(
+            "SELECT value FROM ItemTable WHERE key = 'cursorAuth/openAIKey'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(sent, token, "Cursor's key is fcm's access token");
+    assert!(
+        !out.stdout.contains(&token),
+        "the token is not printed whole"
+    );
+    assert_eq!(backups(&dir, "state.vscdb"), 1);
+
+    assert_eq!(w.fcm(&["install", "cursor", "--uninstall"]).code, 0);
+    assert_eq!(read(), json!({"theme": "dark"}));
+}

@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 
 use crate::cli::{usage, InstallArgs};
 use crate::cmd::Setup;
+use crate::install::cursor;
 use crate::install::tools::{self, Tool, ToolContext, TOOLS};
 use crate::install::{self as inst, diff, Plan};
 use crate::state;
@@ -36,12 +37,6 @@ pub fn run(args: InstallArgs) -> Result<i32> {
             tools::names().join(", ")
         ));
     };
-    let Some(tool) = tools::find(name) else {
-        return usage(format!(
-            "unknown tool {name:?}; fcm can install into: {}",
-            tools::names().join(", ")
-        ));
-    };
     if args.model != "fcm"
         && !args.model.starts_with("fcm:")
         && setup.catalog.find(&args.model).is_none()
@@ -51,6 +46,17 @@ pub fn run(args: InstallArgs) -> Result<i32> {
             args.model
         ));
     }
+    if name == "cursor" {
+        return cursor(&args, &setup, &ctx);
+    }
+    let Some(tool) = tools::find(name) else {
+        let mut names = tools::names();
+        names.push("cursor");
+        return usage(format!(
+            "unknown tool {name:?}; fcm can install into: {}",
+            names.join(", ")
+        ));
+    };
     let file = (tool.path)(&ctx);
     let text = match std::fs::read_to_string(&file) {
         Ok(t) => t,
@@ -118,6 +124,130 @@ pub fn run(args: InstallArgs) -> Result<i32> {
         tool.next
     );
     Ok(0)
+}
+
+/// Cursor: a tunnel URL, an access token, and its SQLite settings (see `install::cursor`).
+fn cursor(args: &InstallArgs, setup: &Setup, ctx: &ToolContext) -> Result<i32> {
+    let db = cursor::db_path(&ctx.home);
+    let mut records = inst::load_records()?;
+    if args.uninstall {
+        let Some(record) = records.get("cursor") else {
+            println!(
+                "fcm is not installed in Cursor ({}); nothing to remove.",
+                db.display()
+            );
+            return Ok(0);
+        };
+        if cursor::cursor_running() {
+            anyhow::bail!("Cursor is running: quit it first (it rewrites {} when it exits); nothing was changed", db.display());
+        }
+        if args.dry_run {
+            println!(
+                "Would restore {} setting(s) in {} (dry run, nothing written).",
+                record.settings.len(),
+                db.display()
+            );
+            return Ok(0);
+        }
+        let n = cursor::uninstall(&db, record)?;
+        records.remove("cursor");
+        inst::save_records(&records)?;
+        println!(
+            "Restored {n} setting(s) in {}; Cursor uses its own models again.",
+            db.display()
+        );
+        return Ok(0);
+    }
+    let Some(url) = args.url.as_deref() else {
+        return usage(
+            "Cursor calls custom endpoints from its own servers, so it cannot reach 127.0.0.1: expose `fcm serve` \
+             through an HTTPS tunnel and pass its URL, e.g. `fcm install cursor --url https://<tunnel>/v1`",
+        );
+    };
+    if !url.starts_with("https://") {
+        return usage(format!(
+            "--url must be an https:// URL (Cursor refuses plain http), got {url:?}"
+        ));
+    }
+    let url = if url.trim_end_matches('/').ends_with("/v1") {
+        url.trim_end_matches('/').to_string()
+    } else {
+        format!("{}/v1", url.trim_end_matches('/'))
+    };
+    if cursor::cursor_running() {
+        anyhow::bail!(
+            "Cursor is running: quit it first (it rewrites {} when it exits); nothing was changed",
+            db.display()
+        );
+    }
+    // The tunnel makes fcm serve reachable from the internet: it needs an access token.
+    let token = match std::env::var("FCM_TOKEN")
+        .ok()
+        .or_else(|| setup.config.serve.token.clone())
+        .filter(|t| !t.is_empty())
+    {
+        Some(t) => t,
+        None if args.dry_run => "<a new access token>".to_string(),
+        None => {
+            let t = cursor::new_token()?;
+            save_token(&t)?;
+            t
+        }
+    };
+    let (record, changes) =
+        cursor::install(&db, &url, &args.model, &token, records.get("cursor"), true)?;
+    if changes.is_empty() {
+        println!(
+            "Cursor already points at fcm ({}); nothing changed.",
+            db.display()
+        );
+        return Ok(0);
+    }
+    if args.dry_run {
+        println!("Would set in {} (dry run, nothing written):", db.display());
+        changes.iter().for_each(|c| println!("+ {c}"));
+        return Ok(0);
+    }
+    if let Some(backup) = inst::backup_once(&db)? {
+        println!("Backed up {} to {}", db.display(), backup.display());
+    }
+    let (record, _) = cursor::install(&db, &url, &args.model, &token, Some(&record), false)?;
+    records.insert("cursor".into(), record);
+    inst::save_records(&records)?;
+    println!("Wrote {}:", db.display());
+    changes.iter().for_each(|c| println!("+ {c}"));
+    println!("Next:");
+    println!(
+        "  1. fcm serve   (it requires the access token now kept in config.json as serve.token)"
+    );
+    println!("  2. expose it over HTTPS, e.g. `cloudflared tunnel --url http://127.0.0.1:{}` or `ngrok http {}`;", ctx.port, ctx.port);
+    println!("     the tunnel's address must be the --url you gave ({url})");
+    println!(
+        "  3. start Cursor and pick the model {} in the chat's model list",
+        args.model
+    );
+    Ok(0)
+}
+
+/// Stores a new access token as `serve.token` in the user's config.json.
+fn save_token(token: &str) -> Result<()> {
+    let path = state::state_file("config.json")?;
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let mut doc = crate::install::doc::Doc::parse(crate::install::doc::Format::Json, &text)
+        .map_err(|e| {
+            anyhow::anyhow!("cannot parse {}: {e}; nothing was changed", path.display())
+        })?;
+    doc.set(&["serve", "token"], &serde_json::json!(token));
+    state::write_atomic(&path, doc.render().trim_end().as_bytes())?;
+    println!(
+        "Made an access token for fcm serve and saved it as serve.token in {}",
+        path.display()
+    );
+    Ok(())
 }
 
 fn preview(plan: &Plan, file: &Path) -> Result<i32> {

@@ -6,6 +6,7 @@
 //! each key held before; uninstalling puts exactly those values back. Running it twice
 //! changes nothing; `--dry-run` prints the diff; an unparsable file is never touched.
 
+pub mod cursor;
 pub mod doc;
 pub mod tools;
 

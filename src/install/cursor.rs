@@ -1,0 +1,352 @@
+//! `fcm install cursor`: Cursor keeps its model settings in an SQLite database
+//! (`state.vscdb`, table `ItemTable`), not in a text file. Cursor calls custom endpoints
+//! from its own servers, so the base URL must be a public HTTPS tunnel to `fcm serve`,
+//! and fcm's access token becomes Cursor's API key.
+//!
+//! Cursor rewrites the database when it exits, so fcm refuses to edit it while Cursor runs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use rusqlite::{Connection, OptionalExtension};
+use serde_json::{json, Value};
+
+use super::{Record, RecordedSetting};
+
+/// The row holding Cursor's user settings as one JSON object.
+pub const APPLICATION_USER_KEY: &str = "src.vs.platform.reactivestorage.browser.reactiveStorageServiceImpl.persistentStorage.applicationUser";
+/// The row holding the OpenAI API key Cursor sends.
+pub const OPENAI_KEY: &str = "cursorAuth/openAIKey";
+
+/// `state.vscdb` in the platform's Cursor config directory.
+pub fn db_path(home: &Path) -> PathBuf {
+    let base = if cfg!(target_os = "macos") {
+        home.join("Library/Application Support")
+    } else {
+        home.join(".config")
+    };
+    base.join("Cursor/User/globalStorage/state.vscdb")
+}
+
+/// Whether a Cursor process is running (Linux: `/proc/*/comm`; elsewhere `ps`).
+pub fn cursor_running() -> bool {
+    let is_cursor = |name: &str| {
+        let name = name.trim();
+        let base = name.rsplit('/').next().unwrap_or(name);
+        base.eq_ignore_ascii_case("cursor")
+    };
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        return entries
+            .flatten()
+            .any(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| is_cursor(&c)));
+    }
+    std::process::Command::new("ps")
+        .args(["-A", "-o", "comm="])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).lines().any(is_cursor))
+}
+
+/// What fcm writes: (path inside the settings object or the key row, value).
+fn wanted(url: &str, model: &str, token: &str) -> Vec<(Vec<String>, Value)> {
+    let p = |s: &[&str]| s.iter().map(|k| k.to_string()).collect::<Vec<_>>();
+    vec![
+        (p(&["applicationUser", "openAIBaseUrl"]), json!(url)),
+        (p(&["applicationUser", "useOpenAIKey"]), json!(true)),
+        (
+            p(&["applicationUser", "aiSettings", "userAddedModels"]),
+            json!([model]),
+        ),
+        (
+            p(&["applicationUser", "aiSettings", "modelOverrideEnabled"]),
+            json!([model]),
+        ),
+        (p(&["openAIKey"]), json!(token)),
+    ]
+}
+
+/// The current value at a path: in the settings JSON or the key row.
+fn get(settings: &Value, key: Option<&str>, path: &[String]) -> Option<Value> {
+    match path[0].as_str() {
+        "openAIKey" => key.map(|k| json!(k)),
+        _ => path[1..]
+            .iter()
+            .try_fold(settings, |v, k| v.get(k))
+            .cloned(),
+    }
+}
+
+/// Sets (or with `None` removes) a value; returns the objects it had to create.
+fn set(settings: &mut Value, path: &[String], value: Option<&Value>) -> Vec<Vec<String>> {
+    let mut created = Vec::new();
+    let mut v = settings;
+    for (i, k) in path[1..path.len() - 1].iter().enumerate() {
+        if !v.get(k).is_some_and(Value::is_object) {
+            v[k.as_str()] = json!({});
+            created.push(path[..i + 2].to_vec());
+        }
+        v = v.get_mut(k).expect("just inserted");
+    }
+    let last = path[path.len() - 1].as_str();
+    match value {
+        Some(val) => v[last] = val.clone(),
+        None => {
+            if let Some(o) = v.as_object_mut() {
+                o.shift_remove(last);
+            }
+        }
+    }
+    created
+}
+
+/// Lists get fcm's model added rather than replaced.
+fn merged(current: Option<&Value>, want: &Value) -> Value {
+    match (current.and_then(Value::as_array), want.as_array()) {
+        (Some(have), Some(add)) => {
+            let mut out = have.clone();
+            for m in add {
+                if !out.contains(m) {
+                    out.push(m.clone());
+                }
+            }
+            Value::Array(out)
+        }
+        _ => want.clone(),
+    }
+}
+
+fn read(conn: &Connection) -> Result<(Value, Option<String>)> {
+    let raw: Option<String> = conn
+        .query_row(
+            "SELECT value FROM ItemTable WHERE key = ?1",
+            [APPLICATION_USER_KEY],
+            |r| r.get(0),
+        )
+        .optional()
+        .context("reading Cursor's settings row")?;
+    let settings = match raw {
+        Some(text) => serde_json::from_str(&text)
+            .context("Cursor's settings row is not JSON; nothing was changed")?,
+        None => json!({}),
+    };
+    let key: Option<String> = conn
+        .query_row(
+            "SELECT value FROM ItemTable WHERE key = ?1",
+            [OPENAI_KEY],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok((settings, key))
+}
+
+fn write(conn: &Connection, settings: &Value, key: Option<&str>) -> Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO ItemTable (key, value) VALUES (?1, ?2)",
+        [APPLICATION_USER_KEY, &settings.to_string()],
+    )?;
+    match key {
+        Some(k) => conn.execute(
+            "INSERT OR REPLACE INTO ItemTable (key, value) VALUES (?1, ?2)",
+            [OPENAI_KEY, k],
+        )?,
+        None => conn.execute("DELETE FROM ItemTable WHERE key = ?1", [OPENAI_KEY])?,
+    };
+    Ok(())
+}
+
+fn open(db: &Path) -> Result<Connection> {
+    if !db.exists() {
+        bail!("Cursor's settings database {} does not exist; start Cursor once, quit it, and run this again", db.display());
+    }
+    let conn = Connection::open(db).with_context(|| format!("cannot open {}", db.display()))?;
+    conn.query_row("SELECT count(*) FROM ItemTable", [], |_| Ok(()))
+        .with_context(|| {
+            format!(
+                "{} has no ItemTable; is it Cursor's state.vscdb?",
+                db.display()
+            )
+        })?;
+    Ok(conn)
+}
+
+/// Applies fcm's settings; returns the record for uninstall (merged with an earlier one)
+/// and a description of the changes. `dry_run` writes nothing.
+pub fn install(
+    db: &Path,
+    url: &str,
+    model: &str,
+    token: &str,
+    previous: Option<&Record>,
+    dry_run: bool,
+) -> Result<(Record, Vec<String>)> {
+    let conn = open(db)?;
+    let (mut settings, mut key) = read(&conn)?;
+    let mut record = previous.cloned().unwrap_or_default();
+    record.file = db.to_path_buf();
+    let mut changes = Vec::new();
+    for (path, want) in wanted(url, model, token) {
+        let current = get(&settings, key.as_deref(), &path);
+        let value = merged(current.as_ref(), &want);
+        if current.as_ref() == Some(&value) {
+            continue;
+        }
+        let shown = if path[0] == "openAIKey" {
+            json!(crate::catalog::key_hint(token))
+        } else {
+            value.clone()
+        };
+        changes.push(format!("{} = {shown}", path.join(".")));
+        if !record.settings.iter().any(|r| r.path == path) {
+            record.settings.push(RecordedSetting {
+                path: path.clone(),
+                previous: current,
+                written: value.clone(),
+            });
+        } else if let Some(r) = record.settings.iter_mut().find(|r| r.path == path) {
+            r.written = value.clone();
+        }
+        match path[0].as_str() {
+            "openAIKey" => key = value.as_str().map(str::to_string),
+            _ => {
+                for c in set(&mut settings, &path, Some(&value)) {
+                    if !record.created.contains(&c) {
+                        record.created.push(c);
+                    }
+                }
+            }
+        }
+    }
+    if !dry_run && !changes.is_empty() {
+        write(&conn, &settings, key.as_deref())?;
+    }
+    record.installed_at = crate::time::rfc3339(crate::time::now_ms());
+    Ok((record, changes))
+}
+
+/// Puts back what `record` says was there before fcm (keys changed since are left alone).
+pub fn uninstall(db: &Path, record: &Record) -> Result<usize> {
+    let conn = open(db)?;
+    let (mut settings, mut key) = read(&conn)?;
+    let mut restored = 0;
+    for r in &record.settings {
+        if get(&settings, key.as_deref(), &r.path).as_ref() != Some(&r.written) {
+            continue;
+        }
+        restored += 1;
+        match r.path[0].as_str() {
+            "openAIKey" => {
+                key = r
+                    .previous
+                    .as_ref()
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            }
+            _ => {
+                set(&mut settings, &r.path, r.previous.as_ref());
+            }
+        }
+    }
+    for c in record.created.iter().rev() {
+        if get(&settings, None, c).is_some_and(|v| v.as_object().is_some_and(|o| o.is_empty())) {
+            set(&mut settings, c, None);
+        }
+    }
+    write(&conn, &settings, key.as_deref())?;
+    Ok(restored)
+}
+
+/// A new random access token (from the system's random source).
+pub fn new_token() -> Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 24];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("cannot read /dev/urandom to make an access token")?;
+    Ok(format!(
+        "fcm-{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db(dir: &Path, settings: &Value) -> PathBuf {
+        std::fs::create_dir_all(dir).unwrap();
+        let path = dir.join("state.vscdb");
+        let _ = std::fs::remove_file(&path);
+        let c = Connection::open(&path).unwrap();
+        c.execute(
+            "CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)",
+            [],
+        )
+        .unwrap();
+        c.execute(
+            "INSERT INTO ItemTable (key, value) VALUES (?1, ?2)",
+            [APPLICATION_USER_KEY, &settings.to_string()],
+        )
+        .unwrap();
+        c.execute(
+            "INSERT INTO ItemTable (key, value) VALUES ('other', 'kept')",
+            [],
+        )
+        .unwrap();
+        path
+    }
+
+    #[test]
+    fn install_merges_and_uninstall_restores() {
+        let dir = std::env::temp_dir().join(format!("fcm-cursor-{}", std::process::id()));
+        let original = json!({"theme": "dark", "openAIBaseUrl": "https://old", "aiSettings": {"userAddedModels": ["gpt-x"]}});
+        let path = db(&dir, &original);
+        let (record, changes) = install(
+            &path,
+            "https://t.example/v1",
+            "fcm",
+            "fcm-tok-123456789",
+            None,
+            false,
+        )
+        .unwrap();
+        assert_eq!(changes.len(), 5, "{changes:?}");
+        assert!(
+            changes.iter().any(|c| c.contains("…6789"))
+                && !changes.iter().any(|c| c.contains("fcm-tok-123456789"))
+        );
+        let conn = Connection::open(&path).unwrap();
+        let (s, key) = read(&conn).unwrap();
+        assert_eq!(s["openAIBaseUrl"], "https://t.example/v1");
+        assert_eq!(s["useOpenAIKey"], true);
+        assert_eq!(s["aiSettings"]["userAddedModels"], json!(["gpt-x", "fcm"]));
+        assert_eq!(s["theme"], "dark");
+        assert_eq!(key.as_deref(), Some("fcm-tok-123456789"));
+        let (_, again) = install(
+            &path,
+            "https://t.example/v1",
+            "fcm",
+            "fcm-tok-123456789",
+            Some(&record),
+            false,
+        )
+        .unwrap();
+        assert!(again.is_empty(), "idempotent: {again:?}");
+        uninstall(&path, &record).unwrap();
+        let (s, key) = read(&conn).unwrap();
+        assert_eq!(s, original);
+        assert_eq!(key, None);
+        let other: String = conn
+            .query_row("SELECT value FROM ItemTable WHERE key='other'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(other, "kept");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn tokens_are_random() {
+        let (a, b) = (new_token().unwrap(), new_token().unwrap());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 4 + 48);
+    }
+}
