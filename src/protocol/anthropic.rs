@@ -250,7 +250,8 @@ pub fn from_chat(chat: &Value, model: &str) -> Value {
     {
         content.push(json!({
             "type": "tool_use",
-            "id": call.get("id").and_then(Value::as_str).map_or_else(|| new_id("toolu_"), str::to_string),
+            // Fresh ids: providers repeat theirs (`call_1` every turn) or send none.
+            "id": new_id("toolu_"),
             "name": call.pointer("/function/name").cloned().unwrap_or(json!("")),
             "input": tool_input(call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or("")),
         }));
@@ -395,11 +396,7 @@ impl Translator {
                     _ => unreachable!(),
                 }
             } else {
-                let id = call
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .filter(|s| !s.is_empty())
-                    .map_or_else(|| new_id("toolu_"), str::to_string);
+                let id = new_id("toolu_");
                 let name = call
                     .pointer("/function/name")
                     .and_then(Value::as_str)
@@ -579,9 +576,13 @@ mod tests {
                           "usage": {"prompt_tokens": 10, "completion_tokens": 4}});
         let m = from_chat(&chat, "claude-x");
         assert_eq!(m["content"][0], json!({"type": "text", "text": "Hi!"}));
-        assert_eq!(
-            m["content"][1],
-            json!({"type": "tool_use", "id": "call_9", "name": "Bash", "input": {"command": "ls"}})
+        assert_eq!(m["content"][1]["input"], json!({"command": "ls"}));
+        assert!(
+            m["content"][1]["id"]
+                .as_str()
+                .unwrap()
+                .starts_with("toolu_"),
+            "fresh ids: {m}"
         );
         assert_eq!(
             (m["stop_reason"].as_str(), m["model"].as_str()),
@@ -672,9 +673,14 @@ mod tests {
             .map(|(_, d)| d)
             .collect();
         assert_eq!(starts.len(), 3);
-        assert_eq!(
-            starts[1]["content_block"],
-            json!({"type": "tool_use", "id": "call_1", "name": "Bash", "input": {}})
+        assert_eq!(starts[1]["content_block"]["name"], "Bash");
+        assert!(starts[1]["content_block"]["id"]
+            .as_str()
+            .unwrap()
+            .starts_with("toolu_"));
+        assert_ne!(
+            starts[1]["content_block"]["id"], starts[2]["content_block"]["id"],
+            "unique ids"
         );
         assert_eq!(
             (starts[1]["index"].as_u64(), starts[2]["index"].as_u64()),

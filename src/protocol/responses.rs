@@ -233,10 +233,8 @@ pub fn from_chat(chat: &Value, model: &str) -> Value {
         .into_iter()
         .flatten()
     {
-        let call_id = call
-            .get("id")
-            .and_then(Value::as_str)
-            .map_or_else(|| new_id("call_"), str::to_string);
+        // Fresh ids: providers repeat theirs (`call_1` every turn) or send none.
+        let call_id = new_id("call_");
         let name = call
             .pointer("/function/name")
             .and_then(Value::as_str)
@@ -417,11 +415,8 @@ impl Translator {
                 self.close(out);
                 let index = self.done_items.len();
                 let id = new_id("fc_");
-                let call_id = call
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .filter(|s| !s.is_empty())
-                    .map_or_else(|| new_id("call_"), str::to_string);
+                // Fresh ids: providers repeat theirs (`call_1` every turn) or send none.
+                let call_id = new_id("call_");
                 let name = call
                     .pointer("/function/name")
                     .and_then(Value::as_str)
@@ -488,16 +483,6 @@ impl StreamTranslator for Translator {
         self.emit("response.completed", json!({"response": r}), &mut out);
         out
     }
-}
-
-/// The events of a failed Responses stream (nothing useful was sent before).
-pub fn failed_events(model: &str, status: u16, message: &str) -> Vec<u8> {
-    let mut r = response(&new_id("resp_"), model, "failed", vec![], Value::Null);
-    r["error"] = json!({"code": if status == 429 { "rate_limit_exceeded" } else { "server_error" }, "message": message});
-    sse_event(
-        "response.failed",
-        &json!({"type": "response.failed", "sequence_number": 0, "response": r}),
-    )
 }
 
 #[cfg(test)]
@@ -609,13 +594,11 @@ mod tests {
             (Some("response"), Some("completed"), Some("gpt-x"))
         );
         assert_eq!(r["output"][0]["content"][0]["text"], "Hi");
-        assert_eq!(
-            (
-                r["output"][1]["type"].as_str(),
-                r["output"][1]["call_id"].as_str()
-            ),
-            (Some("function_call"), Some("call_7"))
-        );
+        assert_eq!(r["output"][1]["type"], "function_call");
+        assert!(r["output"][1]["call_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("call_"));
         assert_eq!(r["usage"]["total_tokens"], 5);
     }
 
@@ -683,7 +666,7 @@ mod tests {
             assert_eq!(ev[8].1["item"]["content"][0]["text"], "Hi there");
             assert_eq!(
                 ev[13].1["item"],
-                json!({"type": "function_call", "id": ev[13].1["item"]["id"], "call_id": "call_1", "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}", "status": "completed"})
+                json!({"type": "function_call", "id": ev[13].1["item"]["id"], "call_id": ev[13].1["item"]["call_id"], "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}", "status": "completed"})
             );
             let done = &ev.last().unwrap().1["response"];
             assert_eq!(
@@ -698,11 +681,8 @@ mod tests {
     }
 
     #[test]
-    fn failure_event() {
-        let mut events = Vec::new();
-        SseParser::new().feed(&failed_events("m", 429, "slow down"), &mut events);
-        assert_eq!(events[0].event.as_deref(), Some("response.failed"));
-        assert!(events[0].data.contains("rate_limit_exceeded"));
+    fn errors_use_openai_shape() {
         assert_eq!(error(404, "x")["error"]["type"], "not_found_error");
+        assert_eq!(error(429, "x")["error"]["type"], "rate_limit_error");
     }
 }
