@@ -74,7 +74,22 @@ fn claude_code_merge_idempotence_backup_and_uninstall() {
     assert_eq!(backups(&dir, "settings.json"), 1, "no second backup");
 
     let list = w.fcm(&["install", "--list"]);
-    assert!(list.stdout.contains("claude-code"), "{list:?}");
+    let line = |tool: &str| {
+        list.stdout
+            .lines()
+            .find(|l| l.contains(&format!(" {tool} ")))
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(
+        line("claude-code").contains("installed") && line("claude-code").contains("settings.json"),
+        "{list:?}"
+    );
+    assert!(
+        line("cursor").contains("state.vscdb") && line("cursor").contains("no config file"),
+        "{list:?}"
+    );
+    assert!(line("codex").contains("no config file"), "{list:?}");
 
     let un = w.fcm(&["install", "claude-code", "--uninstall"]);
     assert_eq!(un.code, 0, "{un:?}");

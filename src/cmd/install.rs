@@ -273,6 +273,17 @@ fn list(ctx: &ToolContext) -> Result<i32> {
             status(tool, ctx, records.contains_key(tool.name)),
         ]);
     }
+    let db = cursor::db_path(&ctx.home);
+    let cursor_status = match (records.contains_key("cursor"), db.exists()) {
+        (true, _) => "installed",
+        (false, true) => "not installed",
+        (false, false) => "no config file",
+    };
+    t.add_row(vec![
+        "cursor".to_string(),
+        db.display().to_string(),
+        cursor_status.to_string(),
+    ]);
     println!("{t}");
     Ok(0)
 }
