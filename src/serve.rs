@@ -572,22 +572,10 @@ fn reject_in(
 fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
     let started = Instant::now();
     let id = request_id(req);
-    let parsed: Value = match serde_json::from_slice(&req.body) {
-        Ok(v) => v,
-        Err(e) => {
-            let msg = format!("request body is not valid JSON: {e}");
-            return reject_in(
-                conn,
-                app,
-                proto,
-                Trace::new(&id, "", false),
-                started,
-                400,
-                &msg,
-            );
-        }
-    };
-    let chat = match proto.to_chat(&parsed) {
+    let chat = serde_json::from_slice::<Value>(&req.body)
+        .map_err(|e| format!("request body is not valid JSON: {e}"))
+        .and_then(|parsed| proto.to_chat(&parsed));
+    let chat = match chat {
         Ok(c) => c,
         Err(msg) => {
             return reject_in(
@@ -601,7 +589,6 @@ fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
             )
         }
     };
-    drop(parsed);
     let requested = chat
         .get("model")
         .and_then(Value::as_str)

@@ -95,16 +95,21 @@ pub fn plan_install(
         }
     }
     record.installed_at = crate::time::rfc3339(crate::time::now_ms());
-    let after = if doc_changed(&doc, text) {
+    Ok(plan(&doc, text, Some(record)))
+}
+
+/// The text to write: the edited document, or the untouched text when nothing changed.
+fn plan(doc: &Doc, text: &str, record: Option<Record>) -> Plan {
+    let after = if doc_changed(doc, text) {
         doc.render()
     } else {
         text.to_string()
     };
-    Ok(Plan {
+    Plan {
         before: text.to_string(),
         after,
-        record: Some(record),
-    })
+        record,
+    }
 }
 
 /// Whether editing changed the document. JSON is compared by value: re-rendering an
@@ -138,16 +143,7 @@ pub fn plan_uninstall(tool: &Tool, text: &str, record: &Record) -> Result<Plan, 
             doc.remove(&path);
         }
     }
-    let after = if doc_changed(&doc, text) {
-        doc.render()
-    } else {
-        text.to_string()
-    };
-    Ok(Plan {
-        before: text.to_string(),
-        after,
-        record: None,
-    })
+    Ok(plan(&doc, text, None))
 }
 
 /// A line diff for `--dry-run` (`-` removed, `+` added, two lines of context).

@@ -8,7 +8,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_usage, new_id, sse_event, ChatChunks, StreamTranslator};
+use super::{chat_delta, chat_usage, new_id, sse_event, ChatChunks, StreamTranslator};
 
 /// Text of a `content` that is a string or an array of text blocks.
 fn text_of(content: &Value) -> String {
@@ -354,23 +354,12 @@ impl Translator {
     }
 
     fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
-        if let Some((input, output)) = chat_usage(chunk) {
+        let delta = chat_delta(chunk);
+        if let Some((input, output)) = delta.usage {
             self.input_tokens = input;
             self.output_tokens = output;
         }
-        let Some(choice) = chunk.pointer("/choices/0") else {
-            return;
-        };
-        let delta = choice
-            .get("delta")
-            .or_else(|| choice.get("message"))
-            .cloned()
-            .unwrap_or(Value::Null);
-        if let Some(text) = delta
-            .get("content")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-        {
+        if let Some(text) = &delta.text {
             let index = match self.open {
                 Block::Text(i) => i,
                 _ => {
@@ -381,36 +370,32 @@ impl Translator {
             };
             out.extend(sse_event("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}})));
         }
-        for call in delta
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for call in &delta.tool_calls {
             let chat_index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
-            let same = matches!(self.open, Block::Tool { chat_index: c, .. } if c == chat_index);
-            let starts = call.get("id").is_some() || call.pointer("/function/name").is_some();
-            let index = if same && !(starts && call.get("id").is_some_and(|id| !id.is_null())) {
-                match self.open {
-                    Block::Tool { index, .. } => index,
-                    _ => unreachable!(),
+            // A call continues while its index stays the same and no new id starts one.
+            let new_call = call.get("id").is_some_and(|id| !id.is_null());
+            let index = match self.open {
+                Block::Tool {
+                    index,
+                    chat_index: c,
+                } if c == chat_index && !new_call => index,
+                _ => {
+                    let id = new_id("toolu_");
+                    let name = call
+                        .pointer("/function/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    let i = self.open_block(
+                        json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                        out,
+                    );
+                    self.open = Block::Tool {
+                        index: i,
+                        chat_index,
+                    };
+                    self.saw_tool = true;
+                    i
                 }
-            } else {
-                let id = new_id("toolu_");
-                let name = call
-                    .pointer("/function/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                let i = self.open_block(
-                    json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
-                    out,
-                );
-                self.open = Block::Tool {
-                    index: i,
-                    chat_index,
-                };
-                self.saw_tool = true;
-                i
             };
             if let Some(args) = call
                 .pointer("/function/arguments")
@@ -420,8 +405,8 @@ impl Translator {
                 out.extend(sse_event("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": args}})));
             }
         }
-        if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
-            self.finish = Some(f.to_string());
+        if let Some(f) = delta.finish {
+            self.finish = Some(f);
         }
     }
 }

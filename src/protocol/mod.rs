@@ -72,6 +72,40 @@ pub fn new_id(prefix: &str) -> String {
     )
 }
 
+/// What one chat stream chunk says, in the parts translators need.
+#[derive(Debug, Default)]
+pub struct ChatDelta {
+    /// Non-empty text content.
+    pub text: Option<String>,
+    pub tool_calls: Vec<Value>,
+    pub finish: Option<String>,
+    /// (prompt tokens, completion tokens) when the chunk carries usage.
+    pub usage: Option<(u64, u64)>,
+}
+
+/// Reads the first choice's delta (or message) of a chat chunk.
+pub fn chat_delta(chunk: &Value) -> ChatDelta {
+    let choice = chunk.pointer("/choices/0");
+    let delta = choice.and_then(|c| c.get("delta").or_else(|| c.get("message")));
+    ChatDelta {
+        text: delta
+            .and_then(|d| d.get("content"))
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string),
+        tool_calls: delta
+            .and_then(|d| d.get("tool_calls"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+        finish: choice
+            .and_then(|c| c.get("finish_reason"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        usage: chat_usage(chunk),
+    }
+}
+
 /// Usage figures from a chat chunk or completion.
 pub fn chat_usage(v: &Value) -> Option<(u64, u64)> {
     let u = v.get("usage").filter(|u| u.is_object())?;

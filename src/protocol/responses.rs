@@ -9,7 +9,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_usage, new_id, sse_event, ChatChunks, StreamTranslator};
+use super::{chat_delta, chat_usage, new_id, sse_event, ChatChunks, StreamTranslator};
 
 fn part_text(part: &Value) -> Option<String> {
     match part {
@@ -359,23 +359,12 @@ impl Translator {
     }
 
     fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
-        if let Some((input, output)) = chat_usage(chunk) {
+        let delta = chat_delta(chunk);
+        if let Some((input, output)) = delta.usage {
             self.input_tokens = input;
             self.output_tokens = output;
         }
-        let Some(choice) = chunk.pointer("/choices/0") else {
-            return;
-        };
-        let delta = choice
-            .get("delta")
-            .or_else(|| choice.get("message"))
-            .cloned()
-            .unwrap_or(Value::Null);
-        if let Some(text) = delta
-            .get("content")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-        {
+        if let Some(text) = delta.text.as_deref() {
             if !matches!(self.open, Some((_, Item::Message { .. }))) {
                 self.close(out);
                 let index = self.done_items.len();
@@ -402,12 +391,7 @@ impl Translator {
                 self.emit("response.output_text.delta", data, out);
             }
         }
-        for call in delta
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for call in &delta.tool_calls {
             let chat_index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
             let continues = matches!(&self.open, Some((_, Item::Call { chat_index: c, .. })) if *c == chat_index)
                 && call.get("id").is_none_or(Value::is_null);
