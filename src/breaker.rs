@@ -311,6 +311,14 @@ impl Breakers {
         self.dirty.store(true, Ordering::Release);
     }
 
+    /// Pauses a model until `until_ms` (a provider-wide quota ran out).
+    pub fn pause(&self, model: &str, until_ms: u64) {
+        self.with(model, |h| {
+            h.quota_until_ms = Some(h.quota_until_ms.map_or(until_ms, |t| t.max(until_ms)));
+        });
+        self.dirty.store(true, Ordering::Release);
+    }
+
     pub fn release_trial(&self, model: &str) {
         self.with(model, Health::release_trial);
     }

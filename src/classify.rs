@@ -30,10 +30,12 @@ pub enum FailureKind {
     EmptyContent,
     ErrorPayload,
     EmptyStream,
+    /// The request does not fit this model's context window: a larger model may take it.
+    ContextOverflow,
 }
 
 impl FailureKind {
-    pub const ALL: [FailureKind; 16] = [
+    pub const ALL: [FailureKind; 17] = [
         FailureKind::AuthError,
         FailureKind::RateLimit,
         FailureKind::QuotaExhausted,
@@ -50,6 +52,7 @@ impl FailureKind {
         FailureKind::EmptyContent,
         FailureKind::ErrorPayload,
         FailureKind::EmptyStream,
+        FailureKind::ContextOverflow,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -70,6 +73,7 @@ impl FailureKind {
             FailureKind::EmptyContent => "empty_content",
             FailureKind::ErrorPayload => "error_payload",
             FailureKind::EmptyStream => "empty_stream",
+            FailureKind::ContextOverflow => "context_overflow",
         }
     }
 
@@ -147,6 +151,8 @@ impl Verdict {
         let (blame, damages_health) = match kind {
             AuthError | RateLimit | QuotaExhausted => (Blame::Provider, false),
             InvalidRequest => (Blame::Client, false),
+            // The model's limit, not its health: the next, larger model is tried.
+            ContextOverflow => (Blame::Model, false),
             NetworkError | ProviderUrlUnresolvable | ProviderServerError | HtmlMaintenance => {
                 (Blame::Provider, true)
             }
@@ -172,7 +178,15 @@ impl Verdict {
 /// Error wording that names the real cause whatever the status says. Checked before the
 /// status code, case-insensitively, first match wins: a 400 or a 200 error payload saying
 /// "rate limit" is a rate limit.
-const WORDING_RULES: &[(&str, FailureKind)] = &[
+pub const WORDING_RULES: &[(&str, FailureKind)] = &[
+    ("context length", FailureKind::ContextOverflow),
+    ("context_length", FailureKind::ContextOverflow),
+    ("maximum context", FailureKind::ContextOverflow),
+    ("context window", FailureKind::ContextOverflow),
+    ("too many tokens", FailureKind::ContextOverflow),
+    ("prompt is too long", FailureKind::ContextOverflow),
+    ("input is too long", FailureKind::ContextOverflow),
+    ("reduce the length", FailureKind::ContextOverflow),
     ("quota exceeded", FailureKind::QuotaExhausted),
     ("exceeded your current quota", FailureKind::QuotaExhausted),
     ("insufficient_quota", FailureKind::QuotaExhausted),
@@ -221,6 +235,43 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
+/// Reads a rate-limit reset header: plain seconds (`30`, `6.5`) or a duration such as `1m30s`,
+/// `120ms`, `2h`. Values that look like epoch timestamps are not durations and are ignored.
+pub fn parse_reset(value: &str) -> Option<Duration> {
+    let v = value.trim();
+    if let Ok(secs) = v.parse::<f64>() {
+        // Some providers send an absolute Unix time here; that is not a wait.
+        return (secs.is_finite() && (0.0..1_000_000_000.0).contains(&secs))
+            .then(|| Duration::from_secs_f64(secs.min(MAX_QUOTA_PAUSE.as_secs_f64())));
+    }
+    let mut total = 0.0f64;
+    let mut number = String::new();
+    let mut chars = v.chars().peekable();
+    let mut any = false;
+    while let Some(ch) = chars.next() {
+        if ch.is_ascii_digit() || ch == '.' {
+            number.push(ch);
+            continue;
+        }
+        let n: f64 = number.parse().ok()?;
+        number.clear();
+        let unit = match ch {
+            'h' => 3600.0,
+            'm' if chars.peek() == Some(&'s') => {
+                chars.next();
+                0.001
+            }
+            'm' => 60.0,
+            's' => 1.0,
+            _ => return None,
+        };
+        total += n * unit;
+        any = true;
+    }
+    (any && number.is_empty())
+        .then(|| Duration::from_secs_f64(total.min(MAX_QUOTA_PAUSE.as_secs_f64())))
+}
+
 /// Classifies an HTTP answer that is not a usable success: a non-2xx status, or a 2xx whose
 /// body the gate rejected (`gate_kind`). `body` is the (possibly truncated) error text.
 pub fn classify_http(
@@ -246,6 +297,7 @@ pub fn classify_http(
         _ if worded.is_some() && gate_kind != Some(FailureKind::EmptyStream) => worded.unwrap(),
         _ if html => FailureKind::HtmlMaintenance,
         408 => FailureKind::Timeout,
+        413 => FailureKind::ContextOverflow,
         529 => FailureKind::ModelOverloaded,
         500..=599 => FailureKind::ProviderServerError,
         400..=499 => FailureKind::InvalidRequest,
@@ -383,6 +435,62 @@ mod tests {
         );
         assert_eq!(kind_from_wording("no capacity left"), Some(ModelOverloaded));
         assert_eq!(kind_from_wording("fine"), None);
+    }
+
+    #[test]
+    fn every_wording_rule_is_honoured_inside_any_status() {
+        for (needle, kind) in WORDING_RULES {
+            let body = format!(
+                "{{\"error\":{{\"message\":\"Upstream says: {}.\"}}}}",
+                needle.to_uppercase()
+            );
+            // The first rule that matches wins: a later rule may be shadowed by an earlier one.
+            let expected = kind_from_wording(needle).unwrap();
+            assert_eq!(http(400, None, None, &body).kind, expected, "{needle}");
+            assert_eq!(
+                gated(ErrorPayload, &body).kind,
+                expected,
+                "{needle} in a 200 error payload"
+            );
+            assert_eq!(expected, *kind, "{needle} is reached, not shadowed");
+        }
+    }
+
+    #[test]
+    fn reset_headers() {
+        let cases: &[(&str, Option<u64>)] = &[
+            ("30", Some(30_000)),
+            ("6.5", Some(6_500)),
+            ("1m30s", Some(90_000)),
+            ("120ms", Some(120)),
+            ("2h", Some(MAX_QUOTA_PAUSE.as_millis() as u64)),
+            ("1796107501", None),
+            ("soon", None),
+            ("5x", None),
+            ("", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(
+                parse_reset(text).map(|d| d.as_millis() as u64),
+                *want,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn context_overflow_fails_over_without_damage() {
+        let v = http(
+            400,
+            None,
+            None,
+            r#"{"error":{"message":"This model's maximum context length is 8192 tokens"}}"#,
+        );
+        assert_eq!(
+            (v.kind, v.failover, v.damages_health, v.blame),
+            (ContextOverflow, true, false, Blame::Model)
+        );
+        assert_eq!(http(413, None, None, "").kind, ContextOverflow);
     }
 
     #[test]

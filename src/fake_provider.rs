@@ -45,6 +45,10 @@ pub enum Behavior {
     SseKeepaliveThenOk,
     /// 429 with `Retry-After` of this many seconds.
     RateLimit(u64),
+    /// 429 with `x-ratelimit-reset-requests` (as `XmYs`) instead of `Retry-After`.
+    RateLimitReset(u64),
+    /// 400 saying the prompt exceeds the model's maximum context length.
+    ContextOverflow,
     Auth401,
     BadRequest400,
     Server500,
@@ -92,6 +96,8 @@ impl Behavior {
             "sse_error_after_content" => Behavior::SseErrorAfterContent,
             "sse_keepalive_then_ok" => Behavior::SseKeepaliveThenOk,
             "rate_limit" => Behavior::RateLimit(param.unwrap_or(30)),
+            "rate_limit_reset" => Behavior::RateLimitReset(param.unwrap_or(90)),
+            "context_overflow" => Behavior::ContextOverflow,
             "auth_401" => Behavior::Auth401,
             "bad_request_400" => Behavior::BadRequest400,
             "server_500" => Behavior::Server500,
@@ -469,6 +475,20 @@ fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::R
             json_ct,
             &[("retry-after", secs.to_string())],
             error("Rate limit exceeded: too many requests", "rate_limit_error").as_bytes(),
+        ),
+        Behavior::RateLimitReset(secs) => send_fixed(
+            out,
+            429,
+            json_ct,
+            &[("x-ratelimit-reset-requests", format!("{}m{}s", secs / 60, secs % 60))],
+            error("Too many requests", "rate_limit_error").as_bytes(),
+        ),
+        Behavior::ContextOverflow => send_fixed(
+            out,
+            400,
+            json_ct,
+            &[],
+            error("This model's maximum context length is 8192 tokens; your messages resulted in 9000 tokens", "invalid_request_error").as_bytes(),
         ),
         Behavior::Auth401 => send_fixed(out, 401, json_ct, &[], error("Invalid API key", "authentication_error").as_bytes()),
         Behavior::BadRequest400 => send_fixed(out, 400, json_ct, &[], error("unsupported parameter: foo", "invalid_request_error").as_bytes()),

@@ -35,6 +35,10 @@ pub struct Candidate {
     pub swe: f64,
     /// Why it cannot be called at all (its key is not set), naming the variables.
     pub missing_key: Option<String>,
+    /// The model's context window in tokens.
+    pub context: u64,
+    /// A 429 pauses every model of this provider (one account-wide free quota).
+    pub shared_quota: bool,
 }
 
 /// How a request names its model.
@@ -192,6 +196,8 @@ impl Router {
                     tier: tier_rank(&m.model.tier),
                     swe: m.model.swe_bench.unwrap_or(-1.0),
                     missing_key,
+                    context: m.model.context,
+                    shared_quota: m.provider.shared_quota,
                 }
             })
             .collect();
@@ -253,7 +259,8 @@ impl Router {
     }
 
     /// The routable models in the order they would be tried, with the skipped ones.
-    pub fn plan(&self, now_ms: u64) -> (Vec<usize>, Vec<Skip>) {
+    /// `needed_tokens`: the request's estimated size; smaller context windows are skipped.
+    pub fn plan(&self, now_ms: u64, needed_tokens: u64) -> (Vec<usize>, Vec<Skip>) {
         let routable: Vec<usize> = (0..self.candidates.len())
             .filter(|i| self.candidates[*i].missing_key.is_none())
             .collect();
@@ -275,6 +282,13 @@ impl Router {
         for (n, i) in routable.iter().enumerate() {
             let c = &self.candidates[*i];
             let (state, quota_until) = states[n];
+            if c.context < needed_tokens {
+                skipped.push(Skip {
+                    model: c.target.key.clone(),
+                    reason: SkipReason::ContextTooSmall,
+                });
+                continue;
+            }
             if quota_until > now_ms {
                 skipped.push(Skip {
                     model: c.target.key.clone(),
@@ -349,7 +363,8 @@ impl Router {
                 Err(f) => Err(Box::new(self.refuse_pinned(trace, &f, details))),
             };
         }
-        let (order, skipped) = self.plan(crate::time::now_ms());
+        let mut needed = estimate_tokens(body);
+        let (order, skipped) = self.plan(crate::time::now_ms(), needed);
         trace.skipped = skipped;
         let mut blocked: HashSet<&str> = HashSet::new();
         let mut last_resort = self
@@ -368,6 +383,13 @@ impl Router {
                 trace.skipped.push(Skip {
                     model: c.target.key.clone(),
                     reason: SkipReason::ProviderBlocked,
+                });
+                continue;
+            }
+            if c.context < needed {
+                trace.skipped.push(Skip {
+                    model: c.target.key.clone(),
+                    reason: SkipReason::ContextTooSmall,
                 });
                 continue;
             }
@@ -398,6 +420,10 @@ impl Router {
                     if f.verdict.blocks_provider {
                         blocked.insert(c.target.provider_id.as_str());
                     }
+                    if f.kind() == FailureKind::ContextOverflow {
+                        // Only a larger window can take it.
+                        needed = needed.max(c.context + 1);
+                    }
                     if !f.verdict.failover {
                         break;
                     }
@@ -414,7 +440,7 @@ impl Router {
                 }
             }
         }
-        Err(Box::new(self.refuse_all(trace, details)))
+        Err(Box::new(self.refuse_all(trace, details, needed)))
     }
 
     /// One attempt with its breaker bookkeeping and trace record.
@@ -447,8 +473,19 @@ impl Router {
                 Ok(answer)
             }
             Err(f) => {
-                self.breakers
-                    .record_failure(key, &f.verdict, crate::time::now_ms(), trial);
+                let now = crate::time::now_ms();
+                self.breakers.record_failure(key, &f.verdict, now, trial);
+                if let (true, Some(pause)) = (c.shared_quota, f.verdict.quota_pause) {
+                    // One account-wide quota: every model of the provider waits.
+                    let until = now + pause.as_millis() as u64;
+                    for other in self
+                        .candidates
+                        .iter()
+                        .filter(|o| o.target.provider_id == c.target.provider_id)
+                    {
+                        self.breakers.pause(&other.target.key, until);
+                    }
+                }
                 trace.attempts.push(AttemptRecord {
                     model: key.clone(),
                     status: f.status,
@@ -511,7 +548,7 @@ impl Router {
         }
     }
 
-    fn refuse_all(&self, mut trace: Trace, details: Vec<FailedAttempt>) -> Refused {
+    fn refuse_all(&self, mut trace: Trace, details: Vec<FailedAttempt>, needed: u64) -> Refused {
         let client_blamed = !details.is_empty() && details.iter().all(|a| a.blame == Blame::Client);
         if client_blamed {
             trace.outcome = Outcome::ClientError;
@@ -526,6 +563,26 @@ impl Router {
             return Refused {
                 trace,
                 status,
+                retry_after_secs: None,
+                message,
+                details,
+            };
+        }
+        if details.is_empty()
+            && !trace.skipped.is_empty()
+            && trace
+                .skipped
+                .iter()
+                .all(|s| s.reason == SkipReason::ContextTooSmall)
+        {
+            trace.outcome = Outcome::ClientError;
+            let largest = self.routable().map(|c| c.context).max().unwrap_or(0);
+            let message = format!(
+                "the request needs about {needed} tokens (characters / 4, plus max_tokens); the largest routable context window is {largest}"
+            );
+            return Refused {
+                trace,
+                status: 400,
                 retry_after_secs: None,
                 message,
                 details,
@@ -604,6 +661,22 @@ impl Router {
         trace.wall_ms = started.elapsed().as_millis() as u64;
         self.history.push(trace);
     }
+}
+
+/// Tokens a request needs: its text (characters / 4, the usual rough rate for English and
+/// code) plus the answer it asks room for (`max_tokens`).
+pub fn estimate_tokens(body: &Value) -> u64 {
+    let chars: usize = ["messages", "tools"]
+        .iter()
+        .filter_map(|k| body.get(*k))
+        .map(crate::protocol::text_chars)
+        .sum();
+    let answer = body
+        .get("max_tokens")
+        .or_else(|| body.get("max_completion_tokens"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    crate::protocol::estimate_tokens(chars) + answer
 }
 
 /// What every attempt of one request sends.

@@ -23,6 +23,8 @@ pub enum SkipReason {
     ProviderBlocked,
     CircuitOpen,
     QuotaPaused,
+    /// The request (estimated) does not fit the model's context window.
+    ContextTooSmall,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -125,7 +125,19 @@ impl Upstream {
                 .map(str::to_string)
         };
         let content_type = header("content-type");
-        let retry_after = header("retry-after");
+        // `Retry-After` first; else the longest of the common reset headers, as seconds.
+        let retry_after = header("retry-after").or_else(|| {
+            [
+                "x-ratelimit-reset-requests",
+                "x-ratelimit-reset-tokens",
+                "ratelimit-reset",
+                "x-ratelimit-reset",
+            ]
+            .iter()
+            .filter_map(|h| header(h).and_then(|v| crate::classify::parse_reset(&v)))
+            .max()
+            .map(|d| d.as_secs_f64().ceil().to_string())
+        });
         let status = response.status().as_u16();
         let body = Box::new(response.into_body().into_reader());
         Ok(Incoming {

@@ -27,7 +27,7 @@ pub fn exit_code_for(kind: FailureKind) -> i32 {
         AuthError => EXIT_KEY_REJECTED,
         RateLimit | QuotaExhausted => EXIT_RATE_LIMITED,
         InvalidRequest | HtmlMaintenance | InvalidJson | EmptyChoices | EmptyContent
-        | ErrorPayload | EmptyStream => EXIT_UNUSABLE,
+        | ErrorPayload | EmptyStream | ContextOverflow => EXIT_UNUSABLE,
         ProviderUrlUnresolvable => EXIT_NO_KEY,
         ModelOverloaded | Timeout | StreamStall | NetworkError | ProviderServerError => {
             EXIT_UNREACHABLE
@@ -45,6 +45,7 @@ fn what(kind: FailureKind) -> &'static str {
         HtmlMaintenance => "answered with an HTML page",
         InvalidJson => "answered with invalid JSON",
         EmptyChoices | EmptyContent | EmptyStream => "answered with no content",
+        ContextOverflow => "request too long for this model",
         ErrorPayload => "answered with an error payload",
         ProviderUrlUnresolvable => "URL incomplete",
         ModelOverloaded => "model overloaded",

@@ -1,0 +1,153 @@
+//! Routing that knows the request: context windows, context overflow, provider-wide quotas
+//! and rate-limit reset headers.
+
+mod support;
+
+use serde_json::{json, Value};
+use support::*;
+
+/// One provider: its id, whether its quota is shared, and `(model, context)` pairs.
+type ProviderSpec<'a> = (&'a str, bool, &'a [(&'a str, u64)]);
+
+/// A catalog of providers whose models are ranked in the order given.
+fn catalog(w: &World, url: &str, providers: &[ProviderSpec<'_>]) {
+    let tiers = ["S+", "S", "A+", "A", "A-", "B+", "B", "C"];
+    let mut n = 0;
+    let doc = json!({"version": 1, "providers": providers.iter().map(|(id, shared, models)| json!({
+        "id": id, "baseUrl": url, "keyRequired": false, "sharedQuota": shared,
+        "models": models.iter().map(|(m, ctx)| { n += 1; json!({"id": m, "tier": tiers[(n - 1).min(7)], "context": ctx}) }).collect::<Vec<_>>(),
+    })).collect::<Vec<_>>()});
+    std::fs::write(&w.catalog, doc.to_string()).unwrap();
+}
+
+fn long_request(chars: usize, max_tokens: u64) -> String {
+    json!({"model": "fcm", "max_tokens": max_tokens, "messages": [{"role": "user", "content": "x".repeat(chars)}]}).to_string()
+}
+
+#[test]
+fn models_with_too_small_a_context_are_skipped() {
+    let fake = fake();
+    let w = World::new();
+    catalog(
+        &w,
+        &fake.base_url(),
+        &[("p", false, &[("ok#small", 4096), ("ok#big", 131072)])],
+    );
+    let s = w.serve(&[]);
+    // 20,000 characters ≈ 5,000 tokens, plus 1,000 for the answer: over 4,096.
+    let r = s.post("/v1/chat/completions", &long_request(20_000, 1000));
+    assert_eq!(r.decision(), "p/ok#big!served|p/ok#big:200|skips=1");
+    assert_eq!(
+        s.history()[0]["skipped"][0],
+        json!({"model": "p/ok#small", "reason": "context_too_small"})
+    );
+    assert!(fake.requests_for("ok#small").is_empty());
+    // A short request goes to the better-ranked small model.
+    let r = s.post("/v1/chat/completions", &long_request(100, 100));
+    assert_eq!(r.decision(), "p/ok#small!served|p/ok#small:200|skips=0");
+    // Bigger than every window: the client's problem, said plainly, nothing sent.
+    let before = fake.requests().len();
+    let r = s.post("/v1/chat/completions", &long_request(1_000_000, 0));
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("largest routable context window is 131072"),
+        "{r:?}"
+    );
+    assert_eq!(fake.requests().len(), before);
+}
+
+#[test]
+fn context_overflow_fails_over_to_a_larger_model_without_damage() {
+    let fake = fake();
+    let w = World::new();
+    catalog(
+        &w,
+        &fake.base_url(),
+        &[(
+            "p",
+            false,
+            &[
+                ("context_overflow", 8192),
+                ("ok#same", 8192),
+                ("ok#larger", 131072),
+            ],
+        )],
+    );
+    let s = w.serve(&[]);
+    let r = s.chat("fcm", false);
+    assert_eq!(
+        r.decision(),
+        "p/ok#larger!served|p/context_overflow:400->p/ok#larger:200|skips=1",
+        "a same-size window is not tried"
+    );
+    assert_eq!(s.history()[0]["skipped"][0]["reason"], "context_too_small");
+    let row = s.breaker("p/context_overflow").unwrap();
+    assert_eq!(
+        (
+            row["lastFailureKind"].as_str(),
+            row["consecutiveFailures"].as_u64()
+        ),
+        (Some("context_overflow"), Some(0))
+    );
+}
+
+#[test]
+fn a_429_on_a_shared_quota_pauses_the_whole_provider() {
+    let fake = fake();
+    let w = World::new();
+    catalog(
+        &w,
+        &fake.base_url(),
+        &[
+            (
+                "shared",
+                true,
+                &[("rate_limit:30", 131072), ("ok#sibling", 131072)],
+            ),
+            ("other", false, &[("ok#other", 131072)]),
+        ],
+    );
+    let s = w.serve(&[]);
+    let r = s.chat("fcm", false);
+    assert_eq!(
+        r.decision(),
+        "other/ok#other!served|shared/rate_limit:30:429->other/ok#other:200|skips=1"
+    );
+    assert_eq!(
+        s.history()[0]["skipped"][0],
+        json!({"model": "shared/ok#sibling", "reason": "quota_paused"})
+    );
+    assert!(fake.requests_for("ok#sibling").is_empty());
+    let sibling: Value = s.breaker("shared/ok#sibling").unwrap();
+    assert!(
+        sibling["quotaPauseMsLeft"].as_u64().unwrap() > 25_000,
+        "{sibling}"
+    );
+}
+
+#[test]
+fn reset_headers_set_the_pause_when_retry_after_is_missing() {
+    let fake = fake();
+    let w = World::new();
+    catalog(
+        &w,
+        &fake.base_url(),
+        &[(
+            "p",
+            false,
+            &[("rate_limit_reset:90", 131072), ("ok", 131072)],
+        )],
+    );
+    let s = w.serve(&[]);
+    assert_eq!(s.chat("fcm", false).status, 200);
+    let left = s.breaker("p/rate_limit_reset:90").unwrap()["quotaPauseMsLeft"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        (80_000..=90_000).contains(&left),
+        "x-ratelimit-reset-requests: 1m30s gave {left} ms"
+    );
+}
