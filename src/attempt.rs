@@ -69,6 +69,9 @@ impl Target {
             for f in &self.drop_fields {
                 obj.remove(f);
             }
+            if let Some(messages) = obj.get_mut("messages").and_then(Value::as_array_mut) {
+                drop_orphan_tool_results(messages);
+            }
         }
         serde_json::to_vec(&body).expect("JSON values serialise")
     }
@@ -80,6 +83,28 @@ impl Target {
             _ => text.to_string(),
         }
     }
+}
+
+/// Removes `tool` messages that answer no earlier assistant tool call: strict providers
+/// reject the whole request for one (clients trimming long histories leave them behind).
+fn drop_orphan_tool_results(messages: &mut Vec<Value>) {
+    let mut calls = std::collections::HashSet::new();
+    messages.retain(|m| {
+        for call in m
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(id) = call.get("id").and_then(Value::as_str) {
+                calls.insert(id.to_string());
+            }
+        }
+        m.get("role").and_then(Value::as_str) != Some("tool")
+            || m.get("tool_call_id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| calls.contains(id))
+    });
 }
 
 /// Deadlines and strictness for one attempt.
@@ -542,6 +567,27 @@ mod tests {
             json!({"model": "glm-5.3-flash", "messages": [], "stream": true})
         );
         assert_eq!(t.api_key.as_deref(), Some("k-123456789012"));
+    }
+
+    #[test]
+    fn orphan_tool_results_are_dropped() {
+        let t = target("zai/glm-5.3-flash");
+        let client = json!({"messages": [
+            {"role": "tool", "tool_call_id": "gone", "content": "old"},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+            {"role": "tool", "tool_call_id": "c9", "content": "stray"}
+        ]});
+        let sent: Value = serde_json::from_slice(&t.request_body(&client)).unwrap();
+        let roles: Vec<&str> = sent["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "tool"]);
+        assert_eq!(sent["messages"][2]["tool_call_id"], "c1");
     }
 
     #[test]
