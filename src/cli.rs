@@ -44,6 +44,7 @@ pub enum Command {
     Breakers(BreakersArgs),
     History(HistoryArgs),
     Install(InstallArgs),
+    Sets(SetsArgs),
     FakeProvider(FakeProviderArgs),
 }
 
@@ -203,6 +204,58 @@ pub struct InstallArgs {
 }
 
 #[derive(FromArgs)]
+#[argh(subcommand, name = "sets")]
+/// List model sets (your own order of models), or add, remove or choose one.
+pub struct SetsArgs {
+    #[argh(subcommand)]
+    pub action: Option<SetsAction>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand)]
+pub enum SetsAction {
+    Add(SetsAdd),
+    Rm(SetsRm),
+    Use(SetsUse),
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "add")]
+/// Add (or replace) a set: `fcm sets add NAME provider/model...`; use it as model `fcm:NAME`.
+pub struct SetsAdd {
+    /// the set's name (letters, digits, '-', '_', '.')
+    #[argh(positional)]
+    pub name: String,
+    /// the models in order (provider/modelId)
+    #[argh(positional)]
+    pub models: Vec<String>,
+    /// fallback (in order, next on failure; default) or round-robin (rotate the first)
+    #[argh(option, default = "String::from(\"fallback\")")]
+    pub strategy: String,
+    /// round-robin: requests in a row on one model before moving on (default 1)
+    #[argh(option, default = "1")]
+    pub sticky: u32,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "rm")]
+/// Remove a set.
+pub struct SetsRm {
+    /// the set's name
+    #[argh(positional)]
+    pub name: String,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "use")]
+/// Make a set the one model `fcm` routes with (`none` for all models by ranking).
+pub struct SetsUse {
+    /// the set's name, or none
+    #[argh(positional)]
+    pub name: String,
+}
+
+#[derive(FromArgs)]
 #[argh(subcommand, name = "fake-provider")]
 /// Run the scripted fake provider on loopback (tests and benchmark scripts).
 pub struct FakeProviderArgs {
@@ -248,6 +301,7 @@ pub fn run() -> i32 {
         Command::Breakers(a) => cmd::breakers::run(a),
         Command::History(a) => cmd::history::run(a),
         Command::Install(a) => cmd::install::run(a),
+        Command::Sets(a) => cmd::sets::run(a),
         Command::FakeProvider(a) => cmd::fake_provider::run(a),
     };
     match result {

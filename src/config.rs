@@ -223,6 +223,27 @@ impl Config {
             "router.breaker.tripMemoryMs",
             warnings,
         );
+        for (name, set) in &mut self.router.sets {
+            if !crate::sets::valid_name(name) {
+                warnings.push(format!("router.sets.{name}: a set name uses letters, digits, '-', '_' or '.', and never '/'"));
+            }
+            if !crate::sets::STRATEGIES.contains(&set.strategy.as_str()) {
+                warnings.push(format!("router.sets.{name}.strategy {:?} is not fallback or round-robin; using fallback", set.strategy));
+                set.strategy = "fallback".into();
+            }
+            if set.sticky == 0 {
+                warnings.push(format!(
+                    "router.sets.{name}.sticky must be at least 1; using 1"
+                ));
+                set.sticky = 1;
+            }
+        }
+        if let Some(active) = &self.router.active_set {
+            if !self.router.sets.contains_key(active) {
+                warnings.push(format!("router.activeSet {active:?} names no set in router.sets; routing over all models"));
+                self.router.active_set = None;
+            }
+        }
         if self.port == 0 {
             warnings.push(format!("port 0 is not usable; using {DEFAULT_PORT}"));
             self.port = DEFAULT_PORT;

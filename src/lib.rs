@@ -20,6 +20,7 @@ pub mod persist;
 pub mod protocol;
 pub mod router;
 pub mod serve;
+pub mod sets;
 pub mod signals;
 pub mod sse;
 pub mod state;

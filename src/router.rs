@@ -18,7 +18,7 @@ use crate::bench::BenchReport;
 use crate::breaker::{Admission, BreakerState, Breakers};
 use crate::catalog::{tier_rank, Catalog, KeySource, KeyStatus};
 use crate::classify::{Blame, FailureKind};
-use crate::config::FailoverConfig;
+use crate::config::{FailoverConfig, RouterConfig};
 use crate::trace::{AttemptRecord, History, Outcome, Skip, SkipReason, Trace};
 use crate::upstream::Upstream;
 
@@ -48,6 +48,9 @@ pub enum Route {
     Auto,
     /// One catalog model by key.
     Pinned(String),
+    /// A user's model set (`fcm:<name>`, or `fcm` when it is the active set): its models first,
+    /// in the set's order, then every other healthy model.
+    Set(String),
 }
 
 /// What ranking needs to know of one candidate.
@@ -163,6 +166,10 @@ impl Refused {
 
 pub struct Router {
     candidates: Vec<Candidate>,
+    sets: std::collections::BTreeMap<String, crate::config::ModelSet>,
+    active_set: Option<String>,
+    /// Requests served per round-robin set.
+    set_counters: Mutex<HashMap<String, u64>>,
     index: HashMap<String, usize>,
     pub breakers: Breakers,
     pub history: History,
@@ -175,7 +182,7 @@ impl Router {
     pub fn new(
         catalog: &Catalog,
         keys: &KeySource<'_>,
-        failover: FailoverConfig,
+        cfg: &RouterConfig,
         breakers: Breakers,
         history: History,
         bench_path: Option<PathBuf>,
@@ -208,10 +215,13 @@ impl Router {
             .collect();
         Router {
             candidates,
+            sets: cfg.sets.clone(),
+            active_set: cfg.active_set.clone(),
+            set_counters: Mutex::new(HashMap::new()),
             index,
             breakers,
             history,
-            failover,
+            failover: cfg.failover.clone(),
             bench: Mutex::new(BenchRanks {
                 path: bench_path,
                 by_model: HashMap::new(),
@@ -235,16 +245,37 @@ impl Router {
     /// anything else (auto). An unknown pinned model is an error message.
     pub fn resolve(&self, requested: &str) -> Result<Route, String> {
         if let Some(key) = requested.strip_prefix("fcm:") {
+            if self.sets.contains_key(key) {
+                return Ok(Route::Set(key.to_string()));
+            }
             return if self.knows(key) {
                 Ok(Route::Pinned(key.to_string()))
             } else {
-                Err(format!("unknown model {key:?}: `fcm models` lists the models as provider/modelId; use model \"fcm\" to route automatically"))
+                Err(format!("unknown model or set {key:?}: `fcm models` lists the models as provider/modelId and `fcm sets` the sets; use model \"fcm\" to route automatically"))
             };
         }
         if self.knows(requested) {
             return Ok(Route::Pinned(requested.to_string()));
         }
-        Ok(Route::Auto)
+        match &self.active_set {
+            Some(set) => Ok(Route::Set(set.clone())),
+            None => Ok(Route::Auto),
+        }
+    }
+
+    /// Set members fcm does not know (typos, models gone from the catalog, missing keys are
+    /// fine): reported at start and in traces, never silently ignored.
+    pub fn stale_set_members(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (name, set) in &self.sets {
+            out.extend(
+                set.models
+                    .iter()
+                    .filter(|m| !self.knows(m))
+                    .map(|m| (name.clone(), m.clone())),
+            );
+        }
+        out
     }
 
     fn limits(&self, deadline: Instant) -> Limits {
@@ -364,8 +395,24 @@ impl Router {
             };
         }
         let mut needed = estimate_tokens(body);
-        let (order, skipped) = self.plan(crate::time::now_ms(), needed);
+        let (mut order, skipped) = self.plan(crate::time::now_ms(), needed);
         trace.skipped = skipped;
+        if let Route::Set(name) = route {
+            let preferred = self.set_order(name);
+            for stale in preferred.iter().filter(|m| !self.knows(m)) {
+                trace.skipped.push(Skip {
+                    model: stale.clone(),
+                    reason: SkipReason::Stale,
+                });
+            }
+            // Stable: set members first in the set's order, everyone else in ranking order.
+            order.sort_by_key(|i| {
+                preferred
+                    .iter()
+                    .position(|m| *m == self.candidates[*i].target.key)
+                    .unwrap_or(usize::MAX)
+            });
+        }
         let mut blocked: HashSet<&str> = HashSet::new();
         let mut last_resort = self
             .failover
@@ -619,6 +666,18 @@ impl Router {
             message,
             details,
         }
+    }
+
+    /// A set's models in this request's order (round-robin sets advance per request).
+    fn set_order(&self, name: &str) -> Vec<String> {
+        let Some(set) = self.sets.get(name) else {
+            return Vec::new();
+        };
+        let mut counters = self.set_counters.lock().unwrap_or_else(|e| e.into_inner());
+        let counter = counters.entry(name.to_string()).or_insert(0);
+        let order = crate::sets::order(set, *counter);
+        *counter += 1;
+        order
     }
 
     /// The earliest moment any routable model can be tried again (ms since epoch).

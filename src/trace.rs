@@ -25,6 +25,8 @@ pub enum SkipReason {
     QuotaPaused,
     /// The request (estimated) does not fit the model's context window.
     ContextTooSmall,
+    /// A set names a model fcm does not know.
+    Stale,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,6 +10,7 @@ pub mod history;
 pub mod install;
 pub mod models;
 pub mod serve;
+pub mod sets;
 
 use anyhow::Result;
 

@@ -104,7 +104,7 @@ pub fn run(args: ServeArgs) -> Result<i32> {
     let router = Router::new(
         &setup.catalog,
         &setup.keys(),
-        setup.config.router.failover.clone(),
+        &setup.config.router,
         breakers,
         History::new(history),
         Some(state::state_file("bench.json")?),
@@ -113,6 +113,9 @@ pub fn run(args: ServeArgs) -> Result<i32> {
     let listener = bind(SocketAddr::new(ip, port))?;
     let address = listener.local_addr()?;
     let routable = router.routable().count();
+    for (set, model) in router.stale_set_members() {
+        eprintln!("fcm serve: warning: set {set:?} names {model:?}, which is not in the catalog (stale; `fcm sets` lists the sets)");
+    }
     let app = Arc::new(App {
         router,
         address,

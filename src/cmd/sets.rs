@@ -1,0 +1,135 @@
+//! `fcm sets`: the user's model sets in config.json, edited in place (other settings kept).
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use crate::cli::{usage, SetsAction, SetsArgs};
+use crate::cmd::Setup;
+use crate::install::doc::{Doc, Format};
+use crate::state;
+use crate::table;
+
+pub fn run(args: SetsArgs) -> Result<i32> {
+    let setup = Setup::load()?;
+    match args.action {
+        None => list(&setup),
+        Some(SetsAction::Add(a)) => {
+            if !crate::sets::valid_name(&a.name) || a.name == "fcm" || a.name == "none" {
+                return usage(format!("set name {:?}: use letters, digits, '-', '_' or '.' (never '/'), and not \"fcm\" or \"none\"", a.name));
+            }
+            if !crate::sets::STRATEGIES.contains(&a.strategy.as_str()) {
+                return usage(format!(
+                    "--strategy must be fallback or round-robin, not {:?}",
+                    a.strategy
+                ));
+            }
+            if a.sticky == 0 {
+                return usage("--sticky must be at least 1");
+            }
+            if a.models.is_empty() {
+                return usage(
+                    "name the set's models in order: `fcm sets add NAME provider/modelId...`",
+                );
+            }
+            if let Some(unknown) = a.models.iter().find(|m| setup.catalog.find(m).is_none()) {
+                return usage(format!(
+                    "unknown model {unknown:?}; `fcm models` lists them as provider/modelId"
+                ));
+            }
+            edit(|doc| {
+                doc.set(
+                    &["router", "sets", &a.name],
+                    &json!({"strategy": a.strategy, "sticky": a.sticky, "models": a.models}),
+                );
+            })?;
+            println!("Set {:?} saved: {} ({}). Use it as model \"fcm:{}\", or make it the default with `fcm sets use {}`.", a.name, a.models.join(" -> "), a.strategy, a.name, a.name);
+            Ok(0)
+        }
+        Some(SetsAction::Rm(a)) => {
+            if !setup.config.router.sets.contains_key(&a.name) {
+                return usage(format!("no set named {:?}; `fcm sets` lists them", a.name));
+            }
+            let active = setup.config.router.active_set.as_deref() == Some(a.name.as_str());
+            edit(|doc| {
+                doc.remove(&["router", "sets", &a.name]);
+                if active {
+                    doc.remove(&["router", "activeSet"]);
+                }
+            })?;
+            println!(
+                "Set {:?} removed{}.",
+                a.name,
+                if active {
+                    "; model \"fcm\" routes over all models again"
+                } else {
+                    ""
+                }
+            );
+            Ok(0)
+        }
+        Some(SetsAction::Use(a)) if a.name == "none" => {
+            edit(|doc| doc.remove(&["router", "activeSet"]))?;
+            println!("Model \"fcm\" routes over all models by ranking.");
+            Ok(0)
+        }
+        Some(SetsAction::Use(a)) => {
+            if !setup.config.router.sets.contains_key(&a.name) {
+                return usage(format!("no set named {:?}; `fcm sets` lists them", a.name));
+            }
+            edit(|doc| {
+                doc.set(&["router", "activeSet"], &json!(a.name));
+            })?;
+            println!(
+                "Model \"fcm\" now routes with set {:?} first (restart a running `fcm serve`).",
+                a.name
+            );
+            Ok(0)
+        }
+    }
+}
+
+/// Applies an edit to config.json, keeping everything else; refuses a file it cannot parse.
+fn edit(change: impl FnOnce(&mut Doc)) -> Result<()> {
+    let path = state::state_file("config.json")?;
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let mut doc = Doc::parse(Format::Json, &text).map_err(|e| {
+        anyhow::anyhow!("cannot parse {}: {e}; nothing was changed", path.display())
+    })?;
+    change(&mut doc);
+    state::write_atomic(&path, doc.render().trim_end().as_bytes())
+}
+
+fn list(setup: &Setup) -> Result<i32> {
+    let sets = &setup.config.router.sets;
+    if sets.is_empty() {
+        println!("No sets yet. Add one with `fcm sets add NAME provider/modelId...`; use it as model \"fcm:NAME\".");
+        return Ok(0);
+    }
+    let keys = setup.keys();
+    let mut t = table::new(&["Set", "Strategy", "Sticky", "Models", "Default"]);
+    for (name, set) in sets {
+        let models: Vec<String> = set
+            .models
+            .iter()
+            .map(|m| match setup.catalog.find(m) {
+                None => format!("{m} (stale)"),
+                Some(r) if !keys.lookup(r.provider).0.usable() => format!("{m} (no key)"),
+                Some(_) => m.clone(),
+            })
+            .collect();
+        let active = setup.config.router.active_set.as_deref() == Some(name.as_str());
+        t.add_row(vec![
+            name.clone(),
+            set.strategy.clone(),
+            set.sticky.to_string(),
+            models.join("\n"),
+            if active { "yes".into() } else { String::new() },
+        ]);
+    }
+    println!("{t}");
+    Ok(0)
+}

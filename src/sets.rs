@@ -1,0 +1,85 @@
+//! Model sets: the user's own ordered lists of models (`router.sets` in config.json).
+//!
+//! `fallback` tries the list in order; `round-robin` rotates the starting model, staying on
+//! one for `sticky` consecutive requests. A set only decides who goes first: the rest of the
+//! healthy models still follow, so a set never removes a fallback. Pure functions.
+
+use crate::config::ModelSet;
+
+pub const STRATEGIES: [&str; 2] = ["fallback", "round-robin"];
+
+/// The set's models in the order this request tries them. `counter` counts the requests the
+/// set has served before this one.
+pub fn order(set: &ModelSet, counter: u64) -> Vec<String> {
+    let n = set.models.len();
+    if n == 0 || set.strategy != "round-robin" {
+        return set.models.clone();
+    }
+    let start = ((counter / u64::from(set.sticky.max(1))) % n as u64) as usize;
+    set.models[start..]
+        .iter()
+        .chain(&set.models[..start])
+        .cloned()
+        .collect()
+}
+
+/// A set name users can type after `fcm:` (never a `provider/modelId`).
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.contains('/')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(strategy: &str, sticky: u32) -> ModelSet {
+        ModelSet {
+            strategy: strategy.into(),
+            sticky,
+            models: vec!["a/1".into(), "b/2".into(), "c/3".into()],
+        }
+    }
+
+    #[test]
+    fn fallback_keeps_the_order() {
+        for counter in 0..5 {
+            assert_eq!(order(&set("fallback", 1), counter), ["a/1", "b/2", "c/3"]);
+        }
+    }
+
+    #[test]
+    fn round_robin_rotates_with_sticky_counts() {
+        let firsts: Vec<String> = (0..6)
+            .map(|c| order(&set("round-robin", 1), c)[0].clone())
+            .collect();
+        assert_eq!(firsts, ["a/1", "b/2", "c/3", "a/1", "b/2", "c/3"]);
+        let sticky: Vec<String> = (0..6)
+            .map(|c| order(&set("round-robin", 2), c)[0].clone())
+            .collect();
+        assert_eq!(sticky, ["a/1", "a/1", "b/2", "b/2", "c/3", "c/3"]);
+        assert_eq!(
+            order(&set("round-robin", 1), 1),
+            ["b/2", "c/3", "a/1"],
+            "the rest follow in order"
+        );
+        assert!(order(
+            &ModelSet {
+                strategy: "round-robin".into(),
+                sticky: 0,
+                models: vec![]
+            },
+            3
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn names() {
+        assert!(valid_name("coding") && valid_name("paid-then-free_2"));
+        assert!(!valid_name("") && !valid_name("groq/x") && !valid_name("a b"));
+    }
+}
