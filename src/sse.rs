@@ -143,7 +143,9 @@ pub fn events_from_completion(body: &[u8]) -> Vec<u8> {
         let mut delta = choice.get("message").cloned().unwrap_or(json!({}));
         if let Some(calls) = delta.get_mut("tool_calls").and_then(Value::as_array_mut) {
             for (i, call) in calls.iter_mut().enumerate() {
-                call["index"] = json!(i);
+                if let Some(call) = call.as_object_mut() {
+                    call.insert("index".into(), json!(i));
+                }
             }
         }
         push(

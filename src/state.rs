@@ -55,6 +55,24 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Writes a file that belongs to the user (a tool's config, config.json): atomically like
+/// state files, but through a symlink to its target (dotfile repositories) and keeping the
+/// file's mode (new files get 0600).
+pub fn write_user_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let target = match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => fs::canonicalize(path)
+            .with_context(|| format!("cannot follow the link {}", path.display()))?,
+        _ => path.to_path_buf(),
+    };
+    let mode = fs::metadata(&target).ok().map(|m| m.permissions());
+    write_atomic(&target, bytes)?;
+    if let Some(perms) = mode {
+        fs::set_permissions(&target, perms)
+            .with_context(|| format!("cannot restore the mode of {}", target.display()))?;
+    }
+    Ok(())
+}
+
 fn create_private_dir(dir: &Path) -> Result<()> {
     if dir.is_dir() {
         return Ok(());
@@ -152,6 +170,33 @@ mod tests {
         assert_eq!(back, v);
         let leftovers: Vec<_> = fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temp files left");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn user_files_keep_links_and_modes() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = temp_dir("user");
+        fs::create_dir_all(&dir).unwrap();
+        let real = dir.join("real.json");
+        fs::write(&real, "{}").unwrap();
+        fs::set_permissions(&real, fs::Permissions::from_mode(0o644)).unwrap();
+        let link = dir.join("link.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_user_file(&link, b"{\"a\": 1}").unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink(),
+            "the link stays a link"
+        );
+        assert_eq!(fs::read_to_string(&real).unwrap(), "{\"a\": 1}\n");
+        assert_eq!(
+            fs::metadata(&real).unwrap().permissions().mode() & 0o777,
+            0o644
+        );
         fs::remove_dir_all(dir).unwrap();
     }
 

@@ -57,13 +57,17 @@ pub fn run(args: InstallArgs) -> Result<i32> {
             names.join(", ")
         ));
     };
-    let file = (tool.path)(&ctx);
+    let mut records = inst::load_records()?;
+    // An uninstall undoes the file fcm wrote, wherever the tool's path points today.
+    let file = match (args.uninstall, records.get(tool.name)) {
+        (true, Some(record)) if !record.file.as_os_str().is_empty() => record.file.clone(),
+        _ => (tool.path)(&ctx),
+    };
     let text = match std::fs::read_to_string(&file) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
     };
-    let mut records = inst::load_records()?;
     let refused = |e: String| {
         anyhow::anyhow!(
             "cannot parse {}: {e}; fix or move the file, nothing was changed",
@@ -84,7 +88,7 @@ pub fn run(args: InstallArgs) -> Result<i32> {
             return preview(&plan, &file);
         }
         if plan.changes() {
-            state::write_atomic(&file, plan.after.trim_end().as_bytes())?;
+            state::write_user_file(&file, plan.after.trim_end().as_bytes())?;
         }
         records.remove(tool.name);
         inst::save_records(&records)?;
@@ -112,7 +116,7 @@ pub fn run(args: InstallArgs) -> Result<i32> {
     if let Some(backup) = inst::backup_once(&file)? {
         println!("Backed up {} to {}", file.display(), backup.display());
     }
-    state::write_atomic(&file, plan.after.trim_end().as_bytes())?;
+    state::write_user_file(&file, plan.after.trim_end().as_bytes())?;
     if let Some(record) = plan.record.clone() {
         records.insert(tool.name.to_string(), record);
         inst::save_records(&records)?;
@@ -181,19 +185,15 @@ fn cursor(args: &InstallArgs, setup: &Setup, ctx: &ToolContext) -> Result<i32> {
         );
     }
     // The tunnel makes fcm serve reachable from the internet: it needs an access token.
-    let token = match std::env::var("FCM_TOKEN")
+    let existing = std::env::var("FCM_TOKEN")
         .ok()
         .or_else(|| setup.config.serve.token.clone())
-        .filter(|t| !t.is_empty())
-    {
-        Some(t) => t,
-        None if args.dry_run => "<a new access token>".to_string(),
-        None => {
-            let t = cursor::new_token()?;
-            save_token(&t)?;
-            t
-        }
+        .filter(|t| !t.is_empty());
+    let token = match &existing {
+        Some(t) => t.clone(),
+        None => cursor::new_token()?,
     };
+    // Checks the database (and plans the change) before anything is written anywhere.
     let (record, changes) =
         cursor::install(&db, &url, &args.model, &token, records.get("cursor"), true)?;
     if changes.is_empty() {
@@ -212,6 +212,20 @@ fn cursor(args: &InstallArgs, setup: &Setup, ctx: &ToolContext) -> Result<i32> {
         println!("Backed up {} to {}", db.display(), backup.display());
     }
     let (record, _) = cursor::install(&db, &url, &args.model, &token, Some(&record), false)?;
+    if existing.is_none() {
+        save_token(&token)?;
+        let others: Vec<&str> = records
+            .keys()
+            .map(String::as_str)
+            .filter(|t| *t != "cursor")
+            .collect();
+        if !others.is_empty() {
+            println!(
+                "fcm serve now requires this token: run `fcm install` again for {} so they send it",
+                others.join(", ")
+            );
+        }
+    }
     records.insert("cursor".into(), record);
     inst::save_records(&records)?;
     println!("Wrote {}:", db.display());
@@ -241,8 +255,9 @@ fn save_token(token: &str) -> Result<()> {
         .map_err(|e| {
             anyhow::anyhow!("cannot parse {}: {e}; nothing was changed", path.display())
         })?;
-    doc.set(&["serve", "token"], &serde_json::json!(token));
-    state::write_atomic(&path, doc.render().trim_end().as_bytes())?;
+    doc.set(&["serve", "token"], &serde_json::json!(token))
+        .map_err(|e| anyhow::anyhow!("cannot store the token in {}: {e}", path.display()))?;
+    state::write_user_file(&path, doc.render().trim_end().as_bytes())?;
     println!(
         "Made an access token for fcm serve and saved it as serve.token in {}",
         path.display()

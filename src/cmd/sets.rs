@@ -40,7 +40,8 @@ pub fn run(args: SetsArgs) -> Result<i32> {
                 doc.set(
                     &["router", "sets", &a.name],
                     &json!({"strategy": a.strategy, "sticky": a.sticky, "models": a.models}),
-                );
+                )?;
+                Ok(())
             })?;
             println!("Set {:?} saved: {} ({}). Use it as model \"fcm:{}\", or make it the default with `fcm sets use {}`.", a.name, a.models.join(" -> "), a.strategy, a.name, a.name);
             Ok(0)
@@ -55,6 +56,7 @@ pub fn run(args: SetsArgs) -> Result<i32> {
                 if active {
                     doc.remove(&["router", "activeSet"]);
                 }
+                Ok(())
             })?;
             println!(
                 "Set {:?} removed{}.",
@@ -68,7 +70,10 @@ pub fn run(args: SetsArgs) -> Result<i32> {
             Ok(0)
         }
         Some(SetsAction::Use(a)) if a.name == "none" => {
-            edit(|doc| doc.remove(&["router", "activeSet"]))?;
+            edit(|doc| {
+                doc.remove(&["router", "activeSet"]);
+                Ok(())
+            })?;
             println!("Model \"fcm\" routes over all models by ranking.");
             Ok(0)
         }
@@ -77,7 +82,8 @@ pub fn run(args: SetsArgs) -> Result<i32> {
                 return usage(format!("no set named {:?}; `fcm sets` lists them", a.name));
             }
             edit(|doc| {
-                doc.set(&["router", "activeSet"], &json!(a.name));
+                doc.set(&["router", "activeSet"], &json!(a.name))?;
+                Ok(())
             })?;
             println!(
                 "Model \"fcm\" now routes with set {:?} first (restart a running `fcm serve`).",
@@ -89,7 +95,7 @@ pub fn run(args: SetsArgs) -> Result<i32> {
 }
 
 /// Applies an edit to config.json, keeping everything else; refuses a file it cannot parse.
-fn edit(change: impl FnOnce(&mut Doc)) -> Result<()> {
+fn edit(change: impl FnOnce(&mut Doc) -> Result<(), String>) -> Result<()> {
     let path = state::state_file("config.json")?;
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
@@ -99,8 +105,10 @@ fn edit(change: impl FnOnce(&mut Doc)) -> Result<()> {
     let mut doc = Doc::parse(Format::Json, &text).map_err(|e| {
         anyhow::anyhow!("cannot parse {}: {e}; nothing was changed", path.display())
     })?;
-    change(&mut doc);
-    state::write_atomic(&path, doc.render().trim_end().as_bytes())
+    change(&mut doc).map_err(|e| {
+        anyhow::anyhow!("cannot change {}: {e}; nothing was changed", path.display())
+    })?;
+    state::write_user_file(&path, doc.render().trim_end().as_bytes())
 }
 
 fn list(setup: &Setup) -> Result<i32> {

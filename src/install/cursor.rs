@@ -80,9 +80,14 @@ fn set(settings: &mut Value, path: &[String], value: Option<&Value>) -> Vec<Vec<
     let mut created = Vec::new();
     let mut v = settings;
     for (i, k) in path[1..path.len() - 1].iter().enumerate() {
-        if !v.get(k).is_some_and(Value::is_object) {
-            v[k.as_str()] = json!({});
-            created.push(path[..i + 2].to_vec());
+        match v.get(k) {
+            Some(Value::Object(_)) => {}
+            // A non-object value here is the user's: it is kept (fcm's key goes nowhere).
+            Some(_) => return created,
+            None => {
+                v[k.as_str()] = json!({});
+                created.push(path[..i + 2].to_vec());
+            }
         }
         v = v.get_mut(k).expect("just inserted");
     }
@@ -123,11 +128,14 @@ fn read(conn: &Connection) -> Result<(Value, Option<String>)> {
         )
         .optional()
         .context("reading Cursor's settings row")?;
-    let settings = match raw {
+    let settings: Value = match raw {
         Some(text) => serde_json::from_str(&text)
             .context("Cursor's settings row is not JSON; nothing was changed")?,
         None => json!({}),
     };
+    if !settings.is_object() {
+        bail!("Cursor's settings row is not a JSON object; nothing was changed");
+    }
     let key: Option<String> = conn
         .query_row(
             "SELECT value FROM ItemTable WHERE key = ?1",

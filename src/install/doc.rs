@@ -3,8 +3,9 @@
 //! read, set and remove a value at a key path, so an install and its uninstall are the same
 //! code whatever the format. Pure: text in, text out.
 
+use serde_json::json;
 use serde_json::{Map, Value};
-use toml_edit::{DocumentMut, Item, Table};
+use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike};
 
 /// A parsed config file.
 pub enum Doc {
@@ -71,41 +72,76 @@ impl Doc {
         }
     }
 
-    /// Sets a value, creating missing parents; returns the parent paths it created.
-    pub fn set(&mut self, path: &[&str], value: &Value) -> Vec<Vec<String>> {
+    /// The value to record as "what was there before": for YAML the raw text after the key
+    /// (quotes and comment included), so an uninstall restores the line word for word.
+    pub fn previous(&self, path: &[&str]) -> Option<Value> {
+        match self {
+            Doc::Yaml(lines) => lines
+                .iter()
+                .find_map(|l| yaml_raw(l, path[0]))
+                .map(|raw| json!({ YAML_RAW: raw })),
+            _ => self.get(path),
+        }
+    }
+
+    /// Sets a value, creating missing parents; returns the parent paths it created. A parent
+    /// that exists but holds a plain value is refused: replacing it would lose the user's data.
+    pub fn set(&mut self, path: &[&str], value: &Value) -> Result<Vec<Vec<String>>, String> {
         let mut created = Vec::new();
+        let parents = &path[..path.len() - 1];
+        let last = path[path.len() - 1];
+        let not_a_table = |i: usize| {
+            format!(
+                "{} holds a value, not a table of settings; fcm leaves it alone",
+                parents[..=i].join(".")
+            )
+        };
         match self {
             Doc::Json(root) => {
                 let mut v = root;
-                for (i, k) in path[..path.len() - 1].iter().enumerate() {
-                    let obj = v.as_object_mut().expect("parents are objects");
-                    if !obj.get(*k).is_some_and(Value::is_object) {
-                        obj.insert(k.to_string(), Value::Object(Map::new()));
-                        created.push(path[..=i].iter().map(|s| s.to_string()).collect());
+                for (i, k) in parents.iter().enumerate() {
+                    let obj = v
+                        .as_object_mut()
+                        .ok_or_else(|| not_a_table(i.saturating_sub(1)))?;
+                    match obj.get(*k) {
+                        None => {
+                            obj.insert(k.to_string(), Value::Object(Map::new()));
+                            created.push(path[..=i].iter().map(|s| s.to_string()).collect());
+                        }
+                        Some(Value::Object(_)) => {}
+                        Some(_) => return Err(not_a_table(i)),
                     }
-                    v = obj.get_mut(*k).expect("just inserted");
+                    v = obj.get_mut(*k).expect("present");
                 }
                 v.as_object_mut()
-                    .expect("parent is an object")
-                    .insert(path[path.len() - 1].to_string(), value.clone());
+                    .ok_or("the document is not an object")?
+                    .insert(last.to_string(), value.clone());
             }
             Doc::Toml(d) => {
-                let mut table: &mut Table = d.as_table_mut();
-                for (i, k) in path[..path.len() - 1].iter().enumerate() {
-                    if !table.get(k).is_some_and(Item::is_table) {
-                        let mut t = Table::new();
-                        t.set_implicit(i + 2 < path.len());
-                        table.insert(k, Item::Table(t));
-                        created.push(path[..=i].iter().map(|s| s.to_string()).collect());
+                let mut table: &mut dyn TableLike = d.as_table_mut();
+                let mut inline = false;
+                for (i, k) in parents.iter().enumerate() {
+                    match table.get(k) {
+                        None => {
+                            let item = if inline {
+                                Item::Value(toml_edit::Value::InlineTable(InlineTable::new()))
+                            } else {
+                                let mut t = Table::new();
+                                t.set_implicit(i + 1 < parents.len());
+                                Item::Table(t)
+                            };
+                            table.insert(k, item);
+                            created.push(path[..=i].iter().map(|s| s.to_string()).collect());
+                        }
+                        Some(item) if item.is_table_like() => {}
+                        Some(_) => return Err(not_a_table(i)),
                     }
-                    table = table
-                        .get_mut(k)
-                        .and_then(Item::as_table_mut)
-                        .expect("just inserted");
+                    let item = table.get_mut(k).expect("present");
+                    inline |= item.is_inline_table();
+                    table = item.as_table_like_mut().expect("checked above");
                 }
-                let key = path[path.len() - 1];
                 let new = json_to_toml(value);
-                match table.get_mut(key) {
+                match table.get_mut(last) {
                     // Replace the value only: the key's comments and the value's trailing
                     // comment stay where the user put them.
                     Some(Item::Value(old)) => {
@@ -113,21 +149,30 @@ impl Doc {
                         *old = new.into_value().expect("scalars are values");
                         *old.decor_mut() = decor;
                     }
+                    Some(Item::Table(_)) | Some(Item::ArrayOfTables(_)) => {
+                        return Err(format!(
+                            "{} is a table; fcm leaves it alone",
+                            path.join(".")
+                        ));
+                    }
                     _ => {
-                        table.insert(key, new);
+                        table.insert(last, new);
                     }
                 }
             }
             Doc::Yaml(lines) => {
                 let key = path[0];
-                let line = format!("{key}: {}", yaml_scalar(value));
-                match lines.iter().position(|l| yaml_value(l, key).is_some()) {
+                let line = match value.get(YAML_RAW).and_then(Value::as_str) {
+                    Some(raw) => format!("{key}:{raw}"),
+                    None => format!("{key}: {}", yaml_scalar(value)),
+                };
+                match lines.iter().position(|l| yaml_raw(l, key).is_some()) {
                     Some(i) => lines[i] = line,
                     None => lines.push(line),
                 }
             }
         }
-        created
+        Ok(created)
     }
 
     pub fn remove(&mut self, path: &[&str]) {
@@ -152,7 +197,7 @@ impl Doc {
                     t.remove(path[path.len() - 1]);
                 }
             }
-            Doc::Yaml(lines) => lines.retain(|l| yaml_value(l, path[0]).is_none()),
+            Doc::Yaml(lines) => lines.retain(|l| yaml_raw(l, path[0]).is_none()),
         }
     }
 
@@ -214,11 +259,40 @@ fn json_to_toml(v: &Value) -> Item {
     }
 }
 
-/// The value of a top-level `key: value` line, unquoted.
+/// Marks a recorded YAML value as raw line text to put back as it was.
+const YAML_RAW: &str = "yamlRaw";
+
+/// Everything after `key:` on a top-level line of that key.
+fn yaml_raw<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.strip_prefix(key)?
+        .trim_start_matches([' ', '\t'])
+        .strip_prefix(':')
+}
+
+/// The value of a top-level `key: value` line: quoted strings unquoted (a `#` inside quotes
+/// is text), an unquoted value ends at a ` #` comment.
 fn yaml_value(line: &str, key: &str) -> Option<String> {
-    let rest = line.strip_prefix(key)?.trim_start().strip_prefix(':')?;
-    let v = rest.split(" #").next().unwrap_or("").trim();
-    Some(v.trim_matches('"').trim_matches('\'').to_string())
+    let rest = yaml_raw(line, key)?.trim_start();
+    let mut chars = rest.chars();
+    match chars.next() {
+        Some('"') => {
+            let mut out = String::new();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => out.extend(chars.next()),
+                    '"' => return Some(out),
+                    c => out.push(c),
+                }
+            }
+            Some(out)
+        }
+        Some('\'') => {
+            let inner = &rest[1..];
+            let end = inner.find('\'').unwrap_or(inner.len());
+            Some(inner[..end].to_string())
+        }
+        _ => Some(rest.split(" #").next().unwrap_or("").trim().to_string()),
+    }
 }
 
 fn yaml_scalar(v: &Value) -> String {
@@ -242,8 +316,9 @@ mod tests {
         .unwrap();
         assert!(d
             .set(&["env", "ANTHROPIC_BASE_URL"], &json!("http://x"))
+            .unwrap()
             .is_empty());
-        let created = d.set(&["a", "b", "c"], &json!(true));
+        let created = d.set(&["a", "b", "c"], &json!(true)).unwrap();
         assert_eq!(
             created,
             vec![
@@ -269,11 +344,12 @@ mod tests {
             "# my codex config\nmodel = \"o3\" # favourite\n\n[history]\npersistence = \"none\"\n";
         let mut d = Doc::parse(Format::Toml, text).unwrap();
         assert_eq!(d.get(&["model"]), Some(json!("o3")));
-        d.set(&["model"], &json!("fcm"));
+        d.set(&["model"], &json!("fcm")).unwrap();
         d.set(
             &["model_providers", "fcm", "base_url"],
             &json!("http://127.0.0.1:19280/v1"),
-        );
+        )
+        .unwrap();
         let out = d.render();
         assert!(
             out.starts_with("# my codex config\nmodel = \"fcm\""),
@@ -290,11 +366,58 @@ mod tests {
     }
 
     #[test]
+    fn values_that_are_not_tables_are_never_replaced() {
+        let mut d = Doc::parse(Format::Json, r#"{"env": "oops"}"#).unwrap();
+        assert!(d.set(&["env", "X"], &json!(1)).unwrap_err().contains("env"));
+        let mut t = Doc::parse(Format::Toml, "model_providers = \"x\"\n").unwrap();
+        assert!(t
+            .set(&["model_providers", "fcm", "name"], &json!("fcm"))
+            .is_err());
+    }
+
+    #[test]
+    fn toml_inline_tables_are_entered_not_replaced() {
+        let text = "model_providers = { ollama = { name = \"Ollama\", base_url = \"http://localhost:11434/v1\" } }\n";
+        let mut d = Doc::parse(Format::Toml, text).unwrap();
+        d.set(&["model_providers", "fcm", "name"], &json!("fcm"))
+            .unwrap();
+        assert_eq!(
+            d.get(&["model_providers", "ollama", "name"]),
+            Some(json!("Ollama"))
+        );
+        assert_eq!(
+            d.get(&["model_providers", "fcm", "name"]),
+            Some(json!("fcm"))
+        );
+        let out = d.render();
+        assert!(out.contains("ollama") && out.contains("11434"), "{out}");
+    }
+
+    #[test]
+    fn yaml_quotes_and_comments_survive() {
+        let mut d = Doc::parse(
+            Format::Yaml,
+            "model: \"gpt # 4o\"   # my favourite\nkey: 'a:b'\n",
+        )
+        .unwrap();
+        assert_eq!(d.get(&["model"]), Some(json!("gpt # 4o")));
+        assert_eq!(d.get(&["key"]), Some(json!("a:b")));
+        let before = d.previous(&["model"]).unwrap();
+        d.set(&["model"], &json!("openai/fcm")).unwrap();
+        d.set(&["model"], &before).unwrap();
+        assert_eq!(
+            d.render(),
+            "model: \"gpt # 4o\"   # my favourite\nkey: 'a:b'\n"
+        );
+    }
+
+    #[test]
     fn flat_yaml() {
         let mut d = Doc::parse(Format::Yaml, "# aider\nmodel: gpt-4o\ndark-mode: true\n").unwrap();
         assert_eq!(d.get(&["model"]), Some(json!("gpt-4o")));
-        d.set(&["model"], &json!("openai/fcm"));
-        d.set(&["openai-api-base"], &json!("http://127.0.0.1:19280/v1"));
+        d.set(&["model"], &json!("openai/fcm")).unwrap();
+        d.set(&["openai-api-base"], &json!("http://127.0.0.1:19280/v1"))
+            .unwrap();
         assert_eq!(d.render(), "# aider\nmodel: \"openai/fcm\"\ndark-mode: true\nopenai-api-base: \"http://127.0.0.1:19280/v1\"\n");
         d.remove(&["openai-api-base"]);
         assert_eq!(d.get(&["openai-api-base"]), None);

@@ -80,15 +80,22 @@ pub fn plan_install(
             continue;
         }
         let owned: Vec<String> = path.iter().map(|k| k.to_string()).collect();
+        let before = doc.previous(&path);
         match record.settings.iter_mut().find(|r| r.path == owned) {
-            Some(r) => r.written = s.value.clone(),
+            Some(r) => {
+                // The user changed the key since fcm wrote it: theirs is what to restore.
+                if current.as_ref() != Some(&r.written) {
+                    r.previous = before;
+                }
+                r.written = s.value.clone();
+            }
             None => record.settings.push(RecordedSetting {
                 path: owned,
-                previous: current,
+                previous: before,
                 written: s.value.clone(),
             }),
         }
-        for c in doc.set(&path, &s.value) {
+        for c in doc.set(&path, &s.value)? {
             if !record.created.contains(&c) {
                 record.created.push(c);
             }
@@ -132,7 +139,7 @@ pub fn plan_uninstall(tool: &Tool, text: &str, record: &Record) -> Result<Plan, 
         }
         match &s.previous {
             Some(v) => {
-                doc.set(&path, v);
+                doc.set(&path, v)?;
             }
             None => doc.remove(&path),
         }
@@ -146,7 +153,35 @@ pub fn plan_uninstall(tool: &Tool, text: &str, record: &Record) -> Result<Plan, 
     Ok(plan(&doc, text, None))
 }
 
-/// A line diff for `--dry-run` (`-` removed, `+` added, two lines of context).
+/// A line with the value of a key-like setting (`apiKey`, `token`, `secret`, ...) cut down
+/// to its last characters, so diffs never print a secret.
+fn mask_secret(line: &str) -> String {
+    let lower = line.to_ascii_lowercase();
+    let Some(colon) = line.find([':', '=']) else {
+        return line.to_string();
+    };
+    let name = &lower[..colon];
+    if !["key", "token", "secret", "password", "auth"]
+        .iter()
+        .any(|w| name.contains(w))
+    {
+        return line.to_string();
+    }
+    let value = line[colon + 1..]
+        .trim()
+        .trim_end_matches(',')
+        .trim_matches('"')
+        .trim_matches('\'');
+    format!(
+        "{}{} \"{}\"",
+        &line[..colon],
+        &line[colon..=colon],
+        crate::catalog::key_hint(value)
+    )
+}
+
+/// A line diff for `--dry-run` and installs (`-` removed, `+` added, two lines of context;
+/// secret values masked).
 pub fn diff(before: &str, after: &str) -> String {
     let a: Vec<&str> = before.lines().collect();
     let b: Vec<&str> = after.lines().collect();
@@ -189,7 +224,7 @@ pub fn diff(before: &str, after: &str) -> String {
                 out.push_str("  ...\n");
                 skipped = false;
             }
-            out.push_str(&format!("{c} {l}\n"));
+            out.push_str(&format!("{c} {}\n", mask_secret(l)));
         } else {
             skipped = true;
         }
@@ -320,6 +355,56 @@ mod tests {
         .err()
         .unwrap();
         assert!(!err.is_empty());
+    }
+
+    #[test]
+    fn diffs_never_show_secrets() {
+        let d = diff(
+            "openai-api-key: sk-REALSECRET123\n",
+            "openai-api-key: \"fcm-local\"\n",
+        );
+        assert!(!d.contains("REALSECRET") && d.contains("…T123"), "{d}");
+        let d = diff(
+            "{}",
+            "{\n  \"ANTHROPIC_AUTH_TOKEN\": \"fcm-0123456789abcdef\"\n}",
+        );
+        assert!(
+            !d.contains("0123456789abcdef") && d.contains("…cdef"),
+            "{d}"
+        );
+        assert_eq!(
+            mask_secret("  \"model\": \"fcm\","),
+            "  \"model\": \"fcm\","
+        );
+    }
+
+    #[test]
+    fn reinstall_after_a_user_change_restores_the_users_value() {
+        let tool = tools::find("claude-code").unwrap();
+        let settings = (tool.settings)(&ctx());
+        let p = plan_install(
+            tool,
+            r#"{"env":{"ANTHROPIC_MODEL":"opus"}}"#,
+            &settings,
+            None,
+            Path::new("/x"),
+        )
+        .unwrap();
+        let changed = p.after.replace(
+            "\"ANTHROPIC_MODEL\": \"fcm\"",
+            "\"ANTHROPIC_MODEL\": \"sonnet-mine\"",
+        );
+        let again = plan_install(
+            tool,
+            &changed,
+            &settings,
+            p.record.as_ref(),
+            Path::new("/x"),
+        )
+        .unwrap();
+        let undone = plan_uninstall(tool, &again.after, again.record.as_ref().unwrap()).unwrap();
+        let v: Value = serde_json::from_str(&undone.after).unwrap();
+        assert_eq!(v["env"]["ANTHROPIC_MODEL"], "sonnet-mine");
     }
 
     #[test]

@@ -105,6 +105,8 @@ pub const TOOLS: &[Tool] = &[
                     json!(format!("{}/v1", c.base())),
                 ),
                 set(&["model_providers", "fcm", "wire_api"], json!("responses")),
+                // Sent as `Authorization: Bearer`, which fcm serve checks when it has a token.
+                set(&["model_providers", "fcm", "experimental_bearer_token"], json!(c.token)),
             ]
         },
         next: "run `codex` as usual",

@@ -8,7 +8,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_delta, chat_usage, new_id, sse_event, ChatChunks, StreamTranslator};
+use super::{chat_delta, chat_usage, new_id, sse_event, ChatChunks, StreamTranslator, ToolCalls};
 
 /// Text of a `content` that is a string or an array of text blocks.
 fn text_of(content: &Value) -> String {
@@ -293,22 +293,17 @@ pub fn count_tokens(req: &Value) -> Value {
     json!({"input_tokens": super::estimate_tokens(chars)})
 }
 
-#[derive(Debug, PartialEq)]
-enum Block {
-    None,
-    Text(usize),
-    Tool { index: usize, chat_index: u64 },
-}
-
-/// Chat stream → Messages events.
+/// Chat stream → Messages events. Text streams as it comes; tool calls are assembled and
+/// sent as whole `tool_use` blocks at the end (only whole calls can be trusted to run).
 pub struct Translator {
     model: String,
     id: String,
     chunks: ChatChunks,
     next_index: usize,
-    open: Block,
+    /// The open text block's index.
+    text_block: Option<usize>,
+    calls: ToolCalls,
     finish: Option<String>,
-    saw_tool: bool,
     input_tokens: u64,
     output_tokens: u64,
     finished: bool,
@@ -321,29 +316,25 @@ impl Translator {
             id: new_id("msg_"),
             chunks: ChatChunks::default(),
             next_index: 0,
-            open: Block::None,
+            text_block: None,
+            calls: ToolCalls::default(),
             finish: None,
-            saw_tool: false,
             input_tokens: 0,
             output_tokens: 0,
             finished: false,
         }
     }
 
-    fn close(&mut self, out: &mut Vec<u8>) {
-        let index = match self.open {
-            Block::None => return,
-            Block::Text(i) | Block::Tool { index: i, .. } => i,
-        };
-        out.extend(sse_event(
-            "content_block_stop",
-            &json!({"type": "content_block_stop", "index": index}),
-        ));
-        self.open = Block::None;
+    fn close_text(&mut self, out: &mut Vec<u8>) {
+        if let Some(index) = self.text_block.take() {
+            out.extend(sse_event(
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": index}),
+            ));
+        }
     }
 
     fn open_block(&mut self, block: Value, out: &mut Vec<u8>) -> usize {
-        self.close(out);
         let index = self.next_index;
         self.next_index += 1;
         out.extend(sse_event(
@@ -360,50 +351,18 @@ impl Translator {
             self.output_tokens = output;
         }
         if let Some(text) = &delta.text {
-            let index = match self.open {
-                Block::Text(i) => i,
-                _ => {
+            let index = match self.text_block {
+                Some(i) => i,
+                None => {
                     let i = self.open_block(json!({"type": "text", "text": ""}), out);
-                    self.open = Block::Text(i);
+                    self.text_block = Some(i);
                     i
                 }
             };
             out.extend(sse_event("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}})));
         }
         for call in &delta.tool_calls {
-            let chat_index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
-            // A call continues while its index stays the same and no new id starts one.
-            let new_call = call.get("id").is_some_and(|id| !id.is_null());
-            let index = match self.open {
-                Block::Tool {
-                    index,
-                    chat_index: c,
-                } if c == chat_index && !new_call => index,
-                _ => {
-                    let id = new_id("toolu_");
-                    let name = call
-                        .pointer("/function/name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("");
-                    let i = self.open_block(
-                        json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
-                        out,
-                    );
-                    self.open = Block::Tool {
-                        index: i,
-                        chat_index,
-                    };
-                    self.saw_tool = true;
-                    i
-                }
-            };
-            if let Some(args) = call
-                .pointer("/function/arguments")
-                .and_then(Value::as_str)
-                .filter(|a| !a.is_empty())
-            {
-                out.extend(sse_event("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": args}})));
-            }
+            self.calls.add(call);
         }
         if let Some(f) = delta.finish {
             self.finish = Some(f);
@@ -429,17 +388,41 @@ impl StreamTranslator for Translator {
         out
     }
 
-    fn finish(&mut self, _error: Option<&str>) -> Vec<u8> {
+    fn finish(&mut self, error: Option<&str>) -> Vec<u8> {
         let mut out = Vec::new();
         if self.finished {
             return out;
         }
         self.finished = true;
-        self.close(&mut out);
-        let mut reason = stop_reason(self.finish.as_deref());
-        if self.saw_tool {
-            reason = "tool_use";
+        self.close_text(&mut out);
+        if let Some(message) = error {
+            // The answer broke off: say so, and never hand over a half-received tool call.
+            let text = format!("the model's answer broke off: {message}");
+            out.extend(sse_event(
+                "error",
+                &json!({"type": "error", "error": {"type": "api_error", "message": text}}),
+            ));
+            return out;
         }
+        let calls = self.calls.take();
+        for call in &calls {
+            let index = self.open_block(
+                json!({"type": "tool_use", "id": new_id("toolu_"), "name": call.name, "input": {}}),
+                &mut out,
+            );
+            if !call.arguments.is_empty() {
+                out.extend(sse_event("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": call.arguments}})));
+            }
+            out.extend(sse_event(
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": index}),
+            ));
+        }
+        let reason = if calls.is_empty() {
+            stop_reason(self.finish.as_deref())
+        } else {
+            "tool_use"
+        };
         out.extend(sse_event(
             "message_delta",
             &json!({"type": "message_delta",
@@ -682,6 +665,49 @@ mod tests {
         let delta = ev.iter().find(|(n, _)| n == "message_delta").unwrap();
         assert_eq!(delta.1["delta"]["stop_reason"], "tool_use");
         assert_eq!(ev.last().unwrap().0, "message_stop");
+    }
+
+    #[test]
+    fn interleaved_and_repeated_ids_become_whole_tool_use_blocks() {
+        let stream = [
+            frame(json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "Bash", "arguments": "{\"command\":"}}]}), None),
+            frame(json!({"tool_calls": [{"index": 1, "id": "c2", "function": {"name": "Read", "arguments": "{\"path\":"}}]}), None),
+            frame(json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"arguments": "\"ls\"}"}}]}), None),
+            frame(json!({"tool_calls": [{"index": 1, "id": "c2", "function": {"arguments": "\"a\"}"}}]}), Some("tool_calls")),
+        ]
+        .concat();
+        let ev = translate(&stream, 9);
+        let starts: Vec<&Value> = ev
+            .iter()
+            .filter(|(n, _)| n == "content_block_start")
+            .map(|(_, d)| d)
+            .collect();
+        let names: Vec<&str> = starts
+            .iter()
+            .map(|s| s["content_block"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["Bash", "Read"]);
+        let args: Vec<&str> = ev
+            .iter()
+            .filter(|(_, d)| d["delta"]["type"] == "input_json_delta")
+            .map(|(_, d)| d["delta"]["partial_json"].as_str().unwrap())
+            .collect();
+        assert_eq!(args, ["{\"command\":\"ls\"}", "{\"path\":\"a\"}"]);
+    }
+
+    #[test]
+    fn a_broken_stream_ends_with_an_error_event_and_no_half_call() {
+        let mut t = Translator::new("m");
+        let mut bytes = t.start();
+        bytes.extend(t.feed(frame(json!({"content": "Running"}), None).as_bytes()));
+        bytes.extend(t.feed(frame(json!({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "Bash", "arguments": "{\"comm"}}]}), None).as_bytes()));
+        bytes.extend(t.finish(Some("stream_stall")));
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(
+            text.contains("event: error") && !text.contains("message_stop"),
+            "{text}"
+        );
+        assert!(!text.contains("tool_use"), "{text}");
     }
 
     #[test]

@@ -40,6 +40,52 @@ impl ChatChunks {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn delta(index: u64, id: Option<&str>, name: Option<&str>, args: &str) -> Value {
+        let mut f = json!({"arguments": args});
+        if let Some(n) = name {
+            f["name"] = json!(n);
+        }
+        let mut d = json!({"index": index, "function": f});
+        if let Some(i) = id {
+            d["id"] = json!(i);
+        }
+        d
+    }
+
+    #[test]
+    fn repeated_ids_and_interleaving_assemble_whole_calls() {
+        let mut calls = ToolCalls::default();
+        // The same id on every chunk, two parallel calls interleaved.
+        calls.add(&delta(0, Some("c1"), Some("Bash"), "{\"command\":"));
+        calls.add(&delta(1, Some("c2"), Some("Read"), "{\"path\":"));
+        calls.add(&delta(0, Some("c1"), None, "\"ls\"}"));
+        calls.add(&delta(1, Some(""), None, "\"a\"}"));
+        let got = calls.take();
+        assert_eq!(
+            got,
+            vec![
+                ToolCall {
+                    name: "Bash".into(),
+                    arguments: "{\"command\":\"ls\"}".into()
+                },
+                ToolCall {
+                    name: "Read".into(),
+                    arguments: "{\"path\":\"a\"}".into()
+                },
+            ]
+        );
+        // A new id at a used index is a new call.
+        calls.add(&delta(0, Some("x"), Some("A"), "{}"));
+        calls.add(&delta(0, Some("y"), Some("B"), "{}"));
+        assert_eq!(calls.take().len(), 2);
+    }
+}
+
 /// One SSE event with an `event:` line, as Anthropic and Responses clients expect.
 pub fn sse_event(name: &str, data: &Value) -> Vec<u8> {
     format!("event: {name}\ndata: {data}\n\n").into_bytes()
@@ -103,6 +149,76 @@ pub fn chat_delta(chunk: &Value) -> ChatDelta {
             .and_then(Value::as_str)
             .map(str::to_string),
         usage: chat_usage(chunk),
+    }
+}
+
+/// One tool call assembled from stream deltas.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCall {
+    pub name: String,
+    pub arguments: String,
+}
+
+/// Tool calls assembled from chat stream deltas, in the order they started. A delta joins
+/// the latest call with its `index` unless it carries a different, non-empty id: providers
+/// repeat the id on every chunk, interleave parallel calls, or send none at all.
+#[derive(Debug, Default)]
+pub struct ToolCalls {
+    calls: Vec<(u64, Option<String>, ToolCall)>,
+}
+
+impl ToolCalls {
+    pub fn add(&mut self, delta: &Value) {
+        let index = delta.get("index").and_then(Value::as_u64).unwrap_or(0);
+        let id = delta
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
+        let name = delta
+            .pointer("/function/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let args = delta
+            .pointer("/function/arguments")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let existing = self.calls.iter_mut().rev().find(|(i, _, _)| *i == index);
+        let call = match existing {
+            Some((_, known, call)) if id.is_none() || known.is_none() || *known == id => {
+                if known.is_none() {
+                    *known = id;
+                }
+                call
+            }
+            _ => {
+                self.calls.push((
+                    index,
+                    id,
+                    ToolCall {
+                        name: String::new(),
+                        arguments: String::new(),
+                    },
+                ));
+                &mut self.calls.last_mut().expect("just pushed").2
+            }
+        };
+        if call.name.is_empty() {
+            call.name = name.to_string();
+        }
+        call.arguments.push_str(args);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// The finished calls, in order.
+    pub fn take(&mut self) -> Vec<ToolCall> {
+        std::mem::take(&mut self.calls)
+            .into_iter()
+            .map(|(_, _, c)| c)
+            .collect()
     }
 }
 

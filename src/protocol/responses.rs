@@ -9,7 +9,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_delta, chat_usage, new_id, sse_event, ChatChunks, StreamTranslator};
+use super::{chat_delta, chat_usage, new_id, sse_event, ChatChunks, StreamTranslator, ToolCalls};
 
 fn part_text(part: &Value) -> Option<String> {
     match part {
@@ -123,7 +123,11 @@ pub fn to_chat(req: &Value) -> Result<Value, String> {
                         });
                         // Consecutive calls belong to one assistant turn.
                         match messages.last_mut() {
-                            Some(last) if last["role"] == "assistant" && last.get("tool_calls").is_some() => {
+                            // The assistant's text and its calls are one chat turn.
+                            Some(last) if last["role"] == "assistant" => {
+                                if last.get("tool_calls").is_none() {
+                                    last["tool_calls"] = json!([]);
+                                }
                                 last["tool_calls"].as_array_mut().expect("tool_calls is an array").push(call);
                             }
                             _ => messages.push(json!({"role": "assistant", "content": Value::Null, "tool_calls": [call]})),
@@ -267,28 +271,18 @@ pub fn error(status: u16, message: &str) -> Value {
     json!({"error": {"message": message, "type": kind, "code": Value::Null}})
 }
 
-enum Item {
-    Message {
-        id: String,
-        text: String,
-    },
-    Call {
-        id: String,
-        call_id: String,
-        name: String,
-        arguments: String,
-        chat_index: u64,
-    },
-}
-
-/// Chat stream → Responses events.
+/// Chat stream → Responses events. Text streams as it comes; function calls are assembled
+/// and sent whole at the end (only whole calls can be trusted to run).
 pub struct Translator {
     model: String,
     id: String,
     chunks: ChatChunks,
     seq: u64,
-    open: Option<(usize, Item)>,
+    /// The open message item: (output index, item id, text so far).
+    message: Option<(usize, String, String)>,
+    calls: ToolCalls,
     done_items: Vec<Value>,
+    incomplete: bool,
     input_tokens: u64,
     output_tokens: u64,
     finished: bool,
@@ -301,8 +295,10 @@ impl Translator {
             id: new_id("resp_"),
             chunks: ChatChunks::default(),
             seq: 0,
-            open: None,
+            message: None,
+            calls: ToolCalls::default(),
             done_items: Vec::new(),
+            incomplete: false,
             input_tokens: 0,
             output_tokens: 0,
             finished: false,
@@ -316,40 +312,22 @@ impl Translator {
         out.extend(sse_event(name, &data));
     }
 
-    fn close(&mut self, out: &mut Vec<u8>) {
-        let Some((index, item)) = self.open.take() else {
+    fn close_message(&mut self, out: &mut Vec<u8>) {
+        let Some((index, id, text)) = self.message.take() else {
             return;
         };
-        let done = match item {
-            Item::Message { id, text } => {
-                self.emit(
-                    "response.output_text.done",
-                    json!({"item_id": id, "output_index": index, "content_index": 0, "text": text}),
-                    out,
-                );
-                self.emit(
-                    "response.content_part.done",
-                    json!({"item_id": id, "output_index": index, "content_index": 0,
-                    "part": {"type": "output_text", "text": text, "annotations": []}}),
-                    out,
-                );
-                message_item(&id, &text, "completed")
-            }
-            Item::Call {
-                id,
-                call_id,
-                name,
-                arguments,
-                ..
-            } => {
-                self.emit(
-                    "response.function_call_arguments.done",
-                    json!({"item_id": id, "output_index": index, "arguments": arguments}),
-                    out,
-                );
-                call_item(&id, &call_id, &name, &arguments, "completed")
-            }
-        };
+        self.emit(
+            "response.output_text.done",
+            json!({"item_id": id, "output_index": index, "content_index": 0, "text": text}),
+            out,
+        );
+        self.emit(
+            "response.content_part.done",
+            json!({"item_id": id, "output_index": index, "content_index": 0,
+            "part": {"type": "output_text", "text": text, "annotations": []}}),
+            out,
+        );
+        let done = message_item(&id, &text, "completed");
         self.emit(
             "response.output_item.done",
             json!({"output_index": index, "item": done}),
@@ -365,8 +343,7 @@ impl Translator {
             self.output_tokens = output;
         }
         if let Some(text) = delta.text.as_deref() {
-            if !matches!(self.open, Some((_, Item::Message { .. }))) {
-                self.close(out);
+            if self.message.is_none() {
                 let index = self.done_items.len();
                 let id = new_id("msg_");
                 self.emit("response.output_item.added", json!({"output_index": index,
@@ -377,58 +354,19 @@ impl Translator {
                     "part": {"type": "output_text", "text": "", "annotations": []}}),
                     out,
                 );
-                self.open = Some((
-                    index,
-                    Item::Message {
-                        id,
-                        text: String::new(),
-                    },
-                ));
+                self.message = Some((index, id, String::new()));
             }
-            if let Some((index, Item::Message { id, text: all })) = &mut self.open {
+            if let Some((index, id, all)) = &mut self.message {
                 all.push_str(text);
                 let data = json!({"item_id": id, "output_index": *index, "content_index": 0, "delta": text});
                 self.emit("response.output_text.delta", data, out);
             }
         }
         for call in &delta.tool_calls {
-            let chat_index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
-            let continues = matches!(&self.open, Some((_, Item::Call { chat_index: c, .. })) if *c == chat_index)
-                && call.get("id").is_none_or(Value::is_null);
-            if !continues {
-                self.close(out);
-                let index = self.done_items.len();
-                let id = new_id("fc_");
-                // Fresh ids: providers repeat theirs (`call_1` every turn) or send none.
-                let call_id = new_id("call_");
-                let name = call
-                    .pointer("/function/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                self.emit("response.output_item.added", json!({"output_index": index, "item": call_item(&id, &call_id, &name, "", "in_progress")}), out);
-                self.open = Some((
-                    index,
-                    Item::Call {
-                        id,
-                        call_id,
-                        name,
-                        arguments: String::new(),
-                        chat_index,
-                    },
-                ));
-            }
-            if let Some(args) = call
-                .pointer("/function/arguments")
-                .and_then(Value::as_str)
-                .filter(|a| !a.is_empty())
-            {
-                if let Some((index, Item::Call { id, arguments, .. })) = &mut self.open {
-                    arguments.push_str(args);
-                    let data = json!({"item_id": id, "output_index": *index, "delta": args});
-                    self.emit("response.function_call_arguments.delta", data, out);
-                }
-            }
+            self.calls.add(call);
+        }
+        if delta.finish.as_deref() == Some("length") {
+            self.incomplete = true;
         }
     }
 }
@@ -450,21 +388,67 @@ impl StreamTranslator for Translator {
         out
     }
 
-    fn finish(&mut self, _error: Option<&str>) -> Vec<u8> {
+    fn finish(&mut self, error: Option<&str>) -> Vec<u8> {
         let mut out = Vec::new();
         if self.finished {
             return out;
         }
         self.finished = true;
-        self.close(&mut out);
-        let r = response(
+        self.close_message(&mut out);
+        let usage = usage(self.input_tokens, self.output_tokens);
+        if let Some(message) = error {
+            // The answer broke off: say so, and never hand over a half-received call.
+            let mut r = response(
+                &self.id,
+                &self.model,
+                "failed",
+                self.done_items.clone(),
+                usage,
+            );
+            r["error"] = json!({"code": "server_error", "message": format!("the model's answer broke off: {message}")});
+            self.emit("response.failed", json!({"response": r}), &mut out);
+            return out;
+        }
+        for call in self.calls.take() {
+            let index = self.done_items.len();
+            let (id, call_id) = (new_id("fc_"), new_id("call_"));
+            self.emit("response.output_item.added", json!({"output_index": index, "item": call_item(&id, &call_id, &call.name, "", "in_progress")}), &mut out);
+            if !call.arguments.is_empty() {
+                self.emit(
+                    "response.function_call_arguments.delta",
+                    json!({"item_id": id, "output_index": index, "delta": call.arguments}),
+                    &mut out,
+                );
+            }
+            self.emit(
+                "response.function_call_arguments.done",
+                json!({"item_id": id, "output_index": index, "arguments": call.arguments}),
+                &mut out,
+            );
+            let done = call_item(&id, &call_id, &call.name, &call.arguments, "completed");
+            self.emit(
+                "response.output_item.done",
+                json!({"output_index": index, "item": done}),
+                &mut out,
+            );
+            self.done_items.push(done);
+        }
+        let (status, event) = if self.incomplete {
+            ("incomplete", "response.incomplete")
+        } else {
+            ("completed", "response.completed")
+        };
+        let mut r = response(
             &self.id,
             &self.model,
-            "completed",
+            status,
             self.done_items.clone(),
-            usage(self.input_tokens, self.output_tokens),
+            usage,
         );
-        self.emit("response.completed", json!({"response": r}), &mut out);
+        if self.incomplete {
+            r["incomplete_details"] = json!({"reason": "max_output_tokens"});
+        }
+        self.emit(event, json!({"response": r}), &mut out);
         out
     }
 }
@@ -635,7 +619,6 @@ mod tests {
                     "response.output_item.done",
                     "response.output_item.added",
                     "response.function_call_arguments.delta",
-                    "response.function_call_arguments.delta",
                     "response.function_call_arguments.done",
                     "response.output_item.done",
                     "response.completed"
@@ -649,8 +632,8 @@ mod tests {
             assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
             assert_eq!(ev[8].1["item"]["content"][0]["text"], "Hi there");
             assert_eq!(
-                ev[13].1["item"],
-                json!({"type": "function_call", "id": ev[13].1["item"]["id"], "call_id": ev[13].1["item"]["call_id"], "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}", "status": "completed"})
+                ev[12].1["item"],
+                json!({"type": "function_call", "id": ev[12].1["item"]["id"], "call_id": ev[12].1["item"]["call_id"], "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}", "status": "completed"})
             );
             let done = &ev.last().unwrap().1["response"];
             assert_eq!(
@@ -662,6 +645,37 @@ mod tests {
             );
             assert_eq!(done["usage"]["output_tokens"], 6);
         }
+    }
+
+    #[test]
+    fn a_broken_stream_fails_and_drops_unfinished_calls() {
+        let mut t = Translator::new("m");
+        let mut bytes = t.start();
+        bytes.extend(t.feed(frame(json!({"content": "Let me"})).as_bytes()));
+        bytes.extend(t.feed(frame(json!({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "exec_command", "arguments": "{\"cm"}}]})).as_bytes()));
+        bytes.extend(t.finish(Some("stream_stall")));
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(
+            text.contains("event: response.failed") && !text.contains("response.completed"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("function_call"),
+            "no half-received call: {text}"
+        );
+    }
+
+    #[test]
+    fn length_finish_is_incomplete() {
+        let mut t = Translator::new("m");
+        let mut bytes = t.start();
+        bytes.extend(t.feed(format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "length"}]})).as_bytes()));
+        bytes.extend(t.finish(None));
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(
+            text.contains("event: response.incomplete") && text.contains("max_output_tokens"),
+            "{text}"
+        );
     }
 
     #[test]
