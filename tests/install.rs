@@ -281,3 +281,22 @@ fn cursor_needs_a_url_a_stopped_cursor_and_gets_a_token() {
     assert_eq!(w.fcm(&["install", "cursor", "--uninstall"]).code, 0);
     assert_eq!(read(), json!({"theme": "dark"}));
 }
+
+#[test]
+fn uninstall_follows_the_file_it_wrote_and_codex_sends_the_token() {
+    let mut w = world();
+    let alt = w.dir.join("alt-codex");
+    w.set_env("CODEX_HOME", alt.to_str().unwrap());
+    w.set_env("FCM_TOKEN", "tok-abcdef123456");
+    assert_eq!(w.fcm(&["install", "codex"]).code, 0);
+    let text = std::fs::read_to_string(alt.join("config.toml")).unwrap();
+    assert!(
+        text.contains("experimental_bearer_token = \"tok-abcdef123456\""),
+        "{text}"
+    );
+    // The variable is gone by the time the user uninstalls: fcm still cleans the right file.
+    w.env.remove("CODEX_HOME");
+    assert_eq!(w.fcm(&["install", "codex", "--uninstall"]).code, 0);
+    let text = std::fs::read_to_string(alt.join("config.toml")).unwrap();
+    assert!(!text.contains("fcm"), "{text}");
+}
