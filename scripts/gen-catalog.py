@@ -8,6 +8,7 @@ committed; this script only documents how it was made and lets it be remade.
 """
 import csv
 import json
+import re
 import sys
 
 # Providers left out on purpose, with the reason.
@@ -26,6 +27,26 @@ SESSION_HEADER = {"opencode-zen": "x-opencode-session"}
 # Model ids carrying a prefix the API does not expect.
 STRIP_PREFIX = {"zai": "zai/"}
 UNKNOWN_CONTEXT = 32768  # conservative window for models whose context is not published
+
+# Capabilities claimed from what a model family is publicly known for; anything not matched is
+# "not claimed" (the router then tries it after the models that claim it, never drops it).
+VISION = re.compile(r"(^|[-/_.])vl([-/_.:]|$)|vision|omni|gemini|pixtral|gemma-?[34]|llama-4|"
+                    r"glm-4\.[56]v|kimi-k2\.5|mistral-(small|medium)-3", re.I)
+TOOLS = re.compile(r"gpt-oss|qwen|coder|kimi|deepseek|glm|llama-3\.3|llama-4|mistral|devstral|"
+                   r"codestral|gemini|nemotron|minimax|gemma|grok|laguna|step-3", re.I)
+NOT_CHAT = re.compile(r"bge|embed|guard|whisper|tts|rerank", re.I)
+
+
+def capabilities(model_id, label):
+    text = f"{model_id} {label}"
+    if NOT_CHAT.search(text):
+        return []
+    caps = []
+    if TOOLS.search(text):
+        caps.append("tools")
+    if VISION.search(text):
+        caps.append("vision")
+    return caps
 
 
 def tokens(text):
@@ -90,7 +111,7 @@ def main(ref):
                 "tier": row["tier"],
                 "sweBench": swe(row["swe_bench_verified"]),
                 "context": tokens(row["context"]),
-                "capabilities": [],
+                "capabilities": capabilities(mid, row["label"]),
             })
     doc = {"version": 1, "providers": list(providers.values())}
     json.dump(doc, sys.stdout, indent=1, ensure_ascii=False)

@@ -6,6 +6,7 @@
 pub mod attempt;
 pub mod bench;
 pub mod breaker;
+pub mod capability;
 pub mod catalog;
 pub mod classify;
 pub mod cli;

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use crate::attempt::{attempt, Answer, Failure, Limits, Target};
 use crate::bench::BenchReport;
 use crate::breaker::{Admission, BreakerState, Breakers};
+use crate::capability::Needs;
 use crate::catalog::{tier_rank, Catalog, KeySource, KeyStatus};
 use crate::classify::{Blame, FailureKind};
 use crate::config::{FailoverConfig, RouterConfig};
@@ -39,6 +40,8 @@ pub struct Candidate {
     pub context: u64,
     /// A 429 pauses every model of this provider (one account-wide free quota).
     pub shared_quota: bool,
+    /// What the catalog says the model can do (`vision`, `tools`, ...).
+    pub capabilities: Vec<String>,
 }
 
 /// How a request names its model.
@@ -205,6 +208,7 @@ impl Router {
                     missing_key,
                     context: m.model.context,
                     shared_quota: m.provider.shared_quota,
+                    capabilities: m.model.capabilities.clone(),
                 }
             })
             .collect();
@@ -360,6 +364,7 @@ impl Router {
         route: &Route,
         body: &Value,
         stream: bool,
+        needs: Needs,
         mut trace: Trace,
     ) -> Result<Served, Box<Refused>> {
         let started = Instant::now();
@@ -413,6 +418,7 @@ impl Router {
                     .unwrap_or(usize::MAX)
             });
         }
+        self.order_by_capability(&mut order, needs, &mut trace);
         let mut blocked: HashSet<&str> = HashSet::new();
         let mut last_resort = self
             .failover
@@ -666,6 +672,24 @@ impl Router {
             message,
             details,
         }
+    }
+
+    /// Models claiming every capability the request needs go first; the rest keep their order
+    /// behind them (none is dropped: catalogs under-report). When none claims it, the trace
+    /// says `capability_unknown`.
+    fn order_by_capability(&self, order: &mut [usize], needs: Needs, trace: &mut Trace) {
+        let names = needs.names();
+        if names.is_empty() {
+            return;
+        }
+        let capable = |i: &usize| needs.met_by(&self.candidates[*i].capabilities);
+        if !order.iter().any(capable) {
+            trace
+                .notes
+                .push(format!("capability_unknown:{}", names.join(",")));
+            return;
+        }
+        order.sort_by_key(|i| !capable(i));
     }
 
     /// A set's models in this request's order (round-robin sets advance per request).

@@ -572,9 +572,15 @@ fn reject_in(
 fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
     let started = Instant::now();
     let id = request_id(req);
+    // Needs are read from the client's own body: translation may drop what a chat provider
+    // cannot take (a PDF document), but the choice of model must still know about it.
+    let mut needs = crate::capability::Needs::default();
     let chat = serde_json::from_slice::<Value>(&req.body)
         .map_err(|e| format!("request body is not valid JSON: {e}"))
-        .and_then(|parsed| proto.to_chat(&parsed));
+        .and_then(|parsed| {
+            needs = crate::capability::detect(&parsed);
+            proto.to_chat(&parsed)
+        });
     let chat = match chat {
         Ok(c) => c,
         Err(msg) => {
@@ -600,7 +606,7 @@ fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
         Ok(r) => r,
         Err(msg) => return reject_in(conn, app, proto, trace, started, 404, &msg),
     };
-    match app.router.route(&route, &chat, stream, trace) {
+    match app.router.route(&route, &chat, stream, needs, trace) {
         Ok(served) => deliver(conn, app, served, stream, started, proto, &requested),
         Err(refused) => refuse(conn, app, *refused, started, proto),
     }

@@ -103,6 +103,9 @@ pub struct Trace {
     pub wall_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_tokens: Option<u64>,
+    /// Remarks on the choice, e.g. `capability_unknown:vision`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Trace {
@@ -118,6 +121,7 @@ impl Trace {
             outcome: Outcome::Rejected,
             wall_ms: 0,
             completion_tokens: None,
+            notes: Vec::new(),
         }
     }
 

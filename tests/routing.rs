@@ -151,3 +151,48 @@ fn reset_headers_set_the_pause_when_retry_after_is_missing() {
         "x-ratelimit-reset-requests: 1m30s gave {left} ms"
     );
 }
+
+#[test]
+fn a_vision_request_goes_to_models_that_claim_vision_first() {
+    let fake = fake();
+    let w = World::new();
+    let doc = json!({"version": 1, "providers": [{"id": "p", "baseUrl": fake.base_url(), "keyRequired": false, "models": [
+        {"id": "ok#text", "tier": "S+", "context": 131072, "capabilities": ["tools"]},
+        {"id": "ok#eyes", "tier": "B", "context": 131072, "capabilities": ["tools", "vision"]}]}]});
+    std::fs::write(&w.catalog, doc.to_string()).unwrap();
+    let s = w.serve(&[]);
+    let image = json!({"model": "fcm", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}]});
+    let r = s.post("/v1/chat/completions", &image.to_string());
+    assert_eq!(r.decision(), "p/ok#eyes!served|p/ok#eyes:200|skips=0");
+    // Claude Code's image block counts too.
+    let anthropic = json!({"model": "claude-x", "max_tokens": 50, "messages": [{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]}]});
+    assert_eq!(
+        s.post("/v1/messages", &anthropic.to_string())
+            .header("x-fcm-v2-model"),
+        Some("p/ok#eyes")
+    );
+    // Text only: ranking as usual.
+    assert_eq!(
+        s.chat("fcm", false).header("x-fcm-v2-model"),
+        Some("p/ok#text")
+    );
+}
+
+#[test]
+fn when_no_model_claims_a_capability_they_are_tried_anyway() {
+    let fake = fake();
+    let w = World::new();
+    catalog(
+        &w,
+        &fake.base_url(),
+        &[("p", false, &[("ok#a", 131072), ("ok#b", 131072)])],
+    );
+    let s = w.serve(&[]);
+    let pdf = json!({"model": "fcm", "messages": [{"role": "user", "content": [
+        {"type": "file", "file": {"filename": "spec.pdf", "file_data": "data:application/pdf;base64,JVBERi0="}}]}]});
+    let r = s.post("/v1/chat/completions", &pdf.to_string());
+    assert_eq!(r.decision(), "p/ok#a!served|p/ok#a:200|skips=0");
+    assert_eq!(s.history()[0]["notes"], json!(["capability_unknown:pdf"]));
+}
