@@ -425,7 +425,8 @@ impl Router {
             .last_resort_model
             .clone()
             .filter(|m| self.knows(m));
-        for i in order {
+        let mut queue: std::collections::VecDeque<usize> = order.into();
+        while let Some(i) = queue.pop_front() {
             let c = &self.candidates[i];
             if trace.attempts.len() >= self.failover.max_attempts as usize
                 || Instant::now() >= deadline
@@ -480,6 +481,14 @@ impl Router {
                     if !f.verdict.failover {
                         break;
                     }
+                    // The same model served by another provider is the closest substitute.
+                    let family = family(&c.target.wire_model);
+                    let (same, rest): (Vec<usize>, Vec<usize>) = queue.iter().partition(|j| {
+                        let o = &self.candidates[**j];
+                        o.target.provider_id != c.target.provider_id
+                            && self::family(&o.target.wire_model) == family
+                    });
+                    queue = same.into_iter().chain(rest).collect();
                 }
             }
         }
@@ -762,6 +771,20 @@ pub fn estimate_tokens(body: &Value) -> u64 {
     crate::protocol::estimate_tokens(chars) + answer
 }
 
+/// A model's family across providers: its id without the vendor path, the `:free` tag or
+/// an `-instruct`/`-it` suffix (`openai/gpt-oss-120b` and `gpt-oss-120b` are one family).
+pub fn family(model_id: &str) -> String {
+    let last = model_id
+        .rsplit('/')
+        .next()
+        .unwrap_or(model_id)
+        .to_ascii_lowercase();
+    let base = last.split(':').next().unwrap_or(&last);
+    base.trim_end_matches("-instruct")
+        .trim_end_matches("-it")
+        .to_string()
+}
+
 /// What every attempt of one request sends.
 struct Job<'a> {
     body: &'a Value,
@@ -820,6 +843,17 @@ mod tests {
                 "half"
             ]
         );
+    }
+
+    #[test]
+    fn families_across_providers() {
+        assert_eq!(family("openai/gpt-oss-120b"), family("gpt-oss-120b"));
+        assert_eq!(
+            family("qwen/qwen3-coder-480b-a35b-instruct"),
+            "qwen3-coder-480b-a35b"
+        );
+        assert_eq!(family("z-ai/glm-5.2:free"), family("glm-5.2"));
+        assert_ne!(family("openai/gpt-oss-120b"), family("openai/gpt-oss-20b"));
     }
 
     #[test]

@@ -196,3 +196,26 @@ fn when_no_model_claims_a_capability_they_are_tried_anyway() {
     assert_eq!(r.decision(), "p/ok#a!served|p/ok#a:200|skips=0");
     assert_eq!(s.history()[0]["notes"], json!(["capability_unknown:pdf"]));
 }
+
+#[test]
+fn after_a_failure_the_same_model_on_another_provider_goes_next() {
+    use std::collections::HashMap;
+    let broken = FakeProvider::start(
+        0,
+        HashMap::from([("openai/gpt-oss-120b".to_string(), Behavior::Server500)]),
+    )
+    .unwrap();
+    let healthy = fake();
+    let w = World::new();
+    let doc = json!({"version": 1, "providers": [
+        {"id": "a", "baseUrl": broken.base_url(), "keyRequired": false, "models": [{"id": "openai/gpt-oss-120b", "tier": "S+", "context": 131072}]},
+        {"id": "c", "baseUrl": healthy.base_url(), "keyRequired": false, "models": [{"id": "ok#other", "tier": "S", "context": 131072}]},
+        {"id": "b", "baseUrl": healthy.base_url(), "keyRequired": false, "models": [{"id": "gpt-oss-120b", "tier": "C", "context": 131072}]}]});
+    std::fs::write(&w.catalog, doc.to_string()).unwrap();
+    let s = w.serve(&[]);
+    let r = s.chat("fcm", false);
+    assert_eq!(
+        r.decision(),
+        "b/gpt-oss-120b!served|a/openai/gpt-oss-120b:500->b/gpt-oss-120b:200|skips=0"
+    );
+}
