@@ -87,6 +87,43 @@ pub fn rank(inputs: &mut [RankInput<'_>]) {
     });
 }
 
+/// Results a model's ranking learns from.
+const LIVE_WINDOW: usize = 20;
+/// Results needed before real traffic outweighs the bench prior.
+const LIVE_MIN: usize = 3;
+
+/// A model's last [`LIVE_WINDOW`] real results: time to first answer, or a failure.
+#[derive(Debug, Default, Clone)]
+pub struct LiveWindow(std::collections::VecDeque<Option<u64>>);
+
+impl LiveWindow {
+    pub fn push(&mut self, result: Option<u64>) {
+        if self.0.len() == LIVE_WINDOW {
+            self.0.pop_front();
+        }
+        self.0.push_back(result);
+    }
+
+    /// (class, median ttft) for ranking, as for bench results: class 0 when at least 80% of
+    /// recent requests succeeded, 1 from half, else 2. `None` until there are enough results.
+    pub fn rank(&self) -> Option<(u8, Option<u64>)> {
+        if self.0.len() < LIVE_MIN {
+            return None;
+        }
+        let mut ok: Vec<u64> = self.0.iter().flatten().copied().collect();
+        ok.sort_unstable();
+        let rate = ok.len() as f64 / self.0.len() as f64;
+        let class = if rate >= 0.8 {
+            0
+        } else if rate >= 0.5 {
+            1
+        } else {
+            2
+        };
+        Some((class, ok.get(ok.len().saturating_sub(1) / 2).copied()))
+    }
+}
+
 /// Latest bench results, reloaded when `bench.json` changes.
 struct BenchRanks {
     path: Option<PathBuf>,
@@ -173,6 +210,8 @@ pub struct Router {
     active_set: Option<String>,
     /// Requests served per round-robin set.
     set_counters: Mutex<HashMap<String, u64>>,
+    /// Recent real results per model.
+    live: Mutex<HashMap<String, LiveWindow>>,
     index: HashMap<String, usize>,
     pub breakers: Breakers,
     pub history: History,
@@ -222,6 +261,7 @@ impl Router {
             sets: cfg.sets.clone(),
             active_set: cfg.active_set.clone(),
             set_counters: Mutex::new(HashMap::new()),
+            live: Mutex::new(HashMap::new()),
             index,
             breakers,
             history,
@@ -312,6 +352,7 @@ impl Router {
             bench.modified = modified;
         }
         let bench = self.bench.lock().unwrap_or_else(|e| e.into_inner());
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         let mut skipped = Vec::new();
         let mut inputs = Vec::new();
         for (n, i) in routable.iter().enumerate() {
@@ -338,10 +379,14 @@ impl Router {
                 });
                 continue;
             }
-            let (bench_class, ttft_ms) = match bench.by_model.get(&c.target.key) {
-                Some((true, ttft)) => (0, *ttft),
-                Some((false, _)) => (2, None),
-                None => (1, None),
+            // Real traffic first; the last bench run is the prior until there is enough of it.
+            let (bench_class, ttft_ms) = match live.get(&c.target.key).and_then(LiveWindow::rank) {
+                Some(ranked) => ranked,
+                None => match bench.by_model.get(&c.target.key) {
+                    Some((true, ttft)) => (0, *ttft),
+                    Some((false, _)) => (2, None),
+                    None => (1, None),
+                },
             };
             inputs.push(RankInput {
                 key: &c.target.key,
@@ -526,6 +571,7 @@ impl Router {
                 if matches!(answer, Answer::Full { .. }) {
                     self.breakers.record_success(key, crate::time::now_ms());
                 }
+                self.observe(key, Some(latency.as_millis() as u64));
                 trace.attempts.push(AttemptRecord {
                     model: key.clone(),
                     status: Some(status),
@@ -537,6 +583,9 @@ impl Router {
             Err(f) => {
                 let now = crate::time::now_ms();
                 self.breakers.record_failure(key, &f.verdict, now, trial);
+                if f.verdict.damages_health {
+                    self.observe(key, None);
+                }
                 if let (true, Some(pause)) = (c.shared_quota, f.verdict.quota_pause) {
                     // One account-wide quota: every model of the provider waits.
                     let until = now + pause.as_millis() as u64;
@@ -701,6 +750,12 @@ impl Router {
         order.sort_by_key(|i| !capable(i));
     }
 
+    /// Adds a real result to the model's rolling window (`None`: a failure).
+    fn observe(&self, model: &str, ttft_ms: Option<u64>) {
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.entry(model.to_string()).or_default().push(ttft_ms);
+    }
+
     /// A set's models in this request's order (round-robin sets advance per request).
     fn set_order(&self, name: &str) -> Vec<String> {
         let Some(set) = self.sets.get(name) else {
@@ -843,6 +898,28 @@ mod tests {
                 "half"
             ]
         );
+    }
+
+    #[test]
+    fn live_window_ranks_by_recent_results() {
+        let mut w = LiveWindow::default();
+        w.push(Some(100));
+        w.push(Some(300));
+        assert_eq!(w.rank(), None, "too few results: the bench prior decides");
+        w.push(Some(200));
+        assert_eq!(w.rank(), Some((0, Some(200))));
+        for _ in 0..20 {
+            w.push(None);
+        }
+        assert_eq!(
+            w.rank(),
+            Some((2, None)),
+            "failing now: ranked with the unusable"
+        );
+        for _ in 0..20 {
+            w.push(Some(50));
+        }
+        assert_eq!(w.rank(), Some((0, Some(50))), "recovered: climbs back");
     }
 
     #[test]

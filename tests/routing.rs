@@ -219,3 +219,33 @@ fn after_a_failure_the_same_model_on_another_provider_goes_next() {
         "b/gpt-oss-120b!served|a/openai/gpt-oss-120b:500->b/gpt-oss-120b:200|skips=0"
     );
 }
+
+#[test]
+fn a_model_failing_in_real_traffic_drops_in_the_ranking() {
+    let fake = fake();
+    let w = World::new();
+    catalog(
+        &w,
+        &fake.base_url(),
+        &[(
+            "p",
+            false,
+            &[("server_500#top", 131072), ("ok#next", 131072)],
+        )],
+    );
+    // A high threshold keeps the breaker out of it: only the rolling window acts.
+    w.write_config(&json!({"router": {"breaker": {"failureThreshold": 50}}}));
+    let s = w.serve(&["--quiet"]);
+    for _ in 0..3 {
+        assert_eq!(
+            s.chat("fcm", false).decision(),
+            "p/ok#next!served|p/server_500#top:500->p/ok#next:200|skips=0"
+        );
+    }
+    assert_eq!(
+        s.chat("fcm", false).decision(),
+        "p/ok#next!served|p/ok#next:200|skips=0",
+        "3 recent failures rank it below"
+    );
+    assert_eq!(s.breaker("p/server_500#top").unwrap()["state"], "CLOSED");
+}
