@@ -132,6 +132,8 @@ pub struct Failure {
     /// One line, safe to show (no key).
     pub detail: String,
     pub elapsed: Duration,
+    /// The provider's `Retry-After` (or reset header), whatever the status.
+    pub retry_after: Option<Duration>,
 }
 
 impl Failure {
@@ -285,6 +287,7 @@ fn failure(verdict: Verdict, status: Option<u16>, detail: String, started: Insta
         status,
         detail,
         elapsed: started.elapsed(),
+        retry_after: None,
     }
 }
 
@@ -390,7 +393,12 @@ pub fn attempt(
             SystemTime::now(),
         );
         let detail = error_detail(target, &body);
-        return Err(failure(verdict, Some(incoming.status), detail, started));
+        let mut f = failure(verdict, Some(incoming.status), detail, started);
+        f.retry_after = incoming
+            .retry_after
+            .as_deref()
+            .and_then(|v| crate::classify::parse_retry_after(v, SystemTime::now()));
+        return Err(f);
     }
     if stream && (incoming.is_event_stream() || incoming.content_type.is_none()) {
         return hold(incoming, target, limits, started).map(|s| Answer::Stream(Box::new(s)));

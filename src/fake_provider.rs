@@ -49,6 +49,8 @@ pub enum Behavior {
     RateLimitReset(u64),
     /// 400 saying the prompt exceeds the model's maximum context length.
     ContextOverflow,
+    /// The first request gets 503 with `Retry-After: 1`; later ones are answered.
+    BusyOnce,
     Auth401,
     BadRequest400,
     Server500,
@@ -98,6 +100,7 @@ impl Behavior {
             "rate_limit" => Behavior::RateLimit(param.unwrap_or(30)),
             "rate_limit_reset" => Behavior::RateLimitReset(param.unwrap_or(90)),
             "context_overflow" => Behavior::ContextOverflow,
+            "busy_once" => Behavior::BusyOnce,
             "auth_401" => Behavior::Auth401,
             "bad_request_400" => Behavior::BadRequest400,
             "server_500" => Behavior::Server500,
@@ -158,6 +161,8 @@ struct Shared {
     counter: AtomicU64,
     /// Answers cut short because the client went away.
     aborted: AtomicU64,
+    /// Requests seen per model (for behaviours that change over time).
+    seen: Mutex<HashMap<String, u64>>,
 }
 
 /// A running fake provider; stops when dropped.
@@ -188,6 +193,7 @@ impl FakeProvider {
             stop: AtomicBool::new(false),
             counter: AtomicU64::new(0),
             aborted: AtomicU64::new(0),
+            seen: Mutex::new(HashMap::new()),
         });
         let s = shared.clone();
         std::thread::Builder::new()
@@ -483,6 +489,19 @@ fn respond(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::R
             &[("x-ratelimit-reset-requests", format!("{}m{}s", secs / 60, secs % 60))],
             error("Too many requests", "rate_limit_error").as_bytes(),
         ),
+        Behavior::BusyOnce => {
+            let first = {
+                let mut seen = shared.seen.lock().unwrap();
+                let n = seen.entry(model.clone()).or_insert(0);
+                *n += 1;
+                *n == 1
+            };
+            if first {
+                send_fixed(out, 503, json_ct, &[("retry-after", "1".to_string())], error("warming up", "server_error").as_bytes())
+            } else {
+                ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO)
+            }
+        }
         Behavior::ContextOverflow => send_fixed(
             out,
             400,

@@ -23,6 +23,8 @@ use crate::config::{FailoverConfig, RouterConfig};
 use crate::trace::{AttemptRecord, History, Outcome, Skip, SkipReason, Trace};
 use crate::upstream::Upstream;
 
+/// A `Retry-After` this short on a 502/503/504 from the last candidate is waited out once.
+const SHORT_RETRY: Duration = Duration::from_secs(5);
 /// Largest non-stream answer the router accepts from a provider.
 pub const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
 /// How often `bench.json` is checked for a newer version.
@@ -471,6 +473,7 @@ impl Router {
             .clone()
             .filter(|m| self.knows(m));
         let mut queue: std::collections::VecDeque<usize> = order.into();
+        let mut waited = false;
         while let Some(i) = queue.pop_front() {
             let c = &self.candidates[i];
             if trace.attempts.len() >= self.failover.max_attempts as usize
@@ -525,6 +528,21 @@ impl Router {
                     }
                     if !f.verdict.failover {
                         break;
+                    }
+                    // The last candidate asks for a moment (a 502/503/504 with a short
+                    // Retry-After): wait once and ask again rather than fail the request.
+                    if let Some(wait) = f
+                        .retry_after
+                        .filter(|w| *w <= SHORT_RETRY && queue.is_empty() && !waited)
+                    {
+                        if f.status.is_some_and(|s| (502..=504).contains(&s))
+                            && Instant::now() + wait < deadline
+                        {
+                            waited = true;
+                            std::thread::sleep(wait);
+                            queue.push_front(i);
+                            continue;
+                        }
                     }
                     // The same model served by another provider is the closest substitute.
                     let family = family(&c.target.wire_model);

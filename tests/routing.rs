@@ -249,3 +249,27 @@ fn a_model_failing_in_real_traffic_drops_in_the_ranking() {
     );
     assert_eq!(s.breaker("p/server_500#top").unwrap()["state"], "CLOSED");
 }
+
+#[test]
+fn the_last_candidate_asking_for_a_moment_is_waited_for_once() {
+    let fake = fake();
+    let w = World::new();
+    catalog(
+        &w,
+        &fake.base_url(),
+        &[(
+            "p",
+            false,
+            &[("server_500#first", 131072), ("busy_once", 131072)],
+        )],
+    );
+    let s = w.serve(&[]);
+    let r = s.chat("fcm", false);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        r.decision(),
+        "p/busy_once!served|p/server_500#first:500->p/busy_once:503->p/busy_once:200|skips=0"
+    );
+    let latency = s.history()[0]["wallMs"].as_u64().unwrap();
+    assert!(latency >= 900, "Retry-After: 1 was honoured ({latency} ms)");
+}
