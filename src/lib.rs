@@ -12,6 +12,7 @@ pub mod classify;
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod dashboard;
 pub mod fake_provider;
 pub mod gate;
 pub mod hold;

@@ -396,11 +396,7 @@ fn handle(req: &Request, conn: &mut Conn, app: &Arc<App>) {
                 &protocol::anthropic::error(400, &format!("request body is not valid JSON: {e}")),
             ),
         },
-        ("HEAD" | "GET", "/") => Reply {
-            status: 200,
-            headers: vec![("content-type".into(), "text/plain".into())],
-            body: b"fcm serve\n".to_vec(),
-        },
+        ("HEAD" | "GET", "/") => dashboard(app),
         ("GET" | "HEAD", "/health") => Reply::json(200, &health(app)),
         ("GET" | "HEAD", "/v1/models") => Reply::json(200, &models(app)),
         ("GET", "/fcm/admin/breakers") => Reply::json(
@@ -432,6 +428,27 @@ fn handle(req: &Request, conn: &mut Conn, app: &Arc<App>) {
         }
     };
     conn.send(reply, head_only);
+}
+
+fn dashboard(app: &App) -> Reply {
+    let now = crate::time::now_ms();
+    let summary = crate::dashboard::Summary {
+        version: env!("CARGO_PKG_VERSION"),
+        address: app.address.to_string(),
+        uptime_ms: app.started.elapsed().as_millis() as u64,
+        routable: app.router.routable().count(),
+        in_flight: app.in_flight.load(Ordering::Acquire),
+    };
+    let page = crate::dashboard::render(
+        &summary,
+        &app.router.breakers.rows(now),
+        &app.router.history.last(50),
+    );
+    Reply {
+        status: 200,
+        headers: vec![("content-type".into(), "text/html; charset=utf-8".into())],
+        body: page.into_bytes(),
+    }
 }
 
 fn admin_reset(req: &Request, app: &App) -> Reply {

@@ -882,3 +882,33 @@ fn a_flowing_stream_outlives_the_request_budget() {
         0
     );
 }
+
+#[test]
+fn the_dashboard_shows_breakers_pauses_and_decisions() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["server_500", "rate_limit:60", "ok"]);
+    let s = w.serve(&[]);
+    s.chat("fcm", false);
+    let page = s.get("/");
+    assert_eq!(page.status, 200);
+    assert!(page
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/html"));
+    for needle in [
+        "Breakers",
+        "p/server_500",
+        "provider_server_error",
+        "Quota pauses",
+        "p/rate_limit:60",
+        "Last 1 decisions",
+        "served",
+    ] {
+        assert!(page.body.contains(needle), "{needle} missing from the page");
+    }
+    assert!(
+        !page.body.contains("src=") && !page.body.contains("href="),
+        "self-contained"
+    );
+}

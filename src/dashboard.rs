@@ -1,0 +1,146 @@
+//! The page `fcm serve` shows at `/`: breakers, quota pauses and the last decisions, on one
+//! self-contained HTML page (no scripts or assets from elsewhere) that reloads itself.
+
+use std::fmt::Write;
+
+use crate::breaker::BreakerRow;
+use crate::time::human_ms;
+use crate::trace::Trace;
+
+/// Seconds between reloads.
+const REFRESH_SECS: u32 = 3;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Facts for the header line.
+pub struct Summary {
+    pub version: &'static str,
+    pub address: String,
+    pub uptime_ms: u64,
+    pub routable: usize,
+    pub in_flight: usize,
+}
+
+pub fn render(summary: &Summary, breakers: &[BreakerRow], recent: &[Trace]) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"{REFRESH_SECS}\">\
+<title>fcm serve</title><style>\
+body{{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fafafa}}\
+h1{{font-size:20px;margin:0 0 4px}}h2{{font-size:16px;margin:24px 0 8px}}.meta{{color:#666}}\
+table{{border-collapse:collapse;background:#fff;width:100%}}td,th{{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}}\
+th{{background:#f0f0f0}}.CLOSED{{color:#1a7f37}}.DEGRADED{{color:#9a6700}}.HALF_OPEN{{color:#0969da}}.OPEN{{color:#cf222e;font-weight:bold}}\
+.served{{color:#1a7f37}}.all_failed,.stream_failed_after_content{{color:#cf222e}}code{{font-size:12px}}\
+</style></head><body><h1>fcm serve</h1><div class=\"meta\">{} · listening on {} · up {} · {} routable models · {} in flight · reloads every {REFRESH_SECS} s</div>",
+        esc(summary.version),
+        esc(&summary.address),
+        human_ms(summary.uptime_ms),
+        summary.routable,
+        summary.in_flight
+    );
+    h.push_str("<h2>Breakers</h2>");
+    if breakers.is_empty() {
+        h.push_str("<p>No model has failed yet: every breaker is CLOSED.</p>");
+    } else {
+        h.push_str("<table><tr><th>Model</th><th>State</th><th>Failures</th><th>Trips</th><th>Cooldown left</th><th>Last failure</th></tr>");
+        for r in breakers.iter().filter(|r| {
+            r.state != crate::breaker::BreakerState::Closed || r.consecutive_failures > 0
+        }) {
+            let _ = write!(
+                h,
+                "<tr><td><code>{}</code></td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&r.model),
+                r.state.as_str(),
+                r.state.as_str(),
+                r.consecutive_failures,
+                r.trip_count,
+                if r.cooldown_ms_left > 0 { human_ms(r.cooldown_ms_left) } else { "-".into() },
+                r.last_failure_kind.map_or("-".to_string(), |k| k.to_string())
+            );
+        }
+        h.push_str("</table>");
+    }
+    h.push_str("<h2>Quota pauses</h2>");
+    let paused: Vec<&BreakerRow> = breakers
+        .iter()
+        .filter(|r| r.quota_pause_ms_left > 0)
+        .collect();
+    if paused.is_empty() {
+        h.push_str("<p>None.</p>");
+    } else {
+        h.push_str("<table><tr><th>Model</th><th>Paused for</th><th>Why</th></tr>");
+        for r in paused {
+            let _ = write!(
+                h,
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+                esc(&r.model),
+                human_ms(r.quota_pause_ms_left),
+                r.last_failure_kind
+                    .map_or("-".to_string(), |k| k.to_string())
+            );
+        }
+        h.push_str("</table>");
+    }
+    let _ = write!(h, "<h2>Last {} decisions</h2>", recent.len());
+    if recent.is_empty() {
+        h.push_str("<p>No requests yet.</p>");
+    } else {
+        h.push_str("<table><tr><th>Time</th><th>Model asked</th><th>Outcome</th><th>Served by</th><th>Attempts</th><th>Skips</th><th>Wall</th></tr>");
+        for t in recent.iter().rev() {
+            let chain: Vec<String> = t
+                .attempts
+                .iter()
+                .map(|a| format!("{}:{}", a.model, a.label()))
+                .collect();
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td><code>{}</code></td><td class=\"{}\">{}</td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td><td>{} ms</td></tr>",
+                esc(&t.time),
+                esc(&t.requested_model),
+                t.outcome.as_str(),
+                t.outcome.as_str(),
+                esc(t.served_model.as_deref().unwrap_or("-")),
+                esc(&chain.join(" → ")),
+                t.skipped.len(),
+                t.wall_ms
+            );
+        }
+        h.push_str("</table>");
+    }
+    h.push_str("</body></html>");
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_is_self_contained_and_escapes() {
+        let mut t = Trace::new("r1", "<script>", false);
+        t.outcome = crate::trace::Outcome::Served;
+        let page = render(
+            &Summary {
+                version: "1",
+                address: "127.0.0.1:1".into(),
+                uptime_ms: 5000,
+                routable: 3,
+                in_flight: 0,
+            },
+            &[],
+            &[t],
+        );
+        assert!(page.contains("&lt;script&gt;") && !page.contains("<script>"));
+        assert!(
+            !page.contains("src=") && !page.contains("href="),
+            "no external assets"
+        );
+        assert!(page.contains("http-equiv=\"refresh\""));
+    }
+}
