@@ -48,6 +48,15 @@ pub struct RouterConfig {
     pub breaker: BreakerConfig,
     pub sets: BTreeMap<String, ModelSet>,
     pub active_set: Option<String>,
+    pub probe: ProbeConfig,
+}
+
+/// Background probes of models whose cooldown ended. Off by default: probes spend free quota,
+/// and HALF_OPEN trials come from real traffic anyway.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ProbeConfig {
+    pub interval_sec: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -153,6 +162,7 @@ impl Config {
         // Fields that are null or empty by default still have known sub-keys.
         v["router"]["failover"]["lastResortModel"] = Value::String(String::new());
         v["router"]["activeSet"] = Value::String(String::new());
+        v["router"]["probe"]["intervalSec"] = Value::from(0);
         v["serve"]["token"] = Value::String(String::new());
         v
     }
@@ -237,6 +247,11 @@ impl Config {
                 ));
                 set.sticky = 1;
             }
+        }
+        if let Some(secs) = self.router.probe.interval_sec {
+            let mut s = secs;
+            clamp_u64(&mut s, 1, 86_400, "router.probe.intervalSec", warnings);
+            self.router.probe.interval_sec = Some(s);
         }
         if let Some(active) = &self.router.active_set {
             if !self.router.sets.contains_key(active) {

@@ -768,6 +768,41 @@ impl Router {
         order.sort_by_key(|i| !capable(i));
     }
 
+    /// Probes each model whose cooldown has ended (HALF_OPEN) with one small request as its
+    /// trial, when `router.probe.intervalSec` asks for it. Returns (model, ok) per probe.
+    pub fn probe_recovered(&self, timeout: Duration) -> Vec<(String, bool)> {
+        let mut out = Vec::new();
+        for c in self.routable() {
+            let now = crate::time::now_ms();
+            if self.breakers.state(&c.target.key, now) != BreakerState::HalfOpen {
+                continue;
+            }
+            if self.breakers.admit(&c.target.key, now) != Admission::Trial {
+                continue;
+            }
+            let ok = match crate::bench::ping(&self.upstream, &c.target, timeout) {
+                crate::bench::Ping::Ok { ttft_ms, .. } => {
+                    self.breakers
+                        .record_success(&c.target.key, crate::time::now_ms());
+                    self.observe(&c.target.key, Some(ttft_ms));
+                    true
+                }
+                crate::bench::Ping::Failed { kind, pause, .. } => {
+                    let verdict = crate::classify::Verdict::of(kind, pause);
+                    self.breakers.record_failure(
+                        &c.target.key,
+                        &verdict,
+                        crate::time::now_ms(),
+                        true,
+                    );
+                    false
+                }
+            };
+            out.push((c.target.key.clone(), ok));
+        }
+        out
+    }
+
     /// Adds a real result to the model's rolling window (`None`: a failure).
     fn observe(&self, model: &str, ttft_ms: Option<u64>) {
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());

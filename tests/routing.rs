@@ -273,3 +273,63 @@ fn the_last_candidate_asking_for_a_moment_is_waited_for_once() {
     let latency = s.history()[0]["wallMs"].as_u64().unwrap();
     assert!(latency >= 900, "Retry-After: 1 was honoured ({latency} ms)");
 }
+
+#[test]
+fn background_probes_are_opt_in() {
+    let fake = fake();
+    for probe in [false, true] {
+        let w = World::new();
+        let model = if probe {
+            "server_500#probed"
+        } else {
+            "server_500#quiet"
+        };
+        catalog(&w, &fake.base_url(), &[("p", false, &[(model, 131072)])]);
+        let mut router = json!({"breaker": {"initialCooldownMs": 1000}});
+        if probe {
+            router["probe"] = json!({"intervalSec": 1});
+        }
+        w.write_config(&json!({ "router": router }));
+        let s = w.serve(&[]);
+        for _ in 0..3 {
+            s.chat(&format!("fcm:p/{model}"), false);
+        }
+        assert_eq!(s.breaker(&format!("p/{model}")).unwrap()["state"], "OPEN");
+        let start = std::time::Instant::now();
+        if probe {
+            while fake.requests_for(model).len() < 4 {
+                assert!(
+                    start.elapsed() < std::time::Duration::from_secs(10),
+                    "no probe came"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let row = s.breaker(&format!("p/{model}")).unwrap();
+            assert_eq!(
+                (row["state"].as_str(), row["tripCount"].as_u64()),
+                (Some("OPEN"), Some(2)),
+                "the failed probe reopened it"
+            );
+        } else {
+            std::thread::sleep(std::time::Duration::from_millis(2500));
+            assert_eq!(
+                fake.requests_for(model).len(),
+                3,
+                "no background traffic by default"
+            );
+            assert_eq!(
+                s.breaker(&format!("p/{model}")).unwrap()["state"],
+                "HALF_OPEN"
+            );
+        }
+    }
+}
+
+#[test]
+fn token_estimate_counts_text_and_answer_room() {
+    let body =
+        json!({"max_tokens": 100, "messages": [{"role": "user", "content": "x".repeat(400)}]});
+    // 400 characters of text plus "user" = 404 / 4 = 101, plus 100 for the answer.
+    assert_eq!(fcm::router::estimate_tokens(&body), 201);
+}

@@ -4,7 +4,7 @@ use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
@@ -60,6 +60,35 @@ fn limit_malloc_arenas() {
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 2);
     }
+}
+
+/// Probes recovered models every `interval` (opt-in: `router.probe.intervalSec`).
+fn start_prober(app: Arc<App>, interval: Duration) {
+    let _ = std::thread::Builder::new()
+        .name("fcm-probe".into())
+        .spawn(move || {
+            let mut last = Instant::now();
+            while !crate::signals::stop_requested() {
+                std::thread::sleep(Duration::from_millis(200));
+                if last.elapsed() < interval {
+                    continue;
+                }
+                last = Instant::now();
+                let timeout = Duration::from_millis(app.router.failover.first_token_timeout_ms);
+                for (model, ok) in app.router.probe_recovered(timeout) {
+                    if !app.quiet {
+                        eprintln!(
+                            "fcm serve: probe {model}: {}",
+                            if ok {
+                                "answered, breaker closed"
+                            } else {
+                                "failed, breaker open again"
+                            }
+                        );
+                    }
+                }
+            }
+        });
 }
 
 pub fn run(args: ServeArgs) -> Result<i32> {
@@ -143,6 +172,9 @@ pub fn run(args: ServeArgs) -> Result<i32> {
         eprintln!("fcm serve: warning: no provider key is set, so every request will fail; `fcm models` lists the variables");
     }
     let flusher = Flusher::start(app.clone(), paths.clone());
+    if let Some(secs) = setup.config.router.probe.interval_sec {
+        start_prober(app.clone(), Duration::from_secs(secs));
+    }
     let result = serve::run(listener, app.clone());
     flusher.stop();
     persist::flush(
