@@ -765,6 +765,13 @@ impl Router {
                 .push(format!("capability_unknown:{}", names.join(",")));
             return;
         }
+        let missing = order.iter().filter(|i| !capable(i)).count();
+        if missing > 0 {
+            trace.notes.push(format!(
+                "capability_missing:{}:{missing}_tried_last",
+                names.join(",")
+            ));
+        }
         order.sort_by_key(|i| !capable(i));
     }
 

@@ -165,6 +165,11 @@ fn a_vision_request_goes_to_models_that_claim_vision_first() {
         {"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}]});
     let r = s.post("/v1/chat/completions", &image.to_string());
     assert_eq!(r.decision(), "p/ok#eyes!served|p/ok#eyes:200|skips=0");
+    assert_eq!(
+        s.history()[0]["notes"],
+        json!(["capability_missing:vision:1_tried_last"]),
+        "the text-only model is kept, last"
+    );
     // Claude Code's image block counts too.
     let anthropic = json!({"model": "claude-x", "max_tokens": 50, "messages": [{"role": "user", "content": [
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]}]});
