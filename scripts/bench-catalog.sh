@@ -12,13 +12,8 @@ CONCURRENCY=${CONCURRENCY:-64}
 
 cargo build --release --locked --quiet
 bin=target/release/fcm
-work=$(mktemp -d)
-trap 'kill "${fake_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
-
-"$bin" fake-provider --no-record > "$work/fake.url" &
-fake_pid=$!
-for _ in $(seq 100); do [ -s "$work/fake.url" ] && break; sleep 0.05; done
-url=$(head -n1 "$work/fake.url")
+source scripts/common.sh
+start_fake "$bin"
 
 python3 - "$url" "$MODELS" "$DELAY_MS" > "$work/catalog.json" <<'PY'
 import json, sys

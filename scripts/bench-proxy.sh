@@ -17,14 +17,8 @@ cargo build --release --locked --quiet
 cargo build --release --locked --quiet --example loadgen
 fcm=$PWD/target/release/fcm
 load=$PWD/target/release/examples/loadgen
-work=$(mktemp -d)
-cleanup() { kill "${serve_pid:-}" "${fake_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-
-"$fcm" fake-provider --no-record > "$work/fake.url" &
-fake_pid=$!
-for _ in $(seq 100); do [ -s "$work/fake.url" ] && break; sleep 0.05; done
-url=$(head -n1 "$work/fake.url")
+source scripts/common.sh
+start_fake "$fcm"
 direct=${url#http://}; direct=${direct%/v1}
 
 cat > "$work/catalog.json" <<JSON

@@ -12,14 +12,8 @@ if ! command -v chromium >/dev/null; then
 fi
 cargo build --locked --quiet
 fcm=$PWD/target/debug/fcm
-work=$(mktemp -d)
-cleanup() { kill "${serve_pid:-}" "${fake_pid:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-
-"$fcm" fake-provider --no-record > "$work/fake.url" &
-fake_pid=$!
-for _ in $(seq 100); do [ -s "$work/fake.url" ] && break; sleep 0.05; done
-url=$(head -n1 "$work/fake.url")
+source scripts/common.sh
+start_fake "$fcm"
 cat > "$work/catalog.json" <<JSON
 {"version":1,"providers":[{"id":"demo","name":"Demo","baseUrl":"$url","keyRequired":false,"models":[
  {"id":"empty_choices","tier":"S+","context":131072},{"id":"rate_limit:120","tier":"S","context":131072},

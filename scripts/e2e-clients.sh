@@ -25,21 +25,13 @@ bin="$CACHE/node_modules/.bin"
 
 cargo build --locked --quiet
 fcm=$PWD/target/debug/fcm
-work=$(mktemp -d)
-cleanup() {
-  kill "${serve_pid:-}" "${fake_pid:-}" 2>/dev/null || true
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source scripts/common.sh
 
 export HOME="$work/home" FCM_HOME="$work/fcm"
 mkdir -p "$HOME" "$work/project"
-"$fcm" fake-provider --no-record > "$work/fake.url" &
-fake_pid=$!
-for _ in $(seq 100); do [ -s "$work/fake.url" ] && break; sleep 0.05; done
+start_fake "$fcm"
 cat > "$work/catalog.json" <<JSON
-{"version":1,"providers":[{"id":"fake","name":"Fake","baseUrl":"$(head -n1 "$work/fake.url")","keyRequired":false,
+{"version":1,"providers":[{"id":"fake","name":"Fake","baseUrl":"$url","keyRequired":false,
  "models":[{"id":"ok","tier":"S","context":131072},{"id":"tool_round_trip","tier":"S","context":131072}]}]}
 JSON
 export FCM_CATALOG="$work/catalog.json"
