@@ -46,6 +46,17 @@ pub struct Candidate {
     pub capabilities: Vec<String>,
 }
 
+impl Candidate {
+    /// The skip for a quota-paused model, naming the provider when the pause is account-wide.
+    fn quota_skip(&self) -> Skip {
+        if self.shared_quota {
+            Skip::provider_paused(self.target.key.clone(), &self.target.provider_id)
+        } else {
+            Skip::new(self.target.key.clone(), SkipReason::QuotaPaused)
+        }
+    }
+}
+
 /// How a request names its model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
@@ -361,24 +372,15 @@ impl Router {
             let c = &self.candidates[*i];
             let (state, quota_until) = states[n];
             if c.context < needed_tokens {
-                skipped.push(Skip {
-                    model: c.target.key.clone(),
-                    reason: SkipReason::ContextTooSmall,
-                });
+                skipped.push(Skip::new(c.target.key.clone(), SkipReason::ContextTooSmall));
                 continue;
             }
             if quota_until > now_ms {
-                skipped.push(Skip {
-                    model: c.target.key.clone(),
-                    reason: SkipReason::QuotaPaused,
-                });
+                skipped.push(c.quota_skip());
                 continue;
             }
             if state == BreakerState::Open {
-                skipped.push(Skip {
-                    model: c.target.key.clone(),
-                    reason: SkipReason::CircuitOpen,
-                });
+                skipped.push(Skip::new(c.target.key.clone(), SkipReason::CircuitOpen));
                 continue;
             }
             // Real traffic first; the last bench run is the prior until there is enough of it.
@@ -425,10 +427,9 @@ impl Router {
         if let Route::Pinned(key) = route {
             let c = &self.candidates[self.index[key]];
             if let Some(how) = &c.missing_key {
-                trace.skipped.push(Skip {
-                    model: key.clone(),
-                    reason: SkipReason::MissingKey,
-                });
+                trace
+                    .skipped
+                    .push(Skip::new(key.clone(), SkipReason::MissingKey));
                 trace.outcome = Outcome::AllFailed;
                 return Err(Box::new(Refused {
                     trace,
@@ -452,10 +453,9 @@ impl Router {
         if let Route::Set(name) = route {
             let preferred = self.set_order(name);
             for stale in preferred.iter().filter(|m| !self.knows(m)) {
-                trace.skipped.push(Skip {
-                    model: stale.clone(),
-                    reason: SkipReason::Stale,
-                });
+                trace
+                    .skipped
+                    .push(Skip::new(stale.clone(), SkipReason::Stale));
             }
             // Stable: set members first in the set's order, everyone else in ranking order.
             order.sort_by_key(|i| {
@@ -482,34 +482,28 @@ impl Router {
                 break;
             }
             if blocked.contains(c.target.provider_id.as_str()) {
-                trace.skipped.push(Skip {
-                    model: c.target.key.clone(),
-                    reason: SkipReason::ProviderBlocked,
-                });
+                trace
+                    .skipped
+                    .push(Skip::new(c.target.key.clone(), SkipReason::ProviderBlocked));
                 continue;
             }
             if c.context < needed {
-                trace.skipped.push(Skip {
-                    model: c.target.key.clone(),
-                    reason: SkipReason::ContextTooSmall,
-                });
+                trace
+                    .skipped
+                    .push(Skip::new(c.target.key.clone(), SkipReason::ContextTooSmall));
                 continue;
             }
             let trial = match self.breakers.admit(&c.target.key, crate::time::now_ms()) {
                 Admission::Yes => false,
                 Admission::Trial => true,
                 Admission::CircuitOpen { .. } => {
-                    trace.skipped.push(Skip {
-                        model: c.target.key.clone(),
-                        reason: SkipReason::CircuitOpen,
-                    });
+                    trace
+                        .skipped
+                        .push(Skip::new(c.target.key.clone(), SkipReason::CircuitOpen));
                     continue;
                 }
                 Admission::QuotaPaused { .. } => {
-                    trace.skipped.push(Skip {
-                        model: c.target.key.clone(),
-                        reason: SkipReason::QuotaPaused,
-                    });
+                    trace.skipped.push(c.quota_skip());
                     continue;
                 }
             };

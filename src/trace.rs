@@ -33,6 +33,27 @@ pub enum SkipReason {
 pub struct Skip {
     pub model: String,
     pub reason: SkipReason,
+    /// The provider whose account-wide quota paused this model (`sharedQuota` providers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+}
+
+impl Skip {
+    pub fn new(model: impl Into<String>, reason: SkipReason) -> Skip {
+        Skip {
+            model: model.into(),
+            reason,
+            provider: None,
+        }
+    }
+
+    /// A model skipped because its provider's shared quota is paused.
+    pub fn provider_paused(model: impl Into<String>, provider: &str) -> Skip {
+        Skip {
+            provider: Some(provider.to_string()),
+            ..Skip::new(model, SkipReason::QuotaPaused)
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -279,14 +300,8 @@ mod tests {
     fn decision_header_shapes() {
         let mut t = Trace::new("r1", "fcm", false);
         t.skipped = vec![
-            Skip {
-                model: "a/x".into(),
-                reason: SkipReason::CircuitOpen,
-            },
-            Skip {
-                model: "b/y".into(),
-                reason: SkipReason::QuotaPaused,
-            },
+            Skip::new("a/x", SkipReason::CircuitOpen),
+            Skip::new("b/y", SkipReason::QuotaPaused),
         ];
         t.attempts = vec![
             attempt("nvidia/x", Some(429), Some(FailureKind::RateLimit)),

@@ -118,7 +118,7 @@ fn a_429_on_a_shared_quota_pauses_the_whole_provider() {
     );
     assert_eq!(
         s.history()[0]["skipped"][0],
-        json!({"model": "shared/ok#sibling", "reason": "quota_paused"})
+        json!({"model": "shared/ok#sibling", "reason": "quota_paused", "provider": "shared"})
     );
     assert!(fake.requests_for("ok#sibling").is_empty());
     let sibling: Value = s.breaker("shared/ok#sibling").unwrap();
