@@ -61,19 +61,23 @@ impl Target {
         }
     }
 
-    /// The client's request made this target's: `model` replaced, rejected fields dropped.
+    /// The client's request made this target's: `model` replaced, rejected fields dropped,
+    /// orphan tool results left out. Written straight from the client's body, without
+    /// copying it (a long history is megabytes, and every attempt sends it).
     pub fn request_body(&self, client: &Value) -> Vec<u8> {
-        let mut body = client.clone();
-        if let Some(obj) = body.as_object_mut() {
-            obj.insert("model".into(), Value::String(self.wire_model.clone()));
-            for f in &self.drop_fields {
-                obj.remove(f);
-            }
-            if let Some(messages) = obj.get_mut("messages").and_then(Value::as_array_mut) {
-                drop_orphan_tool_results(messages);
-            }
-        }
-        serde_json::to_vec(&body).expect("JSON values serialise")
+        let Some(obj) = client.as_object() else {
+            return serde_json::to_vec(client).expect("JSON values serialise");
+        };
+        let outgoing = TargetBody {
+            body: obj,
+            model: &self.wire_model,
+            drop_fields: &self.drop_fields,
+            messages: obj
+                .get("messages")
+                .and_then(Value::as_array)
+                .map(|m| answered_messages(m)),
+        };
+        serde_json::to_vec(&outgoing).expect("JSON values serialise")
     }
 
     /// Removes the key from a text that might echo it (provider error messages do).
@@ -85,26 +89,59 @@ impl Target {
     }
 }
 
-/// Removes `tool` messages that answer no earlier assistant tool call: strict providers
-/// reject the whole request for one (clients trimming long histories leave them behind).
-fn drop_orphan_tool_results(messages: &mut Vec<Value>) {
-    let mut calls = std::collections::HashSet::new();
-    messages.retain(|m| {
-        for call in m
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(id) = call.get("id").and_then(Value::as_str) {
-                calls.insert(id.to_string());
+/// One target's view of the client's body, serialised in the body's key order.
+struct TargetBody<'a> {
+    body: &'a serde_json::Map<String, Value>,
+    model: &'a str,
+    drop_fields: &'a [String],
+    messages: Option<Vec<&'a Value>>,
+}
+
+impl serde::Serialize for TargetBody<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.body {
+            if self.drop_fields.iter().any(|f| f == key) {
+                continue;
+            }
+            match (key.as_str(), &self.messages) {
+                ("model", _) => map.serialize_entry(key, self.model)?,
+                ("messages", Some(messages)) => map.serialize_entry(key, messages)?,
+                _ => map.serialize_entry(key, value)?,
             }
         }
-        m.get("role").and_then(Value::as_str) != Some("tool")
-            || m.get("tool_call_id")
-                .and_then(Value::as_str)
-                .is_some_and(|id| calls.contains(id))
-    });
+        if !self.body.contains_key("model") {
+            map.serialize_entry("model", self.model)?;
+        }
+        map.end()
+    }
+}
+
+/// The messages without `tool` results that answer no earlier assistant tool call: strict
+/// providers reject the whole request for one (clients trimming long histories leave them
+/// behind).
+fn answered_messages(messages: &[Value]) -> Vec<&Value> {
+    let mut calls = std::collections::HashSet::new();
+    messages
+        .iter()
+        .filter(|m| {
+            for call in m
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(id) = call.get("id").and_then(Value::as_str) {
+                    calls.insert(id);
+                }
+            }
+            m.get("role").and_then(Value::as_str) != Some("tool")
+                || m.get("tool_call_id")
+                    .and_then(Value::as_str)
+                    .is_some_and(|id| calls.contains(id))
+        })
+        .collect()
 }
 
 /// Deadlines and strictness for one attempt.

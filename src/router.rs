@@ -44,6 +44,8 @@ pub struct Candidate {
     pub shared_quota: bool,
     /// What the catalog says the model can do (`vision`, `tools`, ...).
     pub capabilities: Vec<String>,
+    /// Its [`family`], the same model on other providers.
+    pub family: String,
 }
 
 impl Candidate {
@@ -105,27 +107,37 @@ const LIVE_WINDOW: usize = 20;
 /// Results needed before real traffic outweighs the bench prior.
 const LIVE_MIN: usize = 3;
 
-/// A model's last [`LIVE_WINDOW`] real results: time to first answer, or a failure.
+/// A model's last [`LIVE_WINDOW`] real results (time to first answer, or a failure) and the
+/// ranking they give, worked out when a result arrives: every request reads it for every
+/// candidate, results arrive once per attempt.
 #[derive(Debug, Default, Clone)]
-pub struct LiveWindow(std::collections::VecDeque<Option<u64>>);
+pub struct LiveWindow {
+    results: std::collections::VecDeque<Option<u64>>,
+    rank: Option<(u8, Option<u64>)>,
+}
 
 impl LiveWindow {
     pub fn push(&mut self, result: Option<u64>) {
-        if self.0.len() == LIVE_WINDOW {
-            self.0.pop_front();
+        if self.results.len() == LIVE_WINDOW {
+            self.results.pop_front();
         }
-        self.0.push_back(result);
+        self.results.push_back(result);
+        self.rank = self.compute_rank();
     }
 
     /// (class, median ttft) for ranking, as for bench results: class 0 when at least 80% of
     /// recent requests succeeded, 1 from half, else 2. `None` until there are enough results.
     pub fn rank(&self) -> Option<(u8, Option<u64>)> {
-        if self.0.len() < LIVE_MIN {
+        self.rank
+    }
+
+    fn compute_rank(&self) -> Option<(u8, Option<u64>)> {
+        if self.results.len() < LIVE_MIN {
             return None;
         }
-        let mut ok: Vec<u64> = self.0.iter().flatten().copied().collect();
+        let mut ok: Vec<u64> = self.results.iter().flatten().copied().collect();
         ok.sort_unstable();
-        let rate = ok.len() as f64 / self.0.len() as f64;
+        let rate = ok.len() as f64 / self.results.len() as f64;
         let class = if rate >= 0.8 {
             0
         } else if rate >= 0.5 {
@@ -261,6 +273,7 @@ impl Router {
                     context: m.model.context,
                     shared_quota: m.provider.shared_quota,
                     capabilities: m.model.capabilities.clone(),
+                    family: family(&m.model.id),
                 }
             })
             .collect();
@@ -539,11 +552,9 @@ impl Router {
                         }
                     }
                     // The same model served by another provider is the closest substitute.
-                    let family = family(&c.target.wire_model);
                     let (same, rest): (Vec<usize>, Vec<usize>) = queue.iter().partition(|j| {
                         let o = &self.candidates[**j];
-                        o.target.provider_id != c.target.provider_id
-                            && self::family(&o.target.wire_model) == family
+                        o.target.provider_id != c.target.provider_id && o.family == c.family
                     });
                     queue = same.into_iter().chain(rest).collect();
                 }
