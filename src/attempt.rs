@@ -3,9 +3,8 @@
 //! This is the single path shared by `fcm bench`, `fcm check` and `fcm serve`, so a model
 //! judged broken by the bench is judged broken by the router for the same reason. For
 //! streams it holds the bytes until the first useful content (the hold buffer), so a failed
-//! attempt never reaches a client; the caller then forwards the rest with [`OpenStream::next_item`].
+//! attempt never reaches a client; `stream` owns a committed stream from there on.
 
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
@@ -13,10 +12,7 @@ use serde_json::Value;
 use crate::catalog::{KeySource, ModelRef};
 use crate::classify::{classify_http, classify_transport, FailureKind, TransportFailure, Verdict};
 use crate::gate::{check_payload, AnswerStats, ContentValidation, GateReject};
-use crate::hold::{HoldBuffer, HoldStep};
-use crate::upstream::{
-    io_failure, read_limited, ExchangeTimeouts, Incoming, Outgoing, Upstream, READ_CHUNK,
-};
+use crate::upstream::{io_failure, read_limited, ExchangeTimeouts, Incoming, Outgoing, Upstream};
 
 /// Error bodies are read up to this size for classification.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
@@ -158,6 +154,8 @@ pub struct Limits {
     pub validation: ContentValidation,
     /// Largest non-stream answer accepted.
     pub max_body: usize,
+    /// Streams: keep the parsed chat chunks for a protocol translator.
+    pub keep_chunks: bool,
 }
 
 /// A failed attempt.
@@ -177,14 +175,6 @@ impl Failure {
     pub fn kind(&self) -> FailureKind {
         self.verdict.kind
     }
-
-    /// `429` for a non-2xx answer, the kind for everything else: how traces show a failure.
-    pub fn label(&self) -> String {
-        match self.status {
-            Some(s) if !(200..300).contains(&s) => s.to_string(),
-            _ => self.verdict.kind.to_string(),
-        }
-    }
 }
 
 /// A committed answer.
@@ -197,128 +187,15 @@ pub enum Answer {
         elapsed: Duration,
     },
     /// A stream with useful content (or past the hold limit); `held` goes to the client first.
-    Stream(Box<OpenStream>),
+    Stream(Box<crate::stream::OpenStream>),
 }
 
-/// One item of a committed stream.
-pub enum StreamItem {
-    Data(Vec<u8>),
-    /// The stream ended normally.
-    End,
-    /// The stream broke after commit (error frame, stall, read error, nothing useful);
-    /// the bytes are whole events that came before the failure, still to be sent.
-    Failed(Failure, Vec<u8>),
-}
-
-enum Chunk {
-    Data(Vec<u8>),
-    End,
-    Error(std::io::Error),
-}
-
-pub struct OpenStream {
-    pub status: u16,
-    /// Bytes received while holding, to be sent before anything else.
-    pub held: Vec<u8>,
-    /// Time from the start of the attempt to the first useful content.
-    pub ttft: Duration,
-    /// Committed by the hold limit rather than by content.
-    pub passthrough: bool,
-    hold: HoldBuffer,
-    chunks: Receiver<Chunk>,
+pub(crate) fn failure(
+    verdict: Verdict,
+    status: Option<u16>,
+    detail: String,
     started: Instant,
-    stall: Duration,
-    ended: bool,
-    target: Target,
-}
-
-impl OpenStream {
-    pub fn stats(&self) -> &AnswerStats {
-        self.hold.tracker().stats()
-    }
-
-    pub fn elapsed(&self) -> Duration {
-        self.started.elapsed()
-    }
-
-    /// Waits for the next chunk, at most the stall timeout.
-    pub fn next_item(&mut self) -> StreamItem {
-        self.next_item_within(self.stall)
-    }
-
-    /// Like [`next_item`](Self::next_item), waiting at most `max` (and at most the stall timeout).
-    pub fn next_item_within(&mut self, max: Duration) -> StreamItem {
-        if self.ended {
-            return self.step(HoldStep::End);
-        }
-        // Once committed only silence ends a stream: the request's budget covers the
-        // search for an answer, not the length of a healthy one.
-        let wait = self.stall.min(max);
-        match self.chunks.recv_timeout(wait) {
-            Ok(Chunk::Data(bytes)) => {
-                let step = self.hold.on_bytes(&bytes);
-                self.step(step)
-            }
-            Ok(Chunk::End) | Err(RecvTimeoutError::Disconnected) => {
-                self.ended = true;
-                let step = self.hold.on_end();
-                self.step(step)
-            }
-            Ok(Chunk::Error(e)) => {
-                StreamItem::Failed(self.target.io_error(&e, self.started), Vec::new())
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                let kind = if self.hold.tracker().is_useful() {
-                    FailureKind::StreamStall
-                } else {
-                    FailureKind::Timeout
-                };
-                let detail = format!("no data for {} ms", wait.as_millis());
-                let f = failure(
-                    Verdict::of(kind, None),
-                    Some(self.status),
-                    detail,
-                    self.started,
-                );
-                StreamItem::Failed(f, Vec::new())
-            }
-        }
-    }
-
-    fn step(&mut self, step: HoldStep) -> StreamItem {
-        match step {
-            HoldStep::Forward(bytes) | HoldStep::Commit { bytes, .. } => StreamItem::Data(bytes),
-            HoldStep::Hold => StreamItem::Data(Vec::new()),
-            HoldStep::End => StreamItem::End,
-            HoldStep::Fail { reject, tail } => {
-                StreamItem::Failed(self.target.gate_failure(reject, self.started), tail)
-            }
-        }
-    }
-
-    /// Reads the rest of the stream (the bench and check do not forward it), giving up at
-    /// `deadline`.
-    pub fn drain(mut self, deadline: Instant) -> Result<(AnswerStats, Duration), Failure> {
-        loop {
-            if Instant::now() >= deadline {
-                let f = failure(
-                    Verdict::of(FailureKind::Timeout, None),
-                    Some(self.status),
-                    "answer not finished in time".into(),
-                    self.started,
-                );
-                return Err(f);
-            }
-            match self.next_item_within(deadline.saturating_duration_since(Instant::now())) {
-                StreamItem::Data(_) => {}
-                StreamItem::End => return Ok((self.stats().clone(), self.started.elapsed())),
-                StreamItem::Failed(f, _) => return Err(f),
-            }
-        }
-    }
-}
-
-fn failure(verdict: Verdict, status: Option<u16>, detail: String, started: Instant) -> Failure {
+) -> Failure {
     Failure {
         verdict,
         status,
@@ -329,7 +206,7 @@ fn failure(verdict: Verdict, status: Option<u16>, detail: String, started: Insta
 }
 
 impl Target {
-    fn gate_failure(&self, r: GateReject, started: Instant) -> Failure {
+    pub(crate) fn gate_failure(&self, r: GateReject, started: Instant) -> Failure {
         let verdict = classify_http(
             200,
             None,
@@ -346,7 +223,7 @@ impl Target {
         )
     }
 
-    fn io_error(&self, e: &std::io::Error, started: Instant) -> Failure {
+    pub(crate) fn io_error(&self, e: &std::io::Error, started: Instant) -> Failure {
         let (t, msg) = io_failure(e);
         failure(classify_transport(t), None, self.redact(&msg), started)
     }
@@ -438,7 +315,8 @@ pub fn attempt(
         return Err(f);
     }
     if stream && (incoming.is_event_stream() || incoming.content_type.is_none()) {
-        return hold(incoming, target, limits, started).map(|s| Answer::Stream(Box::new(s)));
+        return crate::stream::open(incoming, target, limits, started)
+            .map(|s| Answer::Stream(Box::new(s)));
     }
     read_full(incoming, target, limits, started)
 }
@@ -495,90 +373,6 @@ fn read_full(
             elapsed: started.elapsed(),
         }),
         Err(r) => Err(target.gate_failure(r, started)),
-    }
-}
-
-/// Starts a reader thread for the body and holds its chunks until the gate commits.
-fn hold(
-    incoming: Incoming,
-    target: &Target,
-    limits: &Limits,
-    started: Instant,
-) -> Result<OpenStream, Failure> {
-    let (tx, rx) = mpsc::sync_channel::<Chunk>(16);
-    let mut body = incoming.body;
-    std::thread::Builder::new()
-        .name("fcm-upstream-read".into())
-        .stack_size(64 * 1024)
-        .spawn(move || {
-            let mut buf = vec![0u8; READ_CHUNK];
-            loop {
-                let msg = match body.read(&mut buf) {
-                    Ok(0) => Chunk::End,
-                    Ok(n) => Chunk::Data(buf[..n].to_vec()),
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => Chunk::Error(e),
-                };
-                let last = !matches!(msg, Chunk::Data(_));
-                // A closed receiver means the consumer gave up: dropping `body` closes the socket.
-                if tx.send(msg).is_err() || last {
-                    return;
-                }
-            }
-        })
-        .map_err(|e| {
-            failure(
-                Verdict::of(FailureKind::NetworkError, None),
-                None,
-                format!("cannot start reader: {e}"),
-                started,
-            )
-        })?;
-    let mut open = OpenStream {
-        status: incoming.status,
-        held: Vec::new(),
-        ttft: Duration::ZERO,
-        passthrough: false,
-        hold: HoldBuffer::new(limits.validation),
-        chunks: rx,
-        started,
-        stall: limits.stream_stall,
-        ended: false,
-        target: target.clone(),
-    };
-    let first_token_deadline = (started + limits.first_token).min(limits.deadline);
-    loop {
-        let wait = first_token_deadline.saturating_duration_since(Instant::now());
-        let step = match open.chunks.recv_timeout(wait) {
-            Ok(Chunk::Data(bytes)) => open.hold.on_bytes(&bytes),
-            Ok(Chunk::End) | Err(RecvTimeoutError::Disconnected) => {
-                open.ended = true;
-                open.hold.on_end()
-            }
-            Ok(Chunk::Error(e)) => return Err(target.io_error(&e, started)),
-            Err(RecvTimeoutError::Timeout) => {
-                let detail = format!("no content within {} ms", started.elapsed().as_millis());
-                return Err(failure(
-                    Verdict::of(FailureKind::Timeout, None),
-                    Some(open.status),
-                    detail,
-                    started,
-                ));
-            }
-        };
-        match step {
-            HoldStep::Hold => {}
-            HoldStep::Commit { bytes, passthrough } => {
-                open.held = bytes;
-                open.passthrough = passthrough;
-                open.ttft = started.elapsed();
-                return Ok(open);
-            }
-            HoldStep::Fail { reject, .. } => return Err(target.gate_failure(reject, started)),
-            HoldStep::Forward(_) | HoldStep::End => {
-                unreachable!("a holding buffer neither forwards nor ends")
-            }
-        }
     }
 }
 

@@ -64,6 +64,7 @@ pub fn ping(upstream: &Upstream, target: &Target, timeout: Duration) -> Ping {
         deadline: Instant::now() + timeout,
         validation: ContentValidation::Strict,
         max_body: PING_MAX_BODY,
+        keep_chunks: false,
     };
     let failed = |f: Failure| Ping::Failed {
         kind: f.kind(),

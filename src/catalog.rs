@@ -290,6 +290,7 @@ impl Catalog {
         Some(ModelRef { provider, model })
     }
 
+    #[cfg(test)]
     pub fn model_count(&self) -> usize {
         self.providers.iter().map(|p| p.models.len()).sum()
     }

@@ -192,11 +192,15 @@ pub struct StreamTracker {
     /// Whether the first non-blank byte has been looked at (for an HTML page).
     checked_start: bool,
     stats: AnswerStats,
+    /// Parsed chat chunks not yet taken, kept when a translator will read them (so a
+    /// stream is parsed once, for the gate and the client's protocol alike).
+    chunks: Option<Vec<Value>>,
 }
 
 impl StreamTracker {
     pub fn new(mode: ContentValidation) -> Self {
         StreamTracker {
+            chunks: None,
             mode,
             parser: SseParser::new(),
             events: Vec::new(),
@@ -212,6 +216,7 @@ impl StreamTracker {
         }
     }
 
+    #[cfg(test)]
     pub fn bytes_seen(&self) -> usize {
         self.bytes_seen
     }
@@ -221,6 +226,7 @@ impl StreamTracker {
     }
 
     /// `data: [DONE]` was seen.
+    #[cfg(test)]
     pub fn is_done(&self) -> bool {
         self.done
     }
@@ -255,12 +261,25 @@ impl StreamTracker {
         self.good_prefix
     }
 
+    #[cfg(test)]
     pub fn failure(&self) -> Option<&GateReject> {
         self.failed.as_ref()
     }
 
     pub fn stats(&self) -> &AnswerStats {
         &self.stats
+    }
+
+    /// Keeps every parsed chat chunk (JSON object of a non-error event) for
+    /// [`take_chunks`](Self::take_chunks).
+    pub fn keep_chunks(&mut self) {
+        self.chunks.get_or_insert_with(Vec::new);
+    }
+
+    /// The chunks parsed since the last call, in stream order. Chunks of the event that
+    /// failed the stream, and of events after it, are never kept.
+    pub fn take_chunks(&mut self) -> Vec<Value> {
+        self.chunks.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Feeds raw bytes, split anywhere.
@@ -276,10 +295,6 @@ impl StreamTracker {
                     ));
                 }
             }
-        }
-        if self.mode == ContentValidation::Off && !self.useful && self.checked_start {
-            self.useful = true;
-            return StreamSignal::FirstUseful;
         }
         self.ends.clear();
         self.parser
@@ -300,6 +315,16 @@ impl StreamTracker {
         }
         self.events = events;
         self.events.clear();
+        // Off: the first bytes commit, whatever they say (the parser still reads them, so the
+        // commit point and later events stay right).
+        if self.mode == ContentValidation::Off
+            && !self.useful
+            && self.checked_start
+            && signal == StreamSignal::Pending
+        {
+            self.useful = true;
+            return StreamSignal::FirstUseful;
+        }
         signal
     }
 
@@ -370,6 +395,9 @@ impl StreamTracker {
             ContentValidation::Basic => any_choice,
             ContentValidation::Off => true,
         };
+        if let Some(kept) = &mut self.chunks {
+            kept.push(v);
+        }
         if now_useful && !self.useful {
             self.useful = true;
             return StreamSignal::FirstUseful;

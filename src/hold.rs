@@ -65,15 +65,24 @@ impl HoldBuffer {
         }
     }
 
-    pub fn state(&self) -> HoldState {
-        self.state
-    }
-
     pub fn tracker(&self) -> &StreamTracker {
         &self.tracker
     }
 
+    /// Keeps the parsed chat chunks for a translator: after each step,
+    /// [`take_chunks`](Self::take_chunks) gives the chunks of exactly the bytes that step
+    /// released (events are dispatched at the blank line that also marks a cut point).
+    pub fn keep_chunks(&mut self) {
+        self.tracker.keep_chunks();
+    }
+
+    /// See [`keep_chunks`](Self::keep_chunks).
+    pub fn take_chunks(&mut self) -> Vec<serde_json::Value> {
+        self.tracker.take_chunks()
+    }
+
     /// Committed by the size limit rather than by content.
+    #[cfg(test)]
     pub fn is_passthrough(&self) -> bool {
         self.passthrough
     }
@@ -90,6 +99,7 @@ impl HoldBuffer {
                     let mut tail = std::mem::take(&mut self.held);
                     if good == 0 {
                         tail.clear();
+                        self.tracker.take_chunks();
                     } else {
                         tail.extend_from_slice(&chunk[..good]);
                     }
@@ -176,6 +186,7 @@ impl HoldBuffer {
     fn fail(&mut self, r: GateReject) -> HoldStep {
         self.state = HoldState::Finished;
         self.held.clear();
+        self.tracker.take_chunks();
         HoldStep::Fail {
             reject: r,
             tail: Vec::new(),

@@ -59,12 +59,13 @@ pub enum ReadError {
     TooLarge(usize),
     /// Not HTTP we understand; the message says what.
     Malformed(String),
-    Io(io::Error),
+    /// The connection failed while reading.
+    Io,
 }
 
 impl From<io::Error> for ReadError {
-    fn from(e: io::Error) -> Self {
-        ReadError::Io(e)
+    fn from(_: io::Error) -> Self {
+        ReadError::Io
     }
 }
 

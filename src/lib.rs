@@ -1,32 +1,34 @@
 //! fcm: find, benchmark and route between free coding LLMs.
 //!
-//! The binary is `src/main.rs`; this library exposes the modules so that integration tests
-//! and benchmark scripts use the same code (the fake provider above all).
+//! The binary is `src/main.rs`. The library exposes only what the binary, the integration
+//! tests and the benchmark tools use (the command line, the fake provider, the SSE parser,
+//! the token estimate, one installer constant); everything else is crate-private.
 
-pub mod attempt;
-pub mod bench;
-pub mod breaker;
-pub mod capability;
-pub mod catalog;
-pub mod classify;
+pub(crate) mod attempt;
+pub(crate) mod bench;
+pub(crate) mod breaker;
+pub(crate) mod capability;
+pub(crate) mod catalog;
+pub(crate) mod classify;
 pub mod cli;
-pub mod cmd;
-pub mod config;
-pub mod dashboard;
+pub(crate) mod cmd;
+pub(crate) mod config;
+pub(crate) mod dashboard;
 pub mod fake_provider;
-pub mod gate;
-pub mod hold;
-pub mod http;
+pub(crate) mod gate;
+pub(crate) mod hold;
+pub(crate) mod http;
 pub mod install;
-pub mod persist;
-pub mod protocol;
+pub(crate) mod persist;
+pub(crate) mod protocol;
 pub mod router;
-pub mod serve;
-pub mod sets;
-pub mod signals;
+pub(crate) mod serve;
+pub(crate) mod sets;
+pub(crate) mod signals;
 pub mod sse;
-pub mod state;
-pub mod table;
-pub mod time;
-pub mod trace;
-pub mod upstream;
+pub(crate) mod state;
+pub(crate) mod stream;
+pub(crate) mod table;
+pub(crate) mod time;
+pub(crate) mod trace;
+pub(crate) mod upstream;

@@ -89,6 +89,14 @@ fn release_free_memory() {
     }
 }
 
+/// What the flusher saves: a running server's breakers and history, and where it counts
+/// its writes. The server implements it, so this module needs nothing of the server's.
+pub(crate) trait StateSource: Send + Sync + 'static {
+    fn breakers(&self) -> &Breakers;
+    fn history(&self) -> &History;
+    fn writes(&self) -> &WriteCounts;
+}
+
 /// A background thread that flushes at most every [`MIN_WRITE_GAP`] (and trims the heap).
 pub struct Flusher {
     stop: Arc<AtomicBool>,
@@ -96,7 +104,7 @@ pub struct Flusher {
 }
 
 impl Flusher {
-    pub fn start(app: Arc<crate::serve::App>, paths: StatePaths) -> Flusher {
+    pub fn start(app: Arc<impl StateSource>, paths: StatePaths) -> Flusher {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let handle = std::thread::Builder::new()
@@ -113,16 +121,12 @@ impl Flusher {
                     if last_write.is_some_and(|t| t.elapsed() < MIN_WRITE_GAP) {
                         continue;
                     }
-                    let before = app.writes.breakers.load(Ordering::Relaxed)
-                        + app.writes.history.load(Ordering::Relaxed);
-                    flush(
-                        &app.router.breakers,
-                        &app.router.history,
-                        &paths,
-                        &app.writes,
-                    );
-                    let after = app.writes.breakers.load(Ordering::Relaxed)
-                        + app.writes.history.load(Ordering::Relaxed);
+                    let writes = app.writes();
+                    let before = writes.breakers.load(Ordering::Relaxed)
+                        + writes.history.load(Ordering::Relaxed);
+                    flush(app.breakers(), app.history(), &paths, writes);
+                    let after = writes.breakers.load(Ordering::Relaxed)
+                        + writes.history.load(Ordering::Relaxed);
                     if after != before {
                         last_write = Some(Instant::now());
                     }

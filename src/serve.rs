@@ -15,17 +15,15 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde_json::{json, Value};
 
-use crate::attempt::{Answer, StreamItem};
 use crate::breaker::BreakerState;
 use crate::http::{self, chunk, ReadError, Request, LAST_CHUNK};
-use crate::protocol::{self, StreamTranslator};
-use crate::router::{Refused, Router, Served, StreamEnd};
+use crate::protocol::{self, BadRequest, ErrorReport, Protocol};
+use crate::router::{Ask, Delivery, Refused, Router, Served};
+use crate::stream::ClientSink;
 use crate::trace::{new_request_id, Outcome, Trace};
 
 /// Largest request body accepted (413 beyond).
 pub const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
-/// Requests handled at once; past this a fast 503 with `Retry-After: 1`.
-pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
 /// Open connections (idle keep-alive ones included) per allowed request in flight.
 const CONNECTIONS_PER_REQUEST: usize = 4;
 /// How long shutdown waits for running streams.
@@ -49,6 +47,18 @@ pub struct App {
     /// Required on every request but `/health` when set (`Authorization: Bearer` or `x-api-key`).
     pub token: Option<String>,
     pub writes: crate::persist::WriteCounts,
+}
+
+impl crate::persist::StateSource for App {
+    fn breakers(&self) -> &crate::breaker::Breakers {
+        &self.router.breakers
+    }
+    fn history(&self) -> &crate::trace::History {
+        &self.router.history
+    }
+    fn writes(&self) -> &crate::persist::WriteCounts {
+        &self.writes
+    }
 }
 
 /// A response to write: status, headers and body bytes.
@@ -106,9 +116,13 @@ impl Conn {
     }
 }
 
-/// An error in OpenAI's shape.
-fn error_body(message: &str, kind: &str) -> Value {
-    json!({"error": {"message": message, "type": kind, "code": Value::Null}})
+/// An error of the HTTP edge itself (no protocol known yet, or not an API endpoint), in
+/// OpenAI's envelope.
+fn edge_error(status: u16, message: &str, kind: &str) -> Value {
+    Protocol::Chat.error(&ErrorReport {
+        kind: Some(kind),
+        ..ErrorReport::new(status, message)
+    })
 }
 
 /// Serves on `listener` until SIGINT/SIGTERM; returns after running requests finished (or
@@ -200,7 +214,7 @@ fn overloaded(conn: &mut Conn) {
     let mut trace = Trace::new(&new_request_id(), "", false);
     trace.outcome = Outcome::Rejected;
     let msg = "fcm is at its limit of requests in flight; retry in a second";
-    let mut reply = Reply::json(503, &error_body(msg, "overloaded")).with_trace(&trace);
+    let mut reply = Reply::json(503, &edge_error(503, msg, "overloaded")).with_trace(&trace);
     reply.headers.push(("retry-after".into(), "1".into()));
     conn.send(reply, false);
 }
@@ -227,7 +241,7 @@ fn connection(stream: TcpStream, app: &Arc<App>) {
             .set_read_timeout(Some(REQUEST_READ_TIMEOUT));
         let req = match http::read_request(&mut reader, &mut conn.stream, MAX_REQUEST_BYTES) {
             Ok(r) => r,
-            Err(ReadError::Closed) | Err(ReadError::Io(_)) => return,
+            Err(ReadError::Closed) | Err(ReadError::Io) => return,
             Err(ReadError::TooLarge(n)) => {
                 let msg =
                     format!("request body is {n} bytes; the limit is {MAX_REQUEST_BYTES} (32 MiB)");
@@ -249,7 +263,8 @@ fn connection(stream: TcpStream, app: &Arc<App>) {
                 conn.keep_alive = false;
                 let reply = Reply::json(
                     400,
-                    &error_body(
+                    &edge_error(
+                        400,
                         &format!("malformed HTTP request: {msg}"),
                         "invalid_request_error",
                     ),
@@ -372,7 +387,7 @@ fn handle(req: &Request, conn: &mut Conn, app: &Arc<App>) {
         let mut trace = Trace::new(&request_id(req), "", false);
         trace.outcome = Outcome::Rejected;
         return conn.send(
-            Reply::json(403, &error_body(&why, "permission_error")).with_trace(&trace),
+            Reply::json(403, &edge_error(403, &why, "permission_error")).with_trace(&trace),
             head_only,
         );
     }
@@ -381,7 +396,7 @@ fn handle(req: &Request, conn: &mut Conn, app: &Arc<App>) {
         let mut trace = Trace::new(&request_id(req), "", false);
         trace.outcome = Outcome::Rejected;
         return conn.send(
-            Reply::json(401, &error_body(msg, "authentication_error")).with_trace(&trace),
+            Reply::json(401, &edge_error(401, msg, "authentication_error")).with_trace(&trace),
             head_only,
         );
     }
@@ -391,10 +406,13 @@ fn handle(req: &Request, conn: &mut Conn, app: &Arc<App>) {
         ("POST", "/v1/responses") => return complete(req, conn, app, Protocol::Responses),
         ("POST", "/v1/messages/count_tokens") => match serde_json::from_slice::<Value>(&req.body) {
             Ok(v) => Reply::json(200, &protocol::anthropic::count_tokens(&v)),
-            Err(e) => Reply::json(
-                400,
-                &protocol::anthropic::error(400, &format!("request body is not valid JSON: {e}")),
-            ),
+            Err(e) => {
+                let why = BadRequest::NotJson(e.to_string()).to_string();
+                Reply::json(
+                    400,
+                    &Protocol::Anthropic.error(&ErrorReport::new(400, &why)),
+                )
+            }
         },
         ("HEAD" | "GET", "/") => dashboard(app),
         ("GET" | "HEAD", "/health") => Reply::json(200, &health(app)),
@@ -417,14 +435,15 @@ fn handle(req: &Request, conn: &mut Conn, app: &Arc<App>) {
         }
         (method, "/v1/chat/completions" | "/health" | "/v1/models") => Reply::json(
             405,
-            &error_body(
+            &edge_error(
+                405,
                 &format!("{method} is not allowed on {path}"),
                 "invalid_request_error",
             ),
         ),
         (method, _) => {
             let msg = format!("no route for {method} {path}; fcm serves /v1/chat/completions, /v1/messages, /v1/responses, /v1/models and /health");
-            Reply::json(404, &error_body(&msg, "not_found_error"))
+            Reply::json(404, &edge_error(404, &msg, "not_found_error"))
         }
     };
     conn.send(reply, head_only);
@@ -504,68 +523,6 @@ fn models(app: &App) -> Value {
     json!({"object": "list", "data": data})
 }
 
-/// The protocol a client speaks; chosen by the endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Protocol {
-    /// OpenAI chat completions (also accepts a Responses-style `input`, as Cursor sends).
-    Chat,
-    /// Anthropic Messages (Claude Code).
-    Anthropic,
-    /// OpenAI Responses (Codex).
-    Responses,
-}
-
-impl Protocol {
-    /// The client's request as a chat request.
-    fn to_chat(self, body: &Value) -> Result<Value, String> {
-        match self {
-            Protocol::Chat if body.get("messages").is_some_and(Value::is_array) => Ok(body.clone()),
-            Protocol::Chat if body.get("input").is_some() => protocol::responses::to_chat(body),
-            Protocol::Chat => {
-                Err("request body must be a JSON object with a \"messages\" array".into())
-            }
-            Protocol::Anthropic => protocol::anthropic::to_chat(body),
-            Protocol::Responses => protocol::responses::to_chat(body),
-        }
-    }
-
-    fn error(self, status: u16, message: &str) -> Value {
-        match self {
-            Protocol::Anthropic => protocol::anthropic::error(status, message),
-            Protocol::Responses => protocol::responses::error(status, message),
-            Protocol::Chat => error_body(
-                message,
-                protocol::responses::error(status, message)["error"]["type"]
-                    .as_str()
-                    .unwrap_or("server_error"),
-            ),
-        }
-    }
-
-    /// A complete chat answer in this protocol's shape.
-    fn answer(self, chat_body: Vec<u8>, model: &str) -> Vec<u8> {
-        let chat = || serde_json::from_slice::<Value>(&chat_body).unwrap_or(Value::Null);
-        match self {
-            Protocol::Chat => chat_body,
-            Protocol::Anthropic => protocol::anthropic::from_chat(&chat(), model)
-                .to_string()
-                .into_bytes(),
-            Protocol::Responses => protocol::responses::from_chat(&chat(), model)
-                .to_string()
-                .into_bytes(),
-        }
-    }
-
-    /// The translator for streams; `None` passes chat bytes through.
-    fn translator(self, model: &str) -> Option<Box<dyn StreamTranslator>> {
-        match self {
-            Protocol::Chat => None,
-            Protocol::Anthropic => Some(Box::new(protocol::anthropic::Translator::new(model))),
-            Protocol::Responses => Some(Box::new(protocol::responses::Translator::new(model))),
-        }
-    }
-}
-
 /// Refuses a request before routing in the client's protocol, and records it.
 fn reject_in(
     conn: &mut Conn,
@@ -578,7 +535,7 @@ fn reject_in(
 ) {
     trace.outcome = Outcome::Rejected;
     conn.send(
-        Reply::json(status, &proto.error(status, message)).with_trace(&trace),
+        Reply::json(status, &proto.error(&ErrorReport::new(status, message))).with_trace(&trace),
         false,
     );
     log(app, &trace, status, started);
@@ -593,23 +550,16 @@ fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
     // cannot take (a PDF document), but the choice of model must still know about it.
     let mut needs = crate::capability::Needs::default();
     let chat = serde_json::from_slice::<Value>(&req.body)
-        .map_err(|e| format!("request body is not valid JSON: {e}"))
+        .map_err(|e| BadRequest::NotJson(e.to_string()))
         .and_then(|parsed| {
             needs = crate::capability::detect(&parsed);
-            proto.to_chat(&parsed)
+            proto.to_chat(parsed)
         });
     let chat = match chat {
         Ok(c) => c,
-        Err(msg) => {
-            return reject_in(
-                conn,
-                app,
-                proto,
-                Trace::new(&id, "", false),
-                started,
-                400,
-                &msg,
-            )
+        Err(why) => {
+            let trace = Trace::new(&id, "", false);
+            return reject_in(conn, app, proto, trace, started, 400, &why.to_string());
         }
     };
     let requested = chat
@@ -621,19 +571,24 @@ fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
     let trace = Trace::new(&id, &requested, stream);
     let route = match app.router.resolve(&requested) {
         Ok(r) => r,
-        Err(msg) => return reject_in(conn, app, proto, trace, started, 404, &msg),
+        Err(unknown) => {
+            return reject_in(conn, app, proto, trace, started, 404, &unknown.to_string())
+        }
     };
-    match app.router.route(&route, &chat, stream, needs, trace) {
+    let ask = Ask {
+        body: &chat,
+        stream,
+        translated: proto != Protocol::Chat,
+        needs,
+    };
+    match app.router.route(&route, &ask, trace) {
         Ok(served) => deliver(conn, app, served, stream, started, proto, &requested),
         Err(refused) => refuse(conn, app, *refused, started, proto),
     }
 }
 
 fn refuse(conn: &mut Conn, app: &App, refused: Refused, started: Instant, proto: Protocol) {
-    let body = match proto {
-        Protocol::Chat => refused.openai_body(),
-        _ => proto.error(refused.status, &refused.message),
-    };
+    let body = proto.error(&refused.report());
     let mut reply = Reply::json(refused.status, &body).with_trace(&refused.trace);
     if let Some(secs) = refused.retry_after_secs {
         reply.headers.push(("retry-after".into(), secs.to_string()));
@@ -646,24 +601,21 @@ fn refuse(conn: &mut Conn, app: &App, refused: Refused, started: Instant, proto:
 fn deliver(
     conn: &mut Conn,
     app: &App,
-    served: Served,
+    served: Served<'_>,
     stream: bool,
     started: Instant,
     proto: Protocol,
     requested: &str,
 ) {
     let Served {
-        answer,
+        delivery,
         mut trace,
-        model,
-        trial,
     } = served;
-    match answer {
-        Answer::Full {
+    match delivery {
+        Delivery::Full {
             status,
             body,
             stats,
-            ..
         } if !stream => {
             trace.completion_tokens = stats.completion_tokens;
             let body = proto.answer(body, requested);
@@ -674,95 +626,70 @@ fn deliver(
             };
             conn.send(reply.with_trace(&trace), false);
         }
-        Answer::Full { body, stats, .. } => {
+        Delivery::Full { body, stats, .. } => {
             // The provider ignored `stream: true`: give the client the stream it asked for.
-            let events = crate::sse::events_from_completion(&body);
-            let mut out = http::head(200, &sse_headers(&trace), None, conn.keep_alive);
-            match proto.translator(requested) {
+            let chunks = protocol::chunks_from_completion(&body);
+            let bytes = match proto.translator(requested) {
                 Some(mut t) => {
                     let mut bytes = t.start();
-                    bytes.extend(t.feed(&events));
+                    bytes.extend(t.feed(&chunks));
                     bytes.extend(t.finish(None));
-                    chunk(&bytes, &mut out);
+                    bytes
                 }
-                None => chunk(&events, &mut out),
-            }
-            out.extend_from_slice(LAST_CHUNK);
-            conn.write(&out);
+                None => protocol::chat_events(&chunks),
+            };
+            let mut client = StreamReply::new(conn, &trace);
+            client.end(&bytes);
             trace.completion_tokens = stats.completion_tokens;
         }
-        Answer::Stream(s) => {
-            let end = pump(conn, *s, &trace, proto.translator(requested));
-            app.router.finish_stream(&mut trace, &model, end, trial);
+        Delivery::Stream(committed) => {
+            let mut client = StreamReply::new(conn, &trace);
+            committed.deliver(&mut client, proto.translator(requested), &mut trace);
         }
     }
     log(app, &trace, 200, started);
     app.router.complete(trace, started);
 }
 
-/// Forwards a committed stream: the head and held bytes in one write, then each chunk as it
-/// arrives, translated for the client's protocol. Dropping the stream at the end closes the
-/// upstream connection at once.
-fn pump(
-    conn: &mut Conn,
-    mut s: crate::attempt::OpenStream,
-    trace: &Trace,
-    mut translator: Option<Box<dyn StreamTranslator>>,
-) -> StreamEnd {
-    let mut out = http::head(200, &sse_headers(trace), None, conn.keep_alive);
-    let first = match translator.as_mut() {
-        Some(t) => {
-            let mut b = t.start();
-            b.extend(t.feed(&s.held));
-            b
+/// A stream's response on the client connection: the head goes out with the first bytes
+/// (one write, so the first event is not held back by delayed ACKs), then one HTTP chunk
+/// per send.
+struct StreamReply<'c> {
+    conn: &'c mut Conn,
+    head: Option<Vec<u8>>,
+}
+
+impl<'c> StreamReply<'c> {
+    fn new(conn: &'c mut Conn, trace: &Trace) -> StreamReply<'c> {
+        let head = http::head(200, &sse_headers(trace), None, conn.keep_alive);
+        StreamReply {
+            conn,
+            head: Some(head),
         }
-        None => std::mem::take(&mut s.held),
-    };
-    chunk(&first, &mut out);
-    conn.write(&out);
-    loop {
-        if conn.broken {
-            return StreamEnd::ClientGone;
+    }
+
+    fn framed(&mut self, bytes: &[u8], last: bool) -> Vec<u8> {
+        let mut out = self.head.take().unwrap_or_default();
+        chunk(bytes, &mut out);
+        if last {
+            out.extend_from_slice(LAST_CHUNK);
         }
-        out.clear();
-        match s.next_item() {
-            StreamItem::Data(bytes) => {
-                match translator.as_mut() {
-                    Some(t) => chunk(&t.feed(&bytes), &mut out),
-                    None => chunk(&bytes, &mut out),
-                }
-                if !out.is_empty() {
-                    conn.write(&out);
-                }
-            }
-            StreamItem::End => {
-                if let Some(t) = translator.as_mut() {
-                    chunk(&t.finish(None), &mut out);
-                }
-                out.extend_from_slice(LAST_CHUNK);
-                conn.write(&out);
-                return StreamEnd::Complete {
-                    completion_tokens: s.stats().completion_tokens,
-                };
-            }
-            StreamItem::Failed(f, tail) => {
-                // Content already reached the client: end its stream cleanly.
-                match translator.as_mut() {
-                    Some(t) => {
-                        let mut b = t.feed(&tail);
-                        b.extend(t.finish(Some(&f.detail)));
-                        chunk(&b, &mut out);
-                    }
-                    None => {
-                        chunk(&tail, &mut out);
-                        chunk(b"data: [DONE]\n\n", &mut out);
-                    }
-                }
-                out.extend_from_slice(LAST_CHUNK);
-                conn.write(&out);
-                return StreamEnd::Failed(f);
-            }
+        out
+    }
+}
+
+impl ClientSink for StreamReply<'_> {
+    fn send(&mut self, bytes: &[u8]) -> bool {
+        let out = self.framed(bytes, false);
+        if !out.is_empty() {
+            self.conn.write(&out);
         }
+        !self.conn.broken
+    }
+
+    fn end(&mut self, bytes: &[u8]) {
+        let out = self.framed(bytes, true);
+        self.conn.write(&out);
     }
 }
 

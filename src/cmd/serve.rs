@@ -62,33 +62,40 @@ fn limit_malloc_arenas() {
     }
 }
 
-/// Probes recovered models every `interval` (opt-in: `router.probe.intervalSec`).
-fn start_prober(app: Arc<App>, interval: Duration) {
+/// How often `bench.json` is checked for a newer version (a `fcm bench` run while serving).
+const BENCH_RECHECK: Duration = Duration::from_secs(5);
+
+/// Runs `task` every `interval` on a thread of its own until the server stops.
+fn every(name: &str, interval: Duration, mut task: impl FnMut() + Send + 'static) {
     let _ = std::thread::Builder::new()
-        .name("fcm-probe".into())
+        .name(name.into())
         .spawn(move || {
             let mut last = Instant::now();
             while !crate::signals::stop_requested() {
-                std::thread::sleep(Duration::from_millis(200));
-                if last.elapsed() < interval {
-                    continue;
-                }
-                last = Instant::now();
-                let timeout = Duration::from_millis(app.router.failover.first_token_timeout_ms);
-                for (model, ok) in app.router.probe_recovered(timeout) {
-                    if !app.quiet {
-                        eprintln!(
-                            "fcm serve: probe {model}: {}",
-                            if ok {
-                                "answered, breaker closed"
-                            } else {
-                                "failed, breaker open again"
-                            }
-                        );
-                    }
+                std::thread::sleep(Duration::from_millis(200).min(interval));
+                if last.elapsed() >= interval {
+                    last = Instant::now();
+                    task();
                 }
             }
         });
+}
+
+/// Probes recovered models every `interval` (opt-in: `router.probe.intervalSec`).
+fn start_prober(app: Arc<App>, interval: Duration) {
+    every("fcm-probe", interval, move || {
+        let timeout = Duration::from_millis(app.router.failover.first_token_timeout_ms);
+        for (model, ok) in app.router.probe_recovered(timeout) {
+            if !app.quiet {
+                let what = if ok {
+                    "answered, breaker closed"
+                } else {
+                    "failed, breaker open again"
+                };
+                eprintln!("fcm serve: probe {model}: {what}");
+            }
+        }
+    });
 }
 
 pub fn run(args: ServeArgs) -> Result<i32> {
@@ -172,6 +179,11 @@ pub fn run(args: ServeArgs) -> Result<i32> {
         eprintln!("fcm serve: warning: no provider key is set, so every request will fail; `fcm models` lists the variables");
     }
     let flusher = Flusher::start(app.clone(), paths.clone());
+    // bench.json is reloaded here, off the request path, when `fcm bench` rewrites it.
+    let watched = app.clone();
+    every("fcm-bench-watch", BENCH_RECHECK, move || {
+        watched.router.refresh_bench()
+    });
     if let Some(secs) = setup.config.router.probe.interval_sec {
         start_prober(app.clone(), Duration::from_secs(secs));
     }

@@ -8,7 +8,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_delta, chat_usage, new_id, sse_event, ChatChunks, StreamTranslator, ToolCalls};
+use super::{chat_delta, chat_usage, new_id, sse_event, BadRequest, StreamTranslator, ToolCalls};
 
 /// Text of a `content` that is a string or an array of text blocks.
 fn text_of(content: &Value) -> String {
@@ -62,14 +62,16 @@ fn chat_content(parts: Vec<Value>) -> Value {
 }
 
 /// Translates a Messages request into a chat completions request.
-pub fn to_chat(req: &Value) -> Result<Value, String> {
+pub fn to_chat(req: &Value) -> Result<Value, BadRequest> {
     let obj = req
         .as_object()
-        .ok_or("request body must be a JSON object")?;
+        .ok_or(BadRequest::Shape("request body must be a JSON object"))?;
     let messages_in = obj
         .get("messages")
         .and_then(Value::as_array)
-        .ok_or("request body must have a \"messages\" array")?;
+        .ok_or(BadRequest::Shape(
+            "request body must have a \"messages\" array",
+        ))?;
     let mut messages = Vec::new();
     if let Some(system) = obj.get("system") {
         let text = text_of(system);
@@ -298,7 +300,6 @@ pub fn count_tokens(req: &Value) -> Value {
 pub struct Translator {
     model: String,
     id: String,
-    chunks: ChatChunks,
     next_index: usize,
     /// The open text block's index.
     text_block: Option<usize>,
@@ -314,7 +315,6 @@ impl Translator {
         Translator {
             model: model.to_string(),
             id: new_id("msg_"),
-            chunks: ChatChunks::default(),
             next_index: 0,
             text_block: None,
             calls: ToolCalls::default(),
@@ -344,7 +344,7 @@ impl Translator {
         index
     }
 
-    fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
+    fn translate_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
         let delta = chat_delta(chunk);
         if let Some((input, output)) = delta.usage {
             self.input_tokens = input;
@@ -371,6 +371,10 @@ impl Translator {
 }
 
 impl StreamTranslator for Translator {
+    fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
+        self.translate_chunk(chunk, out);
+    }
+
     fn start(&mut self) -> Vec<u8> {
         sse_event(
             "message_start",
@@ -378,14 +382,6 @@ impl StreamTranslator for Translator {
             "id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": [],
             "stop_reason": Value::Null, "stop_sequence": Value::Null, "usage": {"input_tokens": 0, "output_tokens": 0}}}),
         )
-    }
-
-    fn feed(&mut self, chat_bytes: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for chunk in self.chunks.feed(chat_bytes) {
-            self.on_chunk(&chunk, &mut out);
-        }
-        out
     }
 
     fn finish(&mut self, error: Option<&str>) -> Vec<u8> {
@@ -437,6 +433,7 @@ impl StreamTranslator for Translator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::testing::{chunks_of, ChatChunks};
     use crate::sse::SseParser;
 
     /// A Messages request of the shape Claude Code 2.1 sends (its text replaced).
@@ -568,8 +565,9 @@ mod tests {
     fn translate(chat_stream: &str, size: usize) -> Vec<(String, Value)> {
         let mut t = Translator::new("claude-x");
         let mut bytes = t.start();
+        let mut chunks = ChatChunks::default();
         for c in chat_stream.as_bytes().chunks(size) {
-            bytes.extend(t.feed(c));
+            bytes.extend(t.feed(&chunks.feed(c)));
         }
         bytes.extend(t.finish(None));
         let mut events = Vec::new();
@@ -699,8 +697,10 @@ mod tests {
     fn a_broken_stream_ends_with_an_error_event_and_no_half_call() {
         let mut t = Translator::new("m");
         let mut bytes = t.start();
-        bytes.extend(t.feed(frame(json!({"content": "Running"}), None).as_bytes()));
-        bytes.extend(t.feed(frame(json!({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "Bash", "arguments": "{\"comm"}}]}), None).as_bytes()));
+        bytes.extend(t.feed(&chunks_of(
+            frame(json!({"content": "Running"}), None).as_bytes(),
+        )));
+        bytes.extend(t.feed(&chunks_of(frame(json!({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "Bash", "arguments": "{\"comm"}}]}), None).as_bytes())));
         bytes.extend(t.finish(Some("stream_stall")));
         let text = String::from_utf8(bytes).unwrap();
         assert!(

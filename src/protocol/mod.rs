@@ -1,42 +1,225 @@
 //! Client protocols at the edge. The router speaks OpenAI chat completions; these adapters
 //! turn an Anthropic Messages or OpenAI Responses request into a chat request, and a chat
-//! answer (JSON or stream) back into the client's own shapes. Pure: values and bytes in,
-//! values and bytes out, so the gate, classifier and breakers never see other protocols.
+//! answer (JSON or stream) back into the client's own shapes, errors included. Pure: values
+//! and bytes in, values and bytes out, so the gate, classifier and breakers never see other
+//! protocols.
 
 pub mod anthropic;
 pub mod responses;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use crate::sse::{SseEvent, SseParser};
+/// The protocol a client speaks; chosen by the endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    /// OpenAI chat completions (also accepts a Responses-style `input`, as Cursor sends).
+    Chat,
+    /// Anthropic Messages (Claude Code).
+    Anthropic,
+    /// OpenAI Responses (Codex).
+    Responses,
+}
+
+/// Why a client's request cannot be routed, in words the client's user can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum BadRequest {
+    /// The body is not JSON at all.
+    NotJson(String),
+    /// JSON, but not the protocol's request shape.
+    Shape(&'static str),
+}
+
+impl std::fmt::Display for BadRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadRequest::NotJson(e) => write!(f, "request body is not valid JSON: {e}"),
+            BadRequest::Shape(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for BadRequest {}
+
+/// What an error answer says, whatever the protocol: the one input of [`Protocol::error`].
+#[derive(Debug, Default)]
+pub(crate) struct ErrorReport<'a> {
+    pub status: u16,
+    pub message: &'a str,
+    /// OpenAI's `error.type` when the status alone does not say it (`overloaded`).
+    pub kind: Option<&'a str>,
+    /// OpenAI's `error.code`: the routing outcome (`all_failed`).
+    pub code: Option<&'a str>,
+    /// Each failed attempt, for clients that can show them.
+    pub attempts: Option<Value>,
+}
+
+impl<'a> ErrorReport<'a> {
+    pub(crate) fn new(status: u16, message: &'a str) -> ErrorReport<'a> {
+        ErrorReport {
+            status,
+            message,
+            ..ErrorReport::default()
+        }
+    }
+}
+
+impl Protocol {
+    /// The client's request (already parsed) as a chat request. A chat request is used as
+    /// it is: moved, never copied.
+    pub(crate) fn to_chat(self, body: Value) -> Result<Value, BadRequest> {
+        match self {
+            Protocol::Chat if body.get("messages").is_some_and(Value::is_array) => Ok(body),
+            Protocol::Chat if body.get("input").is_some() => responses::to_chat(&body),
+            Protocol::Chat => Err(BadRequest::Shape(
+                "request body must be a JSON object with a \"messages\" array",
+            )),
+            Protocol::Anthropic => anthropic::to_chat(&body),
+            Protocol::Responses => responses::to_chat(&body),
+        }
+    }
+
+    /// An error body in this protocol's envelope (OpenAI's for chat and Responses).
+    pub(crate) fn error(self, report: &ErrorReport<'_>) -> Value {
+        match self {
+            Protocol::Anthropic => anthropic::error(report.status, report.message),
+            Protocol::Chat | Protocol::Responses => openai_error(report),
+        }
+    }
+
+    /// A complete chat answer in this protocol's shape.
+    pub(crate) fn answer(self, chat_body: Vec<u8>, model: &str) -> Vec<u8> {
+        let chat = || serde_json::from_slice::<Value>(&chat_body).unwrap_or(Value::Null);
+        match self {
+            Protocol::Chat => chat_body,
+            Protocol::Anthropic => anthropic::from_chat(&chat(), model)
+                .to_string()
+                .into_bytes(),
+            Protocol::Responses => responses::from_chat(&chat(), model)
+                .to_string()
+                .into_bytes(),
+        }
+    }
+
+    /// The translator for streams; `None` passes chat bytes through.
+    pub(crate) fn translator(self, model: &str) -> Option<Box<dyn StreamTranslator>> {
+        match self {
+            Protocol::Chat => None,
+            Protocol::Anthropic => Some(Box::new(anthropic::Translator::new(model))),
+            Protocol::Responses => Some(Box::new(responses::Translator::new(model))),
+        }
+    }
+}
+
+/// OpenAI's error envelope (chat completions and Responses clients read `error.message`).
+fn openai_error(r: &ErrorReport<'_>) -> Value {
+    let kind = r.kind.unwrap_or(match r.status {
+        401 => "authentication_error",
+        404 => "not_found_error",
+        429 => "rate_limit_error",
+        400..=499 => "invalid_request_error",
+        _ => "server_error",
+    });
+    let mut error = json!({"message": r.message, "type": kind, "code": r.code});
+    if let Some(attempts) = &r.attempts {
+        error["attempts"] = attempts.clone();
+    }
+    json!({ "error": error })
+}
 
 /// Turns a committed chat completion stream into a client's event stream, chunk by chunk.
-pub trait StreamTranslator: Send {
+/// It reads the chunks the content gate already parsed: a stream is parsed once.
+pub(crate) trait StreamTranslator: Send {
     /// Bytes to send before anything else (e.g. `message_start`).
     fn start(&mut self) -> Vec<u8>;
-    /// Translates more chat SSE bytes (split anywhere).
-    fn feed(&mut self, chat_bytes: &[u8]) -> Vec<u8>;
+    /// Translates one parsed chat chunk, appending the client's events to `out`.
+    fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>);
     /// Ends the client's stream cleanly. `error` is set when the upstream broke after
     /// content had been sent.
     fn finish(&mut self, error: Option<&str>) -> Vec<u8>;
+
+    /// Translates parsed chat chunks, in stream order.
+    fn feed(&mut self, chunks: &[Value]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for chunk in chunks {
+            self.on_chunk(chunk, &mut out);
+        }
+        out
+    }
 }
 
-/// Chat SSE frames parsed into JSON chunks, for translators.
-#[derive(Default)]
-pub struct ChatChunks {
-    parser: SseParser,
-    events: Vec<SseEvent>,
+/// A complete chat completion re-expressed as chat stream chunks, for a client that asked
+/// for a stream from a provider that answered in one piece.
+pub(crate) fn chunks_from_completion(body: &[u8]) -> Vec<Value> {
+    let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let id = v.get("id").cloned().unwrap_or(Value::Null);
+    let model = v.get("model").cloned().unwrap_or(Value::Null);
+    let mut out = Vec::new();
+    for choice in v
+        .get("choices")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let index = choice.get("index").cloned().unwrap_or(json!(0));
+        let mut delta = choice.get("message").cloned().unwrap_or(json!({}));
+        if let Some(calls) = delta.get_mut("tool_calls").and_then(Value::as_array_mut) {
+            for (i, call) in calls.iter_mut().enumerate() {
+                if let Some(call) = call.as_object_mut() {
+                    call.insert("index".into(), json!(i));
+                }
+            }
+        }
+        out.push(json!({"id": id, "object": "chat.completion.chunk", "model": model,
+                        "choices": [{"index": index, "delta": delta, "finish_reason": Value::Null}]}));
+        out.push(json!({"id": id, "object": "chat.completion.chunk", "model": model,
+                        "choices": [{"index": index, "delta": {}, "finish_reason": choice.get("finish_reason").cloned().unwrap_or(json!("stop"))}]}));
+    }
+    if let Some(usage) = v.get("usage") {
+        out.push(json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": [], "usage": usage}));
+    }
+    out
 }
 
-impl ChatChunks {
-    /// The JSON chunks completed by these bytes (`[DONE]` and garbage are skipped).
-    pub fn feed(&mut self, bytes: &[u8]) -> Vec<Value> {
-        self.parser.feed(bytes, &mut self.events);
-        self.events
-            .drain(..)
-            .filter(|e| e.data.trim() != "[DONE]")
-            .filter_map(|e| serde_json::from_str(&e.data).ok())
-            .collect()
+/// Chat chunks as a chat SSE stream (`data:` events, then `[DONE]`).
+pub(crate) fn chat_events(chunks: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for chunk in chunks {
+        out.extend_from_slice(b"data: ");
+        out.extend(chunk.to_string().into_bytes());
+        out.extend_from_slice(b"\n\n");
+    }
+    out.extend_from_slice(b"data: [DONE]\n\n");
+    out
+}
+
+/// Test support: raw chat SSE bytes (split anywhere) as the parsed chunks a translator reads.
+#[cfg(test)]
+pub(crate) mod testing {
+    use serde_json::Value;
+
+    use crate::sse::{SseEvent, SseParser};
+
+    #[derive(Default)]
+    pub(crate) struct ChatChunks {
+        parser: SseParser,
+        events: Vec<SseEvent>,
+    }
+
+    impl ChatChunks {
+        /// The JSON chunks completed by these bytes (`[DONE]` and garbage are skipped).
+        pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<Value> {
+            self.parser.feed(bytes, &mut self.events);
+            self.events
+                .drain(..)
+                .filter(|e| e.data.trim() != "[DONE]")
+                .filter_map(|e| serde_json::from_str(&e.data).ok())
+                .collect()
+        }
+    }
+
+    /// The chunks of whole events.
+    pub(crate) fn chunks_of(bytes: &[u8]) -> Vec<Value> {
+        ChatChunks::default().feed(bytes)
     }
 }
 
@@ -207,10 +390,6 @@ impl ToolCalls {
             call.name = name.to_string();
         }
         call.arguments.push_str(args);
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.calls.is_empty()
     }
 
     /// The finished calls, in order.

@@ -9,7 +9,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_delta, chat_usage, new_id, sse_event, ChatChunks, StreamTranslator, ToolCalls};
+use super::{chat_delta, chat_usage, new_id, sse_event, BadRequest, StreamTranslator, ToolCalls};
 
 fn part_text(part: &Value) -> Option<String> {
     match part {
@@ -81,11 +81,13 @@ fn tools(list: &[Value], out: &mut Vec<Value>) {
 }
 
 /// Translates a Responses request (or a chat request carrying `input`) into a chat request.
-pub fn to_chat(req: &Value) -> Result<Value, String> {
+pub fn to_chat(req: &Value) -> Result<Value, BadRequest> {
     let obj = req
         .as_object()
-        .ok_or("request body must be a JSON object")?;
-    let input = obj.get("input").ok_or("request body must have \"input\"")?;
+        .ok_or(BadRequest::Shape("request body must be a JSON object"))?;
+    let input = obj
+        .get("input")
+        .ok_or(BadRequest::Shape("request body must have \"input\""))?;
     let mut messages = Vec::new();
     if let Some(text) = obj
         .get("instructions")
@@ -151,7 +153,11 @@ pub fn to_chat(req: &Value) -> Result<Value, String> {
                 }
             }
         }
-        _ => return Err("\"input\" must be a string or an array of items".into()),
+        _ => {
+            return Err(BadRequest::Shape(
+                "\"input\" must be a string or an array of items",
+            ))
+        }
     }
     let mut out = Map::new();
     out.insert(
@@ -259,24 +265,11 @@ pub fn from_chat(chat: &Value, model: &str) -> Value {
     )
 }
 
-/// An error in OpenAI's shape (Responses clients read `error.message`).
-pub fn error(status: u16, message: &str) -> Value {
-    let kind = match status {
-        401 => "authentication_error",
-        404 => "not_found_error",
-        429 => "rate_limit_error",
-        400..=499 => "invalid_request_error",
-        _ => "server_error",
-    };
-    json!({"error": {"message": message, "type": kind, "code": Value::Null}})
-}
-
 /// Chat stream → Responses events. Text streams as it comes; function calls are assembled
 /// and sent whole at the end (only whole calls can be trusted to run).
 pub struct Translator {
     model: String,
     id: String,
-    chunks: ChatChunks,
     seq: u64,
     /// The open message item: (output index, item id, text so far).
     message: Option<(usize, String, String)>,
@@ -293,7 +286,6 @@ impl Translator {
         Translator {
             model: model.to_string(),
             id: new_id("resp_"),
-            chunks: ChatChunks::default(),
             seq: 0,
             message: None,
             calls: ToolCalls::default(),
@@ -336,7 +328,7 @@ impl Translator {
         self.done_items.push(done);
     }
 
-    fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
+    fn translate_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
         let delta = chat_delta(chunk);
         if let Some((input, output)) = delta.usage {
             self.input_tokens = input;
@@ -372,19 +364,15 @@ impl Translator {
 }
 
 impl StreamTranslator for Translator {
+    fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
+        self.translate_chunk(chunk, out);
+    }
+
     fn start(&mut self) -> Vec<u8> {
         let mut out = Vec::new();
         let r = response(&self.id, &self.model, "in_progress", vec![], Value::Null);
         self.emit("response.created", json!({"response": r}), &mut out);
         self.emit("response.in_progress", json!({"response": r}), &mut out);
-        out
-    }
-
-    fn feed(&mut self, chat_bytes: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for chunk in self.chunks.feed(chat_bytes) {
-            self.on_chunk(&chunk, &mut out);
-        }
         out
     }
 
@@ -456,6 +444,8 @@ impl StreamTranslator for Translator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::testing::{chunks_of, ChatChunks};
+    use crate::protocol::{ErrorReport, Protocol};
     use crate::sse::SseParser;
 
     /// A Responses request of the shape Codex 0.171 sends (its text replaced).
@@ -573,8 +563,9 @@ mod tests {
     fn translate(chat_stream: &str, size: usize) -> Vec<(String, Value)> {
         let mut t = Translator::new("gpt-x");
         let mut bytes = t.start();
+        let mut chunks = ChatChunks::default();
         for c in chat_stream.as_bytes().chunks(size) {
-            bytes.extend(t.feed(c));
+            bytes.extend(t.feed(&chunks.feed(c)));
         }
         bytes.extend(t.finish(None));
         let mut events = Vec::new();
@@ -651,8 +642,8 @@ mod tests {
     fn a_broken_stream_fails_and_drops_unfinished_calls() {
         let mut t = Translator::new("m");
         let mut bytes = t.start();
-        bytes.extend(t.feed(frame(json!({"content": "Let me"})).as_bytes()));
-        bytes.extend(t.feed(frame(json!({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "exec_command", "arguments": "{\"cm"}}]})).as_bytes()));
+        bytes.extend(t.feed(&chunks_of(frame(json!({"content": "Let me"})).as_bytes())));
+        bytes.extend(t.feed(&chunks_of(frame(json!({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "exec_command", "arguments": "{\"cm"}}]})).as_bytes())));
         bytes.extend(t.finish(Some("stream_stall")));
         let text = String::from_utf8(bytes).unwrap();
         assert!(
@@ -669,7 +660,7 @@ mod tests {
     fn length_finish_is_incomplete() {
         let mut t = Translator::new("m");
         let mut bytes = t.start();
-        bytes.extend(t.feed(format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "length"}]})).as_bytes()));
+        bytes.extend(t.feed(&chunks_of(format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "length"}]})).as_bytes())));
         bytes.extend(t.finish(None));
         let text = String::from_utf8(bytes).unwrap();
         assert!(
@@ -680,7 +671,8 @@ mod tests {
 
     #[test]
     fn errors_use_openai_shape() {
-        assert_eq!(error(404, "x")["error"]["type"], "not_found_error");
-        assert_eq!(error(429, "x")["error"]["type"], "rate_limit_error");
+        let error = |status| Protocol::Responses.error(&ErrorReport::new(status, "x"));
+        assert_eq!(error(404)["error"]["type"], "not_found_error");
+        assert_eq!(error(429)["error"]["type"], "rate_limit_error");
     }
 }

@@ -1,0 +1,274 @@
+//! Who may serve a request: the catalog models whose provider has a key, which of them are
+//! skipped before dispatch (context too small, quota paused, circuit open) and in what
+//! order the rest are tried (ranking, then the user's set, then capabilities).
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::attempt::Target;
+use crate::breaker::{BreakerState, Breakers};
+use crate::capability::Needs;
+use crate::catalog::{tier_rank, Catalog, KeySource, KeyStatus};
+use crate::trace::{Skip, SkipReason, Trace};
+
+use super::live::Evidence;
+use super::rank::{sort_by_standing, Standing};
+
+/// A model the router can call.
+#[derive(Debug, Clone)]
+pub(crate) struct Candidate {
+    pub target: Target,
+    pub tier: usize,
+    pub swe: f64,
+    /// Why it cannot be called at all (its key is not set), naming the variables.
+    pub missing_key: Option<String>,
+    /// The model's context window in tokens.
+    pub context: u64,
+    /// A 429 pauses every model of this provider (one account-wide free quota).
+    pub shared_quota: bool,
+    /// What the catalog says the model can do (`vision`, `tools`, ...).
+    pub capabilities: Vec<String>,
+    /// Its [`family`], the same model on other providers.
+    pub family: String,
+}
+
+impl Candidate {
+    pub(crate) fn key(&self) -> &str {
+        &self.target.key
+    }
+
+    /// The skip for a quota-paused model, naming the provider when the pause is account-wide.
+    pub(crate) fn quota_skip(&self) -> Skip {
+        if self.shared_quota {
+            Skip::provider_paused(self.target.key.clone(), &self.target.provider_id)
+        } else {
+            Skip::new(self.target.key.clone(), SkipReason::QuotaPaused)
+        }
+    }
+}
+
+/// Every catalog model as a candidate, indexed by key.
+pub(crate) struct Candidates {
+    all: Vec<Candidate>,
+    index: HashMap<String, usize>,
+}
+
+impl Candidates {
+    pub(crate) fn new(catalog: &Catalog, keys: &KeySource<'_>, session_id: &str) -> Candidates {
+        let all: Vec<Candidate> = catalog
+            .models()
+            .map(|m| {
+                let missing_key = match keys.lookup(m.provider).0 {
+                    KeyStatus::Missing(vars) if vars.is_empty() => {
+                        Some(format!("add apiKeys.{} to config.json", m.provider.id))
+                    }
+                    KeyStatus::Missing(vars) => Some(format!("set {}", vars.join(" or "))),
+                    _ => None,
+                };
+                Candidate {
+                    target: Target::resolve(m, keys, session_id),
+                    tier: tier_rank(&m.model.tier),
+                    swe: m.model.swe_bench.unwrap_or(-1.0),
+                    missing_key,
+                    context: m.model.context,
+                    shared_quota: m.provider.shared_quota,
+                    capabilities: m.model.capabilities.clone(),
+                    family: family(&m.model.id),
+                }
+            })
+            .collect();
+        let index = all
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.target.key.clone(), i))
+            .collect();
+        Candidates { all, index }
+    }
+
+    pub(crate) fn get(&self, i: usize) -> &Candidate {
+        &self.all[i]
+    }
+
+    pub(crate) fn position(&self, key: &str) -> Option<usize> {
+        self.index.get(key).copied()
+    }
+
+    pub(crate) fn knows(&self, key: &str) -> bool {
+        self.index.contains_key(key)
+    }
+
+    /// Models that automatic routing may use (their key is set or not needed).
+    pub(crate) fn routable(&self) -> impl Iterator<Item = &Candidate> {
+        self.all.iter().filter(|c| c.missing_key.is_none())
+    }
+
+    /// Every model of one provider (a shared quota pauses them together).
+    pub(crate) fn of_provider<'a>(
+        &'a self,
+        provider: &'a str,
+    ) -> impl Iterator<Item = &'a Candidate> {
+        self.all
+            .iter()
+            .filter(move |c| c.target.provider_id == provider)
+    }
+
+    /// The routable models in the order they would be tried, with the skipped ones.
+    /// `needed_tokens`: the request's estimated size; smaller context windows are skipped.
+    pub(crate) fn plan(
+        &self,
+        breakers: &Breakers,
+        evidence: &Evidence,
+        now_ms: u64,
+        needed_tokens: u64,
+    ) -> (Vec<usize>, Vec<Skip>) {
+        let routable: Vec<usize> = (0..self.all.len())
+            .filter(|i| self.all[*i].missing_key.is_none())
+            .collect();
+        let keys: Vec<&str> = routable.iter().map(|i| self.all[*i].key()).collect();
+        let states = breakers.states(&keys, now_ms);
+        let view = evidence.view();
+        let mut skipped = Vec::new();
+        let mut ranked: Vec<(usize, Standing<'_>)> = Vec::with_capacity(routable.len());
+        for (n, i) in routable.iter().enumerate() {
+            let c = &self.all[*i];
+            let (state, quota_until) = states[n];
+            if c.context < needed_tokens {
+                skipped.push(Skip::new(c.key(), SkipReason::ContextTooSmall));
+                continue;
+            }
+            if quota_until > now_ms {
+                skipped.push(c.quota_skip());
+                continue;
+            }
+            if state == BreakerState::Open {
+                skipped.push(Skip::new(c.key(), SkipReason::CircuitOpen));
+                continue;
+            }
+            let (evidence, ttft_ms) = view.of(c.key());
+            ranked.push((
+                *i,
+                Standing {
+                    state,
+                    evidence,
+                    verdict: 0,
+                    success_rate: 0.0,
+                    ttft_ms,
+                    tier: c.tier,
+                    swe: c.swe,
+                    key: c.key(),
+                },
+            ));
+        }
+        drop(view);
+        sort_by_standing(&mut ranked, |(_, s)| s.clone());
+        (ranked.into_iter().map(|(i, _)| i).collect(), skipped)
+    }
+
+    /// Set members first in the set's order (`preferred`), everyone else in ranking order;
+    /// members fcm does not know are noted as stale skips.
+    pub(crate) fn order_by_set(
+        &self,
+        order: &mut [usize],
+        preferred: &[String],
+        trace: &mut Trace,
+    ) {
+        for stale in preferred.iter().filter(|m| !self.knows(m)) {
+            trace
+                .skipped
+                .push(Skip::new(stale.clone(), SkipReason::Stale));
+        }
+        order.sort_by_key(|i| {
+            preferred
+                .iter()
+                .position(|m| m == self.all[*i].key())
+                .unwrap_or(usize::MAX)
+        });
+    }
+
+    /// Models claiming every capability the request needs go first; the rest keep their order
+    /// behind them (none is dropped: catalogs under-report). When none claims it, the trace
+    /// says `capability_unknown`.
+    pub(crate) fn order_by_capability(&self, order: &mut [usize], needs: Needs, trace: &mut Trace) {
+        let names = needs.names();
+        if names.is_empty() {
+            return;
+        }
+        let capable = |i: &usize| needs.met_by(&self.all[*i].capabilities);
+        if !order.iter().any(capable) {
+            trace
+                .notes
+                .push(format!("capability_unknown:{}", names.join(",")));
+            return;
+        }
+        let missing = order.iter().filter(|i| !capable(i)).count();
+        if missing > 0 {
+            trace.notes.push(format!(
+                "capability_missing:{}:{missing}_tried_last",
+                names.join(",")
+            ));
+        }
+        order.sort_by_key(|i| !capable(i));
+    }
+
+    /// After `failed` failed: the same model family on another provider goes next, the rest
+    /// keep their order (the closest substitute for the model that just failed).
+    pub(crate) fn family_first(
+        &self,
+        queue: &mut std::collections::VecDeque<usize>,
+        failed: usize,
+    ) {
+        let c = &self.all[failed];
+        let (same, rest): (Vec<usize>, Vec<usize>) = queue.iter().partition(|j| {
+            let o = &self.all[**j];
+            o.target.provider_id != c.target.provider_id && o.family == c.family
+        });
+        *queue = same.into_iter().chain(rest).collect();
+    }
+}
+
+/// Tokens a request needs: its text (characters / 4, the usual rough rate for English and
+/// code) plus the answer it asks room for (`max_tokens`).
+pub fn estimate_tokens(body: &Value) -> u64 {
+    let chars: usize = ["messages", "tools"]
+        .iter()
+        .filter_map(|k| body.get(*k))
+        .map(crate::protocol::text_chars)
+        .sum();
+    let answer = body
+        .get("max_tokens")
+        .or_else(|| body.get("max_completion_tokens"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    crate::protocol::estimate_tokens(chars) + answer
+}
+
+/// A model's family across providers: its id without the vendor path, the `:free` tag or
+/// an `-instruct`/`-it` suffix (`openai/gpt-oss-120b` and `gpt-oss-120b` are one family).
+pub(crate) fn family(model_id: &str) -> String {
+    let last = model_id
+        .rsplit('/')
+        .next()
+        .unwrap_or(model_id)
+        .to_ascii_lowercase();
+    let base = last.split(':').next().unwrap_or(&last);
+    base.trim_end_matches("-instruct")
+        .trim_end_matches("-it")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn families_across_providers() {
+        assert_eq!(family("openai/gpt-oss-120b"), family("gpt-oss-120b"));
+        assert_eq!(
+            family("qwen/qwen3-coder-480b-a35b-instruct"),
+            "qwen3-coder-480b-a35b"
+        );
+        assert_eq!(family("z-ai/glm-5.2:free"), family("glm-5.2"));
+        assert_ne!(family("openai/gpt-oss-120b"), family("openai/gpt-oss-20b"));
+    }
+}

@@ -1,0 +1,334 @@
+//! The failover loop: try the ordered candidates one by one within the request's budget
+//! and attempt limit, and record every attempt's outcome, in one place, for breakers, the
+//! live ranking and the trace. A committed stream carries a [`StreamTicket`] so its end is
+//! recorded the same way when it finishes.
+
+use std::collections::{HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::attempt::{attempt, Answer, Failure, Limits};
+use crate::breaker::Admission;
+use crate::capability::Needs;
+use crate::classify::FailureKind;
+use crate::gate::AnswerStats;
+use crate::stream::{Committed, Settle, StreamEnd};
+use crate::trace::{AttemptRecord, Outcome, Skip, SkipReason, Trace};
+
+use super::refusal::{FailedAttempt, Refused};
+use super::{estimate_tokens, Route, Router};
+
+/// A 502/503/504 with a `Retry-After` this short from the last candidate is waited out once.
+const SHORT_RETRY: Duration = Duration::from_secs(5);
+
+/// One chat request as the router sees it.
+pub(crate) struct Ask<'a> {
+    pub body: &'a Value,
+    pub stream: bool,
+    /// A protocol translator will read the stream (the gate keeps its parsed chunks).
+    pub translated: bool,
+    /// What the client's own request needs (read before translation).
+    pub needs: Needs,
+}
+
+/// What a served request hands to the client.
+pub(crate) enum Delivery<'r> {
+    /// A complete answer that passed the gate (its success is already recorded).
+    Full {
+        status: u16,
+        body: Vec<u8>,
+        stats: AnswerStats,
+    },
+    /// A committed stream: its end is recorded when it has been delivered.
+    Stream(Box<Committed<'r>>),
+}
+
+/// A request that was served: the answer and the trace so far.
+pub(crate) struct Served<'r> {
+    pub delivery: Delivery<'r>,
+    pub trace: Trace,
+}
+
+/// What every attempt of one request sends.
+struct Job<'a> {
+    body: &'a Value,
+    stream: bool,
+    limits: Limits,
+}
+
+impl Router {
+    /// Routes one chat request. Streams return once committed; delivering them records
+    /// how they ended.
+    pub(crate) fn route<'r>(
+        &'r self,
+        route: &Route,
+        ask: &Ask<'_>,
+        mut trace: Trace,
+    ) -> Result<Served<'r>, Box<Refused>> {
+        let deadline = Instant::now() + Duration::from_millis(self.failover.total_budget_ms);
+        let job = Job {
+            body: ask.body,
+            stream: ask.stream,
+            limits: self.limits(deadline, ask.stream && ask.translated),
+        };
+        let mut details = Vec::new();
+        if let Route::Pinned(key) = route {
+            let i = self
+                .pool
+                .position(key)
+                .expect("resolve only pins known models");
+            let c = self.pool.get(i);
+            if let Some(how) = &c.missing_key {
+                trace
+                    .skipped
+                    .push(Skip::new(key.clone(), SkipReason::MissingKey));
+                return Err(Box::new(self.refuse_missing_key(trace, key, how)));
+            }
+            // The user asked for this model by name: sent even when OPEN or paused, and a
+            // HALF_OPEN trial slot is taken if free so its result counts as the trial.
+            let trial = self.breakers.admit(key, crate::time::now_ms()) == Admission::Trial;
+            return match self.try_one(i, &job, &mut trace, &mut details, trial) {
+                Ok(answer) => Ok(self.served(answer, trace, i, trial)),
+                Err(f) => Err(Box::new(self.refuse_pinned(trace, &f, details))),
+            };
+        }
+        let mut needed = estimate_tokens(ask.body);
+        let (mut order, skipped) = self.pool.plan(
+            &self.breakers,
+            &self.evidence,
+            crate::time::now_ms(),
+            needed,
+        );
+        trace.skipped = skipped;
+        if let Route::Set(name) = route {
+            let preferred = self.set_order(name);
+            self.pool.order_by_set(&mut order, &preferred, &mut trace);
+        }
+        self.pool
+            .order_by_capability(&mut order, ask.needs, &mut trace);
+        let mut blocked: HashSet<&str> = HashSet::new();
+        let mut last_resort = self
+            .failover
+            .last_resort_model
+            .clone()
+            .filter(|m| self.knows(m));
+        let mut queue: VecDeque<usize> = order.into();
+        let mut waited = false;
+        while let Some(i) = queue.pop_front() {
+            let c = self.pool.get(i);
+            if trace.attempts.len() >= self.failover.max_attempts as usize
+                || Instant::now() >= deadline
+            {
+                break;
+            }
+            if blocked.contains(c.target.provider_id.as_str()) {
+                trace
+                    .skipped
+                    .push(Skip::new(c.key(), SkipReason::ProviderBlocked));
+                continue;
+            }
+            if c.context < needed {
+                trace
+                    .skipped
+                    .push(Skip::new(c.key(), SkipReason::ContextTooSmall));
+                continue;
+            }
+            let trial = match self.breakers.admit(c.key(), crate::time::now_ms()) {
+                Admission::Yes => false,
+                Admission::Trial => true,
+                Admission::CircuitOpen { .. } => {
+                    trace
+                        .skipped
+                        .push(Skip::new(c.key(), SkipReason::CircuitOpen));
+                    continue;
+                }
+                Admission::QuotaPaused { .. } => {
+                    trace.skipped.push(c.quota_skip());
+                    continue;
+                }
+            };
+            if last_resort.as_deref() == Some(c.key()) {
+                last_resort = None;
+            }
+            let f = match self.try_one(i, &job, &mut trace, &mut details, trial) {
+                Ok(answer) => return Ok(self.served(answer, trace, i, trial)),
+                Err(f) => f,
+            };
+            if f.verdict.blocks_provider {
+                blocked.insert(c.target.provider_id.as_str());
+            }
+            if f.kind() == FailureKind::ContextOverflow {
+                // Only a larger window can take it.
+                needed = needed.max(c.context + 1);
+            }
+            if !f.verdict.failover {
+                break;
+            }
+            // The last candidate asks for a moment (a 502/503/504 with a short
+            // Retry-After): wait once and ask again rather than fail the request.
+            if let Some(wait) = f
+                .retry_after
+                .filter(|w| *w <= SHORT_RETRY && queue.is_empty() && !waited)
+            {
+                if f.status.is_some_and(|s| (502..=504).contains(&s))
+                    && Instant::now() + wait < deadline
+                {
+                    waited = true;
+                    std::thread::sleep(wait);
+                    queue.push_front(i);
+                    continue;
+                }
+            }
+            self.pool.family_first(&mut queue, i);
+        }
+        if let Some(key) = last_resort {
+            let i = self.pool.position(&key).expect("filtered to known models");
+            if self.pool.get(i).missing_key.is_none() && Instant::now() < deadline {
+                // Tried whatever its breaker says, like a pinned model.
+                let trial = self.breakers.admit(&key, crate::time::now_ms()) == Admission::Trial;
+                if let Ok(answer) = self.try_one(i, &job, &mut trace, &mut details, trial) {
+                    return Ok(self.served(answer, trace, i, trial));
+                }
+            }
+        }
+        Err(Box::new(self.refuse_all(trace, details, needed)))
+    }
+
+    /// One attempt and its trace record; the outcome is recorded here, except for a
+    /// committed stream, whose outcome is known only when it ends.
+    fn try_one(
+        &self,
+        i: usize,
+        job: &Job<'_>,
+        trace: &mut Trace,
+        details: &mut Vec<FailedAttempt>,
+        trial: bool,
+    ) -> Result<Answer, Failure> {
+        let c = self.pool.get(i);
+        let key = c.key();
+        match attempt(&self.upstream, &c.target, job.body, job.stream, &job.limits) {
+            Ok(answer) => {
+                let (status, latency) = match &answer {
+                    Answer::Full {
+                        status, elapsed, ..
+                    } => (*status, *elapsed),
+                    Answer::Stream(s) => (s.status, s.ttft),
+                };
+                if matches!(answer, Answer::Full { .. }) {
+                    self.record_success(key, latency);
+                }
+                trace.attempts.push(AttemptRecord {
+                    model: key.to_string(),
+                    status: Some(status),
+                    kind: None,
+                    latency_ms: latency.as_millis() as u64,
+                });
+                Ok(answer)
+            }
+            Err(f) => {
+                self.record_failure(i, &f, trial);
+                trace.attempts.push(AttemptRecord {
+                    model: key.to_string(),
+                    status: f.status,
+                    kind: Some(f.kind()),
+                    latency_ms: f.elapsed.as_millis() as u64,
+                });
+                details.push(FailedAttempt {
+                    model: key.to_string(),
+                    status: f.status,
+                    kind: f.kind(),
+                    blame: f.verdict.blame,
+                    detail: f.detail.clone(),
+                });
+                Err(f)
+            }
+        }
+    }
+
+    /// A model answered: its breaker closes (or stays closed) and the live window learns.
+    pub(super) fn record_success(&self, key: &str, ttft: Duration) {
+        self.breakers.record_success(key, crate::time::now_ms());
+        self.evidence.observe(key, Some(ttft.as_millis() as u64));
+    }
+
+    /// A model failed: its breaker, its live window and, for an account-wide quota, every
+    /// model of its provider.
+    fn record_failure(&self, i: usize, f: &Failure, trial: bool) {
+        let c = self.pool.get(i);
+        let now = crate::time::now_ms();
+        self.breakers
+            .record_failure(c.key(), &f.verdict, now, trial);
+        if f.verdict.damages_health {
+            self.evidence.observe(c.key(), None);
+        }
+        if let (true, Some(pause)) = (c.shared_quota, f.verdict.quota_pause) {
+            // One account-wide quota: every model of the provider waits.
+            let until = now + pause.as_millis() as u64;
+            for other in self.pool.of_provider(&c.target.provider_id) {
+                self.breakers.pause(other.key(), until);
+            }
+        }
+    }
+
+    fn served<'r>(&'r self, answer: Answer, mut trace: Trace, i: usize, trial: bool) -> Served<'r> {
+        trace.served_model = Some(self.pool.get(i).key().to_string());
+        trace.outcome = Outcome::Served;
+        let delivery = match answer {
+            Answer::Full {
+                status,
+                body,
+                stats,
+                ..
+            } => Delivery::Full {
+                status,
+                body,
+                stats,
+            },
+            Answer::Stream(stream) => Delivery::Stream(Box::new(Committed {
+                stream: *stream,
+                settle: Box::new(StreamTicket {
+                    router: self,
+                    candidate: i,
+                    trial,
+                }),
+            })),
+        };
+        Served { delivery, trace }
+    }
+}
+
+/// The committed stream's model and trial slot, for recording how the stream ended.
+struct StreamTicket<'r> {
+    router: &'r Router,
+    candidate: usize,
+    trial: bool,
+}
+
+impl Settle for StreamTicket<'_> {
+    fn settle(self: Box<Self>, end: &StreamEnd, ttft: Duration, trace: &mut Trace) {
+        let router = self.router;
+        let key = router.pool.get(self.candidate).key();
+        match end {
+            StreamEnd::Complete { completion_tokens } => {
+                router.record_success(key, ttft);
+                trace.completion_tokens = *completion_tokens;
+            }
+            StreamEnd::Failed(f) => {
+                router.record_failure(self.candidate, f, self.trial);
+                if let Some(last) = trace.attempts.last_mut() {
+                    last.kind = Some(f.kind());
+                }
+                trace.outcome = Outcome::StreamFailedAfterContent;
+            }
+            StreamEnd::ClientGone => {
+                // The model was delivering; only the client left.
+                if self.trial {
+                    router.breakers.release_trial(key);
+                }
+                router.evidence.observe(key, Some(ttft.as_millis() as u64));
+                trace.outcome = Outcome::ClientAborted;
+            }
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! What the router knows of each model's recent performance: a rolling window of real
+//! results per model, and the last bench run (`bench.json`) as the prior until there is
+//! enough real traffic. The bench file is read by [`Evidence::refresh_bench`], which the
+//! server calls from a timer thread: nothing here touches the disk on a request's path.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::SystemTime;
+
+use crate::bench::BenchReport;
+
+use super::rank::{FAILING, PROVEN, UNKNOWN};
+
+/// Results a model's ranking learns from.
+const LIVE_WINDOW: usize = 20;
+/// Results needed before real traffic outweighs the bench prior.
+const LIVE_MIN: usize = 3;
+
+/// A model's last [`LIVE_WINDOW`] real results (time to first answer, or a failure) and the
+/// ranking they give, worked out when a result arrives: every request reads it for every
+/// candidate, results arrive once per attempt.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct LiveWindow {
+    results: VecDeque<Option<u64>>,
+    rank: Option<(u8, Option<u64>)>,
+}
+
+impl LiveWindow {
+    pub(crate) fn push(&mut self, result: Option<u64>) {
+        if self.results.len() == LIVE_WINDOW {
+            self.results.pop_front();
+        }
+        self.results.push_back(result);
+        self.rank = self.compute_rank();
+    }
+
+    /// (evidence, median ttft) for ranking, as for bench results: proven when at least 80%
+    /// of recent requests succeeded, unknown from half, else failing. `None` until there are
+    /// enough results.
+    pub(crate) fn rank(&self) -> Option<(u8, Option<u64>)> {
+        self.rank
+    }
+
+    fn compute_rank(&self) -> Option<(u8, Option<u64>)> {
+        if self.results.len() < LIVE_MIN {
+            return None;
+        }
+        let mut ok: Vec<u64> = self.results.iter().flatten().copied().collect();
+        ok.sort_unstable();
+        let rate = ok.len() as f64 / self.results.len() as f64;
+        let evidence = if rate >= 0.8 {
+            PROVEN
+        } else if rate >= 0.5 {
+            UNKNOWN
+        } else {
+            FAILING
+        };
+        Some((evidence, ok.get(ok.len().saturating_sub(1) / 2).copied()))
+    }
+}
+
+/// The last bench run, by model: (usable, median time to first token).
+type BenchPrior = HashMap<String, (bool, Option<u64>)>;
+
+/// Live windows and the bench prior, shared by every request.
+pub(crate) struct Evidence {
+    live: Mutex<HashMap<String, LiveWindow>>,
+    bench: RwLock<Arc<BenchPrior>>,
+    /// `bench.json` and the modification time of the version loaded.
+    bench_file: Mutex<(Option<PathBuf>, Option<SystemTime>)>,
+}
+
+impl Evidence {
+    /// Loads `bench.json` once (before the server takes requests).
+    pub(crate) fn new(bench_path: Option<PathBuf>) -> Evidence {
+        let evidence = Evidence {
+            live: Mutex::new(HashMap::new()),
+            bench: RwLock::new(Arc::new(HashMap::new())),
+            bench_file: Mutex::new((bench_path, None)),
+        };
+        evidence.refresh_bench();
+        evidence
+    }
+
+    /// Reloads `bench.json` when it changed since the last load. Called off the request
+    /// path (a timer thread); requests keep ranking with the previous version meanwhile.
+    pub(crate) fn refresh_bench(&self) {
+        let (path, loaded) = self
+            .bench_file
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let Some(path) = path else { return };
+        let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        if modified == loaded {
+            return;
+        }
+        let fresh = Arc::new(load_bench(&path));
+        *self.bench.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+        self.bench_file.lock().unwrap_or_else(|e| e.into_inner()).1 = modified;
+    }
+
+    /// A snapshot of what ranking reads for a request: the windows stay locked only while
+    /// the candidates are ranked, never across I/O.
+    pub(crate) fn view(&self) -> EvidenceView<'_> {
+        EvidenceView {
+            live: self.live.lock().unwrap_or_else(|e| e.into_inner()),
+            bench: self.bench.read().unwrap_or_else(|e| e.into_inner()).clone(),
+        }
+    }
+
+    /// Adds a real result to the model's window (`None`: a failure).
+    pub(crate) fn observe(&self, model: &str, ttft_ms: Option<u64>) {
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        match live.get_mut(model) {
+            Some(w) => w.push(ttft_ms),
+            None => live.entry(model.to_string()).or_default().push(ttft_ms),
+        }
+    }
+}
+
+/// What one request's ranking reads.
+pub(crate) struct EvidenceView<'a> {
+    live: std::sync::MutexGuard<'a, HashMap<String, LiveWindow>>,
+    bench: Arc<BenchPrior>,
+}
+
+impl EvidenceView<'_> {
+    /// (evidence, median ttft): real traffic first; the last bench run is the prior until
+    /// there is enough of it; a model never benched is unknown.
+    pub(crate) fn of(&self, model: &str) -> (u8, Option<u64>) {
+        match self.live.get(model).and_then(LiveWindow::rank) {
+            Some(ranked) => ranked,
+            None => match self.bench.get(model) {
+                Some((true, ttft)) => (PROVEN, *ttft),
+                Some((false, _)) => (FAILING, None),
+                None => (UNKNOWN, None),
+            },
+        }
+    }
+}
+
+fn load_bench(path: &Path) -> BenchPrior {
+    let report: BenchReport = crate::state::load_json(path).unwrap_or_default();
+    report
+        .models
+        .into_iter()
+        .map(|m| (m.model, (m.usable, m.ttft_ms_p50)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_window_ranks_by_recent_results() {
+        let mut w = LiveWindow::default();
+        w.push(Some(100));
+        w.push(Some(300));
+        assert_eq!(w.rank(), None, "too few results: the bench prior decides");
+        w.push(Some(200));
+        assert_eq!(w.rank(), Some((PROVEN, Some(200))));
+        for _ in 0..20 {
+            w.push(None);
+        }
+        assert_eq!(
+            w.rank(),
+            Some((FAILING, None)),
+            "failing now: ranked with the unusable"
+        );
+        for _ in 0..20 {
+            w.push(Some(50));
+        }
+        assert_eq!(w.rank(), Some((PROVEN, Some(50))), "recovered: climbs back");
+    }
+
+    #[test]
+    fn bench_prior_until_live_results_and_reload_on_change() {
+        let dir = std::env::temp_dir().join(format!("fcm-live-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bench.json");
+        let write = |usable: bool| {
+            let report = serde_json::json!({"generatedAt": "x", "models": [
+                {"rank": 1, "model": "p/m", "provider": "p", "label": "M", "tier": "A",
+                 "usable": usable, "verdict": "perfect", "pings": 1, "successes": 1,
+                 "successRate": 1.0, "ttftMsP50": 40, "measuredAt": "x"}]});
+            std::fs::write(&path, report.to_string()).unwrap();
+        };
+        write(true);
+        let e = Evidence::new(Some(path.clone()));
+        assert_eq!(e.view().of("p/m"), (PROVEN, Some(40)));
+        assert_eq!(e.view().of("p/other"), (UNKNOWN, None));
+        // A newer file is picked up by the refresh, not by a request.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        write(false);
+        let t = SystemTime::now() + std::time::Duration::from_secs(5);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+        assert_eq!(e.view().of("p/m"), (PROVEN, Some(40)));
+        e.refresh_bench();
+        assert_eq!(e.view().of("p/m"), (FAILING, None));
+        for _ in 0..3 {
+            e.observe("p/m", Some(7));
+        }
+        assert_eq!(e.view().of("p/m"), (PROVEN, Some(7)), "live traffic wins");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

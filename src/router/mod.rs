@@ -1,0 +1,186 @@
+//! The router: picks candidates for a request, tries them in order, and explains itself.
+//!
+//! The files below are the request's path through it:
+//! - [`candidates`]: who may serve (keys, skips before dispatch, set and capability order);
+//! - [`rank`]: the one ordering of models, shared with the bench and `fcm check`;
+//! - [`live`]: what real traffic and the last bench say of each model;
+//! - [`failover`]: the loop over candidates within the budget, and the one place an
+//!   attempt's outcome is recorded (after a stream's commit too);
+//! - [`refusal`]: the status and message when no model could serve;
+//! - [`probe`]: opt-in trials of models whose cooldown ended.
+//!
+//! A pinned model (`fcm:provider/modelId`) gets one attempt, whatever its breaker says.
+
+mod candidates;
+mod failover;
+mod live;
+mod probe;
+pub(crate) mod rank;
+mod refusal;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::attempt::Limits;
+use crate::breaker::Breakers;
+use crate::catalog::{Catalog, KeySource};
+use crate::config::{FailoverConfig, ModelSet, RouterConfig};
+use crate::trace::{History, Trace};
+use crate::upstream::Upstream;
+
+pub use candidates::estimate_tokens;
+pub(crate) use candidates::Candidate;
+pub(crate) use failover::{Ask, Delivery, Served};
+pub(crate) use refusal::Refused;
+
+use candidates::Candidates;
+use live::Evidence;
+
+/// Largest non-stream answer the router accepts from a provider.
+pub const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
+
+/// How a request names its model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// `fcm`, or any name fcm does not know: route across healthy models.
+    Auto,
+    /// One catalog model by key.
+    Pinned(String),
+    /// A user's model set (`fcm:<name>`, or `fcm` when it is the active set): its models first,
+    /// in the set's order, then every other healthy model.
+    Set(String),
+}
+
+/// An unknown model or set named with `fcm:`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UnknownModel(pub String);
+
+impl std::fmt::Display for UnknownModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown model or set {:?}: `fcm models` lists the models as provider/modelId and `fcm sets` the sets; use model \"fcm\" to route automatically", self.0)
+    }
+}
+
+impl std::error::Error for UnknownModel {}
+
+pub(crate) struct Router {
+    pool: Candidates,
+    sets: BTreeMap<String, ModelSet>,
+    active_set: Option<String>,
+    /// Requests served per round-robin set.
+    set_counters: Mutex<HashMap<String, u64>>,
+    evidence: Evidence,
+    pub breakers: Breakers,
+    pub history: History,
+    pub failover: FailoverConfig,
+    upstream: Upstream,
+}
+
+impl Router {
+    /// Builds the candidate table and loads `bench.json` (the only file the router reads
+    /// itself; [`Router::refresh_bench`] reloads it off the request path).
+    pub fn new(
+        catalog: &Catalog,
+        keys: &KeySource<'_>,
+        cfg: &RouterConfig,
+        breakers: Breakers,
+        history: History,
+        bench_path: Option<PathBuf>,
+        session_id: &str,
+    ) -> Router {
+        Router {
+            pool: Candidates::new(catalog, keys, session_id),
+            sets: cfg.sets.clone(),
+            active_set: cfg.active_set.clone(),
+            set_counters: Mutex::new(HashMap::new()),
+            evidence: Evidence::new(bench_path),
+            breakers,
+            history,
+            failover: cfg.failover.clone(),
+            upstream: Upstream::new(),
+        }
+    }
+
+    /// Models that automatic routing may use (their key is set or not needed).
+    pub(crate) fn routable(&self) -> impl Iterator<Item = &Candidate> {
+        self.pool.routable()
+    }
+
+    pub(crate) fn knows(&self, key: &str) -> bool {
+        self.pool.knows(key)
+    }
+
+    /// Reloads `bench.json` if it changed (the server calls this from a timer thread).
+    pub(crate) fn refresh_bench(&self) {
+        self.evidence.refresh_bench();
+    }
+
+    /// Reads the request's `model`: `fcm`, `fcm:provider/modelId`, a catalog key, or
+    /// anything else (auto).
+    pub(crate) fn resolve(&self, requested: &str) -> Result<Route, UnknownModel> {
+        if let Some(key) = requested.strip_prefix("fcm:") {
+            if self.sets.contains_key(key) {
+                return Ok(Route::Set(key.to_string()));
+            }
+            return if self.knows(key) {
+                Ok(Route::Pinned(key.to_string()))
+            } else {
+                Err(UnknownModel(key.to_string()))
+            };
+        }
+        if self.knows(requested) {
+            return Ok(Route::Pinned(requested.to_string()));
+        }
+        match &self.active_set {
+            Some(set) => Ok(Route::Set(set.clone())),
+            None => Ok(Route::Auto),
+        }
+    }
+
+    /// Set members fcm does not know (typos, models gone from the catalog, missing keys are
+    /// fine): reported at start and in traces, never silently ignored.
+    pub(crate) fn stale_set_members(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (name, set) in &self.sets {
+            out.extend(
+                set.models
+                    .iter()
+                    .filter(|m| !self.knows(m))
+                    .map(|m| (name.clone(), m.clone())),
+            );
+        }
+        out
+    }
+
+    /// A set's models in this request's order (round-robin sets advance per request).
+    fn set_order(&self, name: &str) -> Vec<String> {
+        let Some(set) = self.sets.get(name) else {
+            return Vec::new();
+        };
+        let mut counters = self.set_counters.lock().unwrap_or_else(|e| e.into_inner());
+        let counter = counters.entry(name.to_string()).or_insert(0);
+        let order = crate::sets::order(set, *counter);
+        *counter += 1;
+        order
+    }
+
+    fn limits(&self, deadline: Instant, keep_chunks: bool) -> Limits {
+        Limits {
+            body_read: Duration::from_millis(self.failover.body_read_timeout_ms),
+            first_token: Duration::from_millis(self.failover.first_token_timeout_ms),
+            stream_stall: Duration::from_millis(self.failover.stream_stall_timeout_ms),
+            deadline,
+            validation: self.failover.content_validation,
+            max_body: MAX_ANSWER_BYTES,
+            keep_chunks,
+        }
+    }
+
+    /// Adds a finished request to the history ring.
+    pub(crate) fn complete(&self, mut trace: Trace, started: Instant) {
+        trace.wall_ms = started.elapsed().as_millis() as u64;
+        self.history.push(trace);
+    }
+}

@@ -1,0 +1,41 @@
+//! Opt-in probes (`router.probe.intervalSec`): each model whose cooldown has ended gets one
+//! small request as its HALF_OPEN trial, so a recovered model is back in rotation before a
+//! real request has to find out. Off by default: probes spend free quota.
+
+use std::time::Duration;
+
+use crate::bench::{ping, Ping};
+use crate::breaker::{Admission, BreakerState};
+use crate::classify::Verdict;
+
+use super::Router;
+
+impl Router {
+    /// Probes each model whose cooldown has ended. Returns (model, ok) per probe.
+    pub(crate) fn probe_recovered(&self, timeout: Duration) -> Vec<(String, bool)> {
+        let mut out = Vec::new();
+        for c in self.routable() {
+            let now = crate::time::now_ms();
+            if self.breakers.state(c.key(), now) != BreakerState::HalfOpen {
+                continue;
+            }
+            if self.breakers.admit(c.key(), now) != Admission::Trial {
+                continue;
+            }
+            let ok = match ping(&self.upstream, &c.target, timeout) {
+                Ping::Ok { ttft_ms, .. } => {
+                    self.record_success(c.key(), Duration::from_millis(ttft_ms));
+                    true
+                }
+                Ping::Failed { kind, pause, .. } => {
+                    let verdict = Verdict::of(kind, pause);
+                    self.breakers
+                        .record_failure(c.key(), &verdict, crate::time::now_ms(), true);
+                    false
+                }
+            };
+            out.push((c.key().to_string(), ok));
+        }
+        out
+    }
+}
