@@ -10,9 +10,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::attempt::{attempt, Answer, Failure, Limits, Target};
+use crate::breaker::BreakerState;
 use crate::catalog::{tier_rank, ModelRef};
 use crate::classify::FailureKind;
 use crate::gate::ContentValidation;
+use crate::router::rank::{compare, Standing, FAILING, PROVEN};
 use crate::upstream::Upstream;
 
 /// A real question with a few-word answer: cheap, and a model that cannot answer it is broken.
@@ -334,26 +336,23 @@ pub fn summarize(m: ModelRef<'_>, pings: &[Ping], measured_at: &str) -> ModelRes
 /// key); then success rate (higher first); then median time to first token; then catalog
 /// tier and SWE-bench score; then the model key, so equal results keep a stable order.
 pub fn rank(results: &mut [ModelResult]) {
-    results.sort_by(|a, b| {
-        b.usable
-            .cmp(&a.usable)
-            .then(a.verdict.cmp(&b.verdict))
-            .then(b.success_rate.total_cmp(&a.success_rate))
-            .then(
-                a.ttft_ms_p50
-                    .unwrap_or(u64::MAX)
-                    .cmp(&b.ttft_ms_p50.unwrap_or(u64::MAX)),
-            )
-            .then(tier_rank(&a.tier).cmp(&tier_rank(&b.tier)))
-            .then(
-                b.swe_bench
-                    .unwrap_or(-1.0)
-                    .total_cmp(&a.swe_bench.unwrap_or(-1.0)),
-            )
-            .then(a.model.cmp(&b.model))
-    });
+    results.sort_by(|a, b| compare(&standing(a), &standing(b)));
     for (i, r) in results.iter_mut().enumerate() {
         r.rank = i + 1;
+    }
+}
+
+/// A bench result's place in the one ordering (every model counts as CLOSED here).
+fn standing(r: &ModelResult) -> Standing<'_> {
+    Standing {
+        state: BreakerState::Closed,
+        evidence: if r.usable { PROVEN } else { FAILING },
+        verdict: r.verdict as u8,
+        success_rate: r.success_rate,
+        ttft_ms: r.ttft_ms_p50,
+        tier: tier_rank(&r.tier),
+        swe: r.swe_bench.unwrap_or(-1.0),
+        key: &r.model,
     }
 }
 

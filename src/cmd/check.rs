@@ -7,10 +7,12 @@ use serde_json::json;
 
 use crate::attempt::Target;
 use crate::bench::{ping, Ping};
+use crate::breaker::BreakerState;
 use crate::catalog::{key_hint, tier_rank, KeyStatus, ModelRef};
 use crate::classify::FailureKind;
 use crate::cli::{usage, CheckArgs};
 use crate::cmd::{process_id_token, require_provider, Setup};
+use crate::router::rank::{compare, Standing, UNKNOWN};
 use crate::upstream::Upstream;
 
 pub const EXIT_OK: i32 = 0;
@@ -68,13 +70,21 @@ fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>> {
             "unknown model {target:?}; `fcm models --provider {pid}` lists its models"
         ));
     }
-    let best = provider.models.iter().min_by(|a, b| {
-        tier_rank(&a.tier).cmp(&tier_rank(&b.tier)).then(
-            b.swe_bench
-                .unwrap_or(-1.0)
-                .total_cmp(&a.swe_bench.unwrap_or(-1.0)),
-        )
-    });
+    // Never contacted yet: only the catalog's tier and score decide; ties keep catalog order.
+    let standing = |m: &crate::catalog::Model| Standing {
+        state: BreakerState::Closed,
+        evidence: UNKNOWN,
+        verdict: 0,
+        success_rate: 0.0,
+        ttft_ms: None,
+        tier: tier_rank(&m.tier),
+        swe: m.swe_bench.unwrap_or(-1.0),
+        key: "",
+    };
+    let best = provider
+        .models
+        .iter()
+        .min_by(|a, b| compare(&standing(a), &standing(b)));
     match best {
         Some(model) => Ok(ModelRef { provider, model }),
         None => usage(format!("provider {pid} has no models")),

@@ -13,7 +13,7 @@ use crate::catalog::{tier_rank, Catalog, KeySource, KeyStatus};
 use crate::trace::{Skip, SkipReason, Trace};
 
 use super::live::Evidence;
-use super::rank::{sort_by_standing, Standing};
+use super::rank::{compare, Standing};
 
 /// A model the router can call.
 #[derive(Debug, Clone)]
@@ -161,7 +161,7 @@ impl Candidates {
             ));
         }
         drop(view);
-        sort_by_standing(&mut ranked, |(_, s)| s.clone());
+        ranked.sort_by(|(_, a), (_, b)| compare(a, b));
         (ranked.into_iter().map(|(i, _)| i).collect(), skipped)
     }
 

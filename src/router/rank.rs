@@ -49,11 +49,6 @@ pub(crate) fn compare(a: &Standing<'_>, b: &Standing<'_>) -> Ordering {
         .then(a.key.cmp(b.key))
 }
 
-/// Sorts `items` best first by the standing `of` gives each (a stable sort).
-pub(crate) fn sort_by_standing<'a, T>(items: &mut [T], of: impl Fn(&T) -> Standing<'a>) {
-    items.sort_by(|a, b| compare(&of(a), &of(b)));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,7 +75,7 @@ mod tests {
 
     #[test]
     fn health_then_evidence_then_speed() {
-        let mut v = vec![
+        let mut v = [
             standing("half", BreakerState::HalfOpen, PROVEN, Some(10), 0, 0.0),
             standing("degraded", BreakerState::Degraded, PROVEN, Some(10), 0, 0.0),
             standing(
@@ -102,7 +97,7 @@ mod tests {
                 0.0,
             ),
         ];
-        sort_by_standing(&mut v, Standing::clone);
+        v.sort_by(compare);
         let keys: Vec<&str> = v.iter().map(|r| r.key).collect();
         assert_eq!(
             keys,
@@ -119,12 +114,12 @@ mod tests {
 
     #[test]
     fn tier_then_swe_break_ties() {
-        let mut v = vec![
+        let mut v = [
             standing("b", BreakerState::Closed, UNKNOWN, None, 1, 70.0),
             standing("a", BreakerState::Closed, UNKNOWN, None, 1, 60.0),
             standing("c", BreakerState::Closed, UNKNOWN, None, 0, 10.0),
         ];
-        sort_by_standing(&mut v, Standing::clone);
+        v.sort_by(compare);
         assert_eq!(v.iter().map(|r| r.key).collect::<Vec<_>>(), ["c", "b", "a"]);
     }
 
