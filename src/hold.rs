@@ -244,6 +244,77 @@ mod tests {
     }
 
     #[test]
+    fn off_mode_commit_point_follows_the_bytes_held() {
+        // Blank lines first, then one byte: the commit point must come from the parser,
+        // which now reads every chunk in every mode.
+        let rest = format!("ata: {{\"x\":1}}\n\n{TEXT}{DONE}");
+        let mut b = HoldBuffer::new(ContentValidation::Off);
+        let mut out = vec![b.on_bytes(b"\n\n\n"), b.on_bytes(b"d")];
+        out.push(b.on_bytes(rest.as_bytes()));
+        out.push(b.on_end());
+        assert_eq!(sent(&out), format!("\n\n\nd{rest}"));
+    }
+
+    #[test]
+    fn parsed_chunks_match_the_bytes_each_step_releases() {
+        let err = "data: {\"error\":{\"message\":\"late\"}}\n\n";
+        let streams = [
+            format!(": ping\n\n{ROLE}{TEXT}{TEXT}{DONE}"),
+            format!("{ROLE}{TEXT}{TEXT}{err}{TEXT}"),
+            format!("{TEXT}data: {{\"choices\":[{{\"delta\":{{\"content\":\"end\"}}}}]}}"),
+        ];
+        for input in &streams {
+            for size in 1..input.len() {
+                let mut b = HoldBuffer::new(Strict);
+                b.keep_chunks();
+                let mut all = Vec::new();
+                let pieces: Vec<&[u8]> = input.as_bytes().chunks(size).collect();
+                let mut feed = pieces.iter().map(Some).chain([None]);
+                for piece in feed.by_ref() {
+                    let step = match piece {
+                        Some(p) => b.on_bytes(p),
+                        None => b.on_end(),
+                    };
+                    let released = match &step {
+                        HoldStep::Commit { bytes, .. }
+                        | HoldStep::Forward(bytes)
+                        | HoldStep::Fail { tail: bytes, .. } => bytes.clone(),
+                        _ => Vec::new(),
+                    };
+                    if matches!(step, HoldStep::Hold) {
+                        continue;
+                    }
+                    let taken = b.take_chunks();
+                    assert_eq!(
+                        taken,
+                        crate::protocol::testing::chunks_of(&released)
+                            .into_iter()
+                            .chain(last_unterminated(&released))
+                            .collect::<Vec<_>>(),
+                        "size {size}: {input:?}"
+                    );
+                    all.extend(taken);
+                    if matches!(step, HoldStep::Fail { .. } | HoldStep::End) {
+                        break;
+                    }
+                }
+                // An error in the chunk that brings the first content fails it unseen.
+                assert!(
+                    all.len() >= 2 || input.contains("error"),
+                    "size {size}: {input:?}"
+                );
+            }
+        }
+    }
+
+    /// A final `data:` line without its blank line, as the end of a stream releases it.
+    fn last_unterminated(bytes: &[u8]) -> Option<serde_json::Value> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let tail = text.rsplit("\n\n").next()?;
+        serde_json::from_str(tail.strip_prefix("data: ")?).ok()
+    }
+
+    #[test]
     fn holds_until_content_then_sends_everything_in_order() {
         let input = format!(": ping\n\n{ROLE}{TEXT}{TEXT}{DONE}");
         for size in 1..input.len() {

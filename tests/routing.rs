@@ -256,6 +256,40 @@ fn a_model_failing_in_real_traffic_drops_in_the_ranking() {
 }
 
 #[test]
+fn streams_that_break_after_content_count_against_the_model_in_the_ranking() {
+    let fake = fake();
+    let w = World::new();
+    catalog(
+        &w,
+        &fake.base_url(),
+        &[(
+            "p",
+            false,
+            &[("sse_error_after_content#top", 131072), ("ok#next", 131072)],
+        )],
+    );
+    // A high threshold keeps the breaker out of it: only the rolling window acts.
+    w.write_config(&json!({"router": {"breaker": {"failureThreshold": 50}}}));
+    let s = w.serve(&["--quiet"]);
+    for _ in 0..3 {
+        let r = s.chat("fcm", true);
+        assert_eq!(
+            r.decision(),
+            "p/sse_error_after_content#top!served|p/sse_error_after_content#top:200|skips=0",
+            "committed before it broke: served, with a partial answer"
+        );
+    }
+    assert_eq!(
+        s.chat("fcm", true).decision(),
+        "p/ok#next!served|p/ok#next:200|skips=0",
+        "3 broken streams rank it below"
+    );
+    let h = s.history();
+    assert_eq!(h[0]["attempts"][0]["kind"], "error_payload");
+    assert_eq!(h[3]["attempts"][0]["kind"], Value::Null);
+}
+
+#[test]
 fn the_last_candidate_asking_for_a_moment_is_waited_for_once() {
     let fake = fake();
     let w = World::new();

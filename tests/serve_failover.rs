@@ -262,6 +262,14 @@ fn error_after_content_keeps_what_was_sent_and_ends_cleanly() {
     );
     let h = s.history();
     assert_eq!(h[0]["outcome"], "stream_failed_after_content");
+    assert_eq!(
+        (
+            h[0]["attempts"][0]["status"].as_u64(),
+            h[0]["attempts"][0]["kind"].as_str()
+        ),
+        (Some(200), Some("error_payload")),
+        "the history names how the committed stream failed"
+    );
     let row = s.breaker("p/sse_error_after_content").unwrap();
     assert_eq!(
         (
