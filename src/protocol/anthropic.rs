@@ -8,18 +8,24 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_delta, chat_usage, new_id, sse_event, BadRequest, StreamTranslator, ToolCalls};
+use super::{
+    chat_delta, chat_usage, new_id, sse_event, take, take_string, BadRequest, StreamTranslator,
+    ToolCalls,
+};
 
-/// Text of a `content` that is a string or an array of text blocks.
-fn text_of(content: &Value) -> String {
+/// Text of a `content` that is a string or an array of text blocks (moved, not copied).
+fn text_of(content: Value) -> String {
     match content {
-        Value::String(s) => s.clone(),
+        Value::String(s) => s,
         Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                Value::String(s) => Some(s.clone()),
+            .into_iter()
+            .filter_map(|mut b| match b {
+                Value::String(s) => Some(s),
                 _ if b.get("type").and_then(Value::as_str) == Some("text") => {
-                    b.get("text").and_then(Value::as_str).map(str::to_string)
+                    match take(&mut b, "text") {
+                        Value::String(s) => Some(s),
+                        _ => None,
+                    }
                 }
                 _ => None,
             })
@@ -47,12 +53,12 @@ fn image_part(block: &Value) -> Option<Value> {
 }
 
 /// Chat `content` from text and image parts: a plain string when it is text only.
-fn chat_content(parts: Vec<Value>) -> Value {
+fn chat_content(mut parts: Vec<Value>) -> Value {
     if parts.iter().all(|p| p["type"] == "text") {
         Value::String(
             parts
-                .iter()
-                .filter_map(|p| p["text"].as_str())
+                .iter_mut()
+                .map(|p| take_string(p, "text"))
                 .collect::<Vec<_>>()
                 .join("\n"),
         )
@@ -61,54 +67,39 @@ fn chat_content(parts: Vec<Value>) -> Value {
     }
 }
 
-/// Translates a Messages request into a chat completions request.
-pub fn to_chat(req: &Value) -> Result<Value, BadRequest> {
-    let obj = req
-        .as_object()
-        .ok_or(BadRequest::Shape("request body must be a JSON object"))?;
-    let messages_in = obj
-        .get("messages")
-        .and_then(Value::as_array)
-        .ok_or(BadRequest::Shape(
+/// Translates a Messages request into a chat completions request. The request is taken
+/// apart, not copied: a long history is megabytes.
+pub fn to_chat(req: Value) -> Result<Value, BadRequest> {
+    let Value::Object(mut obj) = req else {
+        return Err(BadRequest::Shape("request body must be a JSON object"));
+    };
+    let Some(Value::Array(messages_in)) = obj.remove("messages") else {
+        return Err(BadRequest::Shape(
             "request body must have a \"messages\" array",
-        ))?;
+        ));
+    };
     let mut messages = Vec::new();
-    if let Some(system) = obj.get("system") {
+    if let Some(system) = obj.remove("system") {
         let text = text_of(system);
         if !text.is_empty() {
             messages.push(json!({"role": "system", "content": text}));
         }
     }
-    for m in messages_in {
-        let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
-        let content = m.get("content").cloned().unwrap_or(Value::Null);
-        match role {
-            "system" => messages.push(json!({"role": "system", "content": text_of(&content)})),
-            "assistant" => messages.push(assistant_message(&content)),
-            _ => user_messages(&content, &mut messages),
+    for mut m in messages_in {
+        let content = take(&mut m, "content");
+        match m.get("role").and_then(Value::as_str).unwrap_or("user") {
+            "system" => messages.push(json!({"role": "system", "content": text_of(content)})),
+            "assistant" => messages.push(assistant_message(content)),
+            _ => user_messages(content, &mut messages),
         }
     }
     let mut out = Map::new();
-    out.insert(
-        "model".into(),
-        obj.get("model").cloned().unwrap_or(json!("fcm")),
-    );
+    out.insert("model".into(), obj.remove("model").unwrap_or(json!("fcm")));
     out.insert("messages".into(), Value::Array(messages));
-    let tools: Vec<Value> = obj
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|t| {
-            // Server tools (web search, ...) have no input schema: a chat provider cannot run them.
-            let schema = t.get("input_schema")?;
-            Some(json!({"type": "function", "function": {
-                "name": t.get("name")?.as_str()?,
-                "description": t.get("description").and_then(Value::as_str).unwrap_or(""),
-                "parameters": schema,
-            }}))
-        })
-        .collect();
+    let tools: Vec<Value> = match obj.remove("tools") {
+        Some(Value::Array(tools)) => tools.into_iter().filter_map(chat_tool).collect(),
+        _ => Vec::new(),
+    };
     if !tools.is_empty() {
         out.insert("tools".into(), Value::Array(tools));
         if let Some(choice) = obj.get("tool_choice").and_then(tool_choice) {
@@ -121,8 +112,8 @@ pub fn to_chat(req: &Value) -> Result<Value, BadRequest> {
         ("top_p", "top_p"),
         ("stop_sequences", "stop"),
     ] {
-        if let Some(v) = obj.get(from).filter(|v| !v.is_null()) {
-            out.insert(to.into(), v.clone());
+        if let Some(v) = obj.remove(from).filter(|v| !v.is_null()) {
+            out.insert(to.into(), v);
         }
     }
     let stream = obj.get("stream").and_then(Value::as_bool).unwrap_or(false);
@@ -131,6 +122,18 @@ pub fn to_chat(req: &Value) -> Result<Value, BadRequest> {
         out.insert("stream_options".into(), json!({"include_usage": true}));
     }
     Ok(Value::Object(out))
+}
+
+/// A client tool as a chat function. Server tools (web search, ...) have no input schema:
+/// a chat provider cannot run them.
+fn chat_tool(mut t: Value) -> Option<Value> {
+    let schema = t.get_mut("input_schema").map(Value::take)?;
+    let name = t.get("name")?.as_str()?;
+    Some(json!({"type": "function", "function": {
+        "name": name,
+        "description": t.get("description").and_then(Value::as_str).unwrap_or(""),
+        "parameters": schema,
+    }}))
 }
 
 fn tool_choice(choice: &Value) -> Option<Value> {
@@ -143,25 +146,20 @@ fn tool_choice(choice: &Value) -> Option<Value> {
     })
 }
 
-fn assistant_message(content: &Value) -> Value {
+fn assistant_message(content: Value) -> Value {
     let mut text = Vec::new();
     let mut calls = Vec::new();
     match content {
-        Value::String(s) => text.push(s.clone()),
+        Value::String(s) => text.push(s),
         Value::Array(blocks) => {
-            for b in blocks {
+            for mut b in blocks {
                 match b.get("type").and_then(Value::as_str) {
-                    Some("text") => text.push(
-                        b.get("text")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string(),
-                    ),
+                    Some("text") => text.push(take_string(&mut b, "text")),
                     Some("tool_use") => calls.push(json!({
-                        "id": b.get("id").cloned().unwrap_or(json!("")),
+                        "id": b.get_mut("id").map_or(json!(""), Value::take),
                         "type": "function",
                         "function": {
-                            "name": b.get("name").cloned().unwrap_or(json!("")),
+                            "name": b.get_mut("name").map_or(json!(""), Value::take),
                             "arguments": b.get("input").map_or("{}".to_string(), Value::to_string),
                         }
                     })),
@@ -181,7 +179,7 @@ fn assistant_message(content: &Value) -> Value {
 
 /// A user turn: `tool_result` blocks become `tool` messages (in order, first), the rest one
 /// user message.
-fn user_messages(content: &Value, out: &mut Vec<Value>) {
+fn user_messages(content: Value, out: &mut Vec<Value>) {
     let blocks = match content {
         Value::Array(b) => b,
         other => {
@@ -190,19 +188,24 @@ fn user_messages(content: &Value, out: &mut Vec<Value>) {
         }
     };
     let mut parts = Vec::new();
-    for b in blocks {
+    for mut b in blocks {
         match b.get("type").and_then(Value::as_str) {
             Some("tool_result") => {
-                let mut text = text_of(b.get("content").unwrap_or(&Value::Null));
+                let mut text = text_of(take(&mut b, "content"));
                 if b.get("is_error").and_then(Value::as_bool) == Some(true) {
                     text = format!("Error: {text}");
                 }
-                out.push(json!({"role": "tool", "tool_call_id": b.get("tool_use_id").cloned().unwrap_or(json!("")), "content": text}));
+                let id = b.get_mut("tool_use_id").map_or(json!(""), Value::take);
+                out.push(json!({"role": "tool", "tool_call_id": id, "content": text}));
             }
-            Some("text") => parts.push(json!({"type": "text", "text": b.get("text").and_then(Value::as_str).unwrap_or("")})),
-            Some("image") => parts.extend(image_part(b)),
-            Some("document") => {
-                if let Some(t) = b.pointer("/source/data").and_then(Value::as_str).filter(|_| b.pointer("/source/type").and_then(Value::as_str) == Some("text")) {
+            Some("text") => {
+                parts.push(json!({"type": "text", "text": take_string(&mut b, "text")}))
+            }
+            Some("image") => parts.extend(image_part(&b)),
+            Some("document")
+                if b.pointer("/source/type").and_then(Value::as_str) == Some("text") =>
+            {
+                if let Some(Value::String(t)) = b.pointer_mut("/source/data").map(Value::take) {
                     parts.push(json!({"type": "text", "text": t}));
                 }
             }
@@ -464,7 +467,7 @@ mod tests {
 
     #[test]
     fn request_translation() {
-        let chat = to_chat(&claude_code_request()).unwrap();
+        let chat = to_chat(claude_code_request()).unwrap();
         let m = chat["messages"].as_array().unwrap();
         assert_eq!(
             m[0],
@@ -518,7 +521,7 @@ mod tests {
     fn tool_choice_and_sampling_fields() {
         let req = json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 0.2, "top_p": 0.9,
             "stop_sequences": ["END"], "tools": [{"name": "f", "input_schema": {"type": "object"}}], "tool_choice": {"type": "tool", "name": "f"}});
-        let chat = to_chat(&req).unwrap();
+        let chat = to_chat(req).unwrap();
         assert_eq!(
             chat["tool_choice"],
             json!({"type": "function", "function": {"name": "f"}})
@@ -532,7 +535,7 @@ mod tests {
             tool_choice(&json!({"type": "any"})),
             Some(json!("required"))
         );
-        assert!(to_chat(&json!({"model": "m"})).is_err());
+        assert!(to_chat(json!({"model": "m"})).is_err());
     }
 
     #[test]

@@ -69,12 +69,12 @@ impl Protocol {
     pub(crate) fn to_chat(self, body: Value) -> Result<Value, BadRequest> {
         match self {
             Protocol::Chat if body.get("messages").is_some_and(Value::is_array) => Ok(body),
-            Protocol::Chat if body.get("input").is_some() => responses::to_chat(&body),
+            Protocol::Chat if body.get("input").is_some() => responses::to_chat(body),
             Protocol::Chat => Err(BadRequest::Shape(
                 "request body must be a JSON object with a \"messages\" array",
             )),
-            Protocol::Anthropic => anthropic::to_chat(&body),
-            Protocol::Responses => responses::to_chat(&body),
+            Protocol::Anthropic => anthropic::to_chat(body),
+            Protocol::Responses => responses::to_chat(body),
         }
     }
 
@@ -190,6 +190,20 @@ pub(crate) fn chat_events(chunks: &[Value]) -> Vec<u8> {
     }
     out.extend_from_slice(b"data: [DONE]\n\n");
     out
+}
+
+/// Moves `key`'s value out of a JSON object (`null` when absent): requests are translated
+/// by taking them apart, never by copying them.
+fn take(v: &mut Value, key: &str) -> Value {
+    v.get_mut(key).map(Value::take).unwrap_or(Value::Null)
+}
+
+/// Moves `key`'s string out of a JSON object (empty when absent or not a string).
+fn take_string(v: &mut Value, key: &str) -> String {
+    match take(v, key) {
+        Value::String(s) => s,
+        _ => String::new(),
+    }
 }
 
 /// Test support: raw chat SSE bytes (split anywhere) as the parsed chunks a translator reads.

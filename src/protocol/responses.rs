@@ -9,14 +9,21 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_delta, chat_usage, new_id, sse_event, BadRequest, StreamTranslator, ToolCalls};
+use super::{
+    chat_delta, chat_usage, new_id, sse_event, take, take_string, BadRequest, StreamTranslator,
+    ToolCalls,
+};
 
-fn part_text(part: &Value) -> Option<String> {
+/// The text of an input or output part (moved, not copied).
+fn part_text(mut part: Value) -> Option<String> {
     match part {
-        Value::String(s) => Some(s.clone()),
+        Value::String(s) => Some(s),
         _ => match part.get("type").and_then(Value::as_str) {
             Some("input_text" | "output_text" | "text" | "summary_text") => {
-                part.get("text").and_then(Value::as_str).map(str::to_string)
+                match take(&mut part, "text") {
+                    Value::String(s) => Some(s),
+                    _ => None,
+                }
             }
             _ => None,
         },
@@ -24,17 +31,15 @@ fn part_text(part: &Value) -> Option<String> {
 }
 
 /// Chat content for a Responses message's `content` (string or parts).
-fn content(c: &Value) -> Value {
+fn content(c: Value) -> Value {
     let parts = match c {
-        Value::String(s) => return json!(s),
+        s @ Value::String(_) => return s,
         Value::Array(parts) => parts,
         _ => return json!(""),
     };
     let mut out = Vec::new();
     for p in parts {
-        if let Some(text) = part_text(p) {
-            out.push(json!({"type": "text", "text": text}));
-        } else if p.get("type").and_then(Value::as_str) == Some("input_image") {
+        if p.get("type").and_then(Value::as_str) == Some("input_image") {
             let url = p
                 .get("image_url")
                 .and_then(Value::as_str)
@@ -42,12 +47,14 @@ fn content(c: &Value) -> Value {
             if let Some(url) = url {
                 out.push(json!({"type": "image_url", "image_url": {"url": url}}));
             }
+        } else if let Some(text) = part_text(p) {
+            out.push(json!({"type": "text", "text": text}));
         }
     }
     if out.iter().all(|p| p["type"] == "text") {
         json!(out
-            .iter()
-            .filter_map(|p| p["text"].as_str())
+            .iter_mut()
+            .map(|p| take_string(p, "text"))
             .collect::<Vec<_>>()
             .join("\n"))
     } else {
@@ -56,37 +63,55 @@ fn content(c: &Value) -> Value {
 }
 
 /// Function tools, with namespaces flattened and tools chat providers cannot run dropped.
-fn tools(list: &[Value], out: &mut Vec<Value>) {
-    for t in list {
+fn tools(list: Vec<Value>, out: &mut Vec<Value>) {
+    for mut t in list {
         match t.get("type").and_then(Value::as_str) {
             Some("function") => {
+                let parameters = match take(&mut t, "parameters") {
+                    Value::Null => json!({"type": "object", "properties": {}}),
+                    p => p,
+                };
                 let Some(name) = t.get("name").and_then(Value::as_str) else {
                     continue;
                 };
                 out.push(json!({"type": "function", "function": {
                     "name": name,
                     "description": t.get("description").and_then(Value::as_str).unwrap_or(""),
-                    "parameters": t.get("parameters").cloned().unwrap_or(json!({"type": "object", "properties": {}})),
+                    "parameters": parameters,
                 }}));
             }
-            Some("namespace") => tools(
-                t.get("tools")
-                    .and_then(Value::as_array)
-                    .map_or(&[][..], Vec::as_slice),
-                out,
-            ),
+            Some("namespace") => {
+                if let Value::Array(inner) = take(&mut t, "tools") {
+                    tools(inner, out);
+                }
+            }
             _ => {}
         }
     }
 }
 
+/// The output of a `function_call_output` item as text.
+fn output_text(output: Value) -> String {
+    match output {
+        Value::String(s) => s,
+        Value::Array(parts) => parts
+            .into_iter()
+            .filter_map(part_text)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
 /// Translates a Responses request (or a chat request carrying `input`) into a chat request.
-pub fn to_chat(req: &Value) -> Result<Value, BadRequest> {
-    let obj = req
-        .as_object()
-        .ok_or(BadRequest::Shape("request body must be a JSON object"))?;
+/// The request is taken apart, not copied: a long history is megabytes.
+pub fn to_chat(req: Value) -> Result<Value, BadRequest> {
+    let Value::Object(mut obj) = req else {
+        return Err(BadRequest::Shape("request body must be a JSON object"));
+    };
     let input = obj
-        .get("input")
+        .remove("input")
         .ok_or(BadRequest::Shape("request body must have \"input\""))?;
     let mut messages = Vec::new();
     if let Some(text) = obj
@@ -99,7 +124,7 @@ pub fn to_chat(req: &Value) -> Result<Value, BadRequest> {
     match input {
         Value::String(s) => messages.push(json!({"role": "user", "content": s})),
         Value::Array(items) => {
-            for item in items {
+            for mut item in items {
                 let kind = item.get("type").and_then(Value::as_str).unwrap_or(
                     if item.get("role").is_some() {
                         "message"
@@ -115,17 +140,22 @@ pub fn to_chat(req: &Value) -> Result<Value, BadRequest> {
                             "assistant" => "assistant",
                             _ => "user",
                         };
-                        messages.push(json!({"role": role, "content": content(item.get("content").unwrap_or(&Value::Null))}));
+                        let content = content(take(&mut item, "content"));
+                        messages.push(json!({"role": role, "content": content}));
                     }
                     "function_call" => {
+                        let id = match take(&mut item, "call_id") {
+                            Value::Null => take(&mut item, "id"),
+                            id => id,
+                        };
                         let call = json!({
-                            "id": item.get("call_id").or_else(|| item.get("id")).cloned().unwrap_or(json!("")),
+                            "id": if id.is_null() { json!("") } else { id },
                             "type": "function",
-                            "function": {"name": item.get("name").cloned().unwrap_or(json!("")), "arguments": item.get("arguments").and_then(Value::as_str).unwrap_or("{}")},
+                            "function": {"name": item.get_mut("name").map_or(json!(""), Value::take), "arguments": item.get("arguments").and_then(Value::as_str).unwrap_or("{}")},
                         });
-                        // Consecutive calls belong to one assistant turn.
                         match messages.last_mut() {
-                            // The assistant's text and its calls are one chat turn.
+                            // The assistant's text and its calls are one chat turn, and
+                            // consecutive calls belong to one assistant turn.
                             Some(last) if last["role"] == "assistant" => {
                                 if last.get("tool_calls").is_none() {
                                     last["tool_calls"] = json!([]);
@@ -136,17 +166,10 @@ pub fn to_chat(req: &Value) -> Result<Value, BadRequest> {
                         }
                     }
                     "function_call_output" => {
-                        let output = match item.get("output") {
-                            Some(Value::String(s)) => s.clone(),
-                            Some(Value::Array(parts)) => parts
-                                .iter()
-                                .filter_map(part_text)
-                                .collect::<Vec<_>>()
-                                .join("\n"),
-                            Some(other) => other.to_string(),
-                            None => String::new(),
-                        };
-                        messages.push(json!({"role": "tool", "tool_call_id": item.get("call_id").cloned().unwrap_or(json!("")), "content": output}));
+                        let output = output_text(take(&mut item, "output"));
+                        let id = item.get_mut("call_id").map_or(json!(""), Value::take);
+                        messages
+                            .push(json!({"role": "tool", "tool_call_id": id, "content": output}));
                     }
                     // Reasoning items carry encrypted state no chat model can read.
                     _ => {}
@@ -160,18 +183,12 @@ pub fn to_chat(req: &Value) -> Result<Value, BadRequest> {
         }
     }
     let mut out = Map::new();
-    out.insert(
-        "model".into(),
-        obj.get("model").cloned().unwrap_or(json!("fcm")),
-    );
+    out.insert("model".into(), obj.remove("model").unwrap_or(json!("fcm")));
     out.insert("messages".into(), Value::Array(messages));
     let mut chat_tools = Vec::new();
-    tools(
-        obj.get("tools")
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice),
-        &mut chat_tools,
-    );
+    if let Some(Value::Array(list)) = obj.remove("tools") {
+        tools(list, &mut chat_tools);
+    }
     if !chat_tools.is_empty() {
         out.insert("tools".into(), Value::Array(chat_tools));
         match obj.get("tool_choice") {
@@ -184,16 +201,16 @@ pub fn to_chat(req: &Value) -> Result<Value, BadRequest> {
             _ => {}
         }
     }
-    if let Some(v) = obj
-        .get("max_output_tokens")
-        .or_else(|| obj.get("max_tokens"))
-        .filter(|v| !v.is_null())
-    {
-        out.insert("max_tokens".into(), v.clone());
+    let max = match obj.remove("max_output_tokens").filter(|v| !v.is_null()) {
+        Some(v) => Some(v),
+        None => obj.remove("max_tokens").filter(|v| !v.is_null()),
+    };
+    if let Some(v) = max {
+        out.insert("max_tokens".into(), v);
     }
     for k in ["temperature", "top_p"] {
-        if let Some(v) = obj.get(k).filter(|v| !v.is_null()) {
-            out.insert(k.into(), v.clone());
+        if let Some(v) = obj.remove(k).filter(|v| !v.is_null()) {
+            out.insert(k.into(), v);
         }
     }
     let stream = obj.get("stream").and_then(Value::as_bool).unwrap_or(false);
@@ -475,7 +492,7 @@ mod tests {
 
     #[test]
     fn request_translation() {
-        let chat = to_chat(&codex_request(true)).unwrap();
+        let chat = to_chat(codex_request(true)).unwrap();
         let m = chat["messages"].as_array().unwrap();
         assert_eq!(
             m[0],
@@ -525,7 +542,7 @@ mod tests {
 
     #[test]
     fn string_input_instructions_and_limits() {
-        let chat = to_chat(&json!({"model": "m", "instructions": "Be brief.", "input": "hi", "max_output_tokens": 99})).unwrap();
+        let chat = to_chat(json!({"model": "m", "instructions": "Be brief.", "input": "hi", "max_output_tokens": 99})).unwrap();
         assert_eq!(
             chat["messages"],
             json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])
@@ -534,8 +551,8 @@ mod tests {
             (chat["max_tokens"].as_u64(), chat["stream"].as_bool()),
             (Some(99), Some(false))
         );
-        assert!(to_chat(&json!({"model": "m"})).is_err());
-        assert!(to_chat(&json!({"input": 5})).is_err());
+        assert!(to_chat(json!({"model": "m"})).is_err());
+        assert!(to_chat(json!({"input": 5})).is_err());
     }
 
     #[test]
