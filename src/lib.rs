@@ -4,6 +4,7 @@
 //! tests and the benchmark tools use (the command line, the fake provider, the SSE parser,
 //! the token estimate, one installer constant); everything else is crate-private.
 
+pub(crate) mod access;
 pub(crate) mod attempt;
 pub(crate) mod bench;
 pub(crate) mod breaker;

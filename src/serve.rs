@@ -327,78 +327,15 @@ fn request_id(req: &Request) -> String {
     }
 }
 
-/// Without an access token fcm serve trusts whatever reaches it, so it refuses requests a
-/// web page could have made: a `Host` that is not this machine (DNS rebinding) or an
-/// `Origin` of another site (cross-site POSTs spending the user's keys). Coding tools send
-/// neither. With a token (a tunnel, another host) the token is the check.
-fn local_origin(req: &Request, app: &App) -> Result<(), String> {
-    if app.token.is_some() {
-        return Ok(());
-    }
-    let local = |host: &str| {
-        let name = if let Some(rest) = host.strip_prefix('[') {
-            rest.split(']').next().unwrap_or("")
-        } else {
-            host.rsplit_once(':').map_or(host, |(h, _)| h)
-        };
-        matches!(name, "localhost" | "127.0.0.1" | "::1") || name == app.address.ip().to_string()
-    };
-    if let Some(host) = req.header("host").filter(|h| !local(h)) {
-        return Err(format!(
-            "fcm serve answers only requests addressed to this machine, not Host: {host}"
-        ));
-    }
-    if let Some(origin) = req.header("origin").filter(|o| *o != "null") {
-        let host = origin
-            .split_once("://")
-            .map_or(origin, |(_, h)| h)
-            .split('/')
-            .next()
-            .unwrap_or("");
-        if !local(host) {
-            return Err(format!("fcm serve does not answer requests from web pages of other sites (Origin: {origin})"));
-        }
-    }
-    Ok(())
-}
-
-/// Whether the request carries the access token (always true when none is configured).
-fn authorized(req: &Request, token: Option<&str>) -> bool {
-    let Some(token) = token else { return true };
-    let bearer = req.header("authorization").and_then(|v| {
-        v.strip_prefix("Bearer ")
-            .or_else(|| v.strip_prefix("bearer "))
-    });
-    let given = bearer.or_else(|| req.header("x-api-key")).map(str::trim);
-    // Compare without an early exit so timing does not reveal a prefix.
-    given.is_some_and(|g| {
-        g.len() == token.len()
-            && g.bytes()
-                .zip(token.bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0
-    })
-}
-
 fn handle(req: &Request, conn: &mut Conn, app: &Arc<App>) {
     let path = req.path();
     let head_only = req.method == "HEAD";
-    if let Err(why) = local_origin(req, app) {
+    if let Err(denied) = crate::access::admit(req, app.token.as_deref(), app.address) {
         let mut trace = Trace::new(&request_id(req), "", false);
         trace.outcome = Outcome::Rejected;
-        return conn.send(
-            Reply::json(403, &edge_error(403, &why, "permission_error")).with_trace(&trace),
-            head_only,
-        );
-    }
-    if path != "/health" && !authorized(req, app.token.as_deref()) {
-        let msg = "fcm serve requires its access token: send it as `Authorization: Bearer <token>` or `x-api-key`";
-        let mut trace = Trace::new(&request_id(req), "", false);
-        trace.outcome = Outcome::Rejected;
-        return conn.send(
-            Reply::json(401, &edge_error(401, msg, "authentication_error")).with_trace(&trace),
-            head_only,
-        );
+        let (status, kind) = denied.status();
+        let body = edge_error(status, &denied.to_string(), kind);
+        return conn.send(Reply::json(status, &body).with_trace(&trace), head_only);
     }
     let reply = match (req.method.as_str(), path) {
         ("POST", "/v1/chat/completions") => return complete(req, conn, app, Protocol::Chat),

@@ -8,10 +8,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{
-    chat_delta, chat_usage, new_id, sse_event, take, take_string, BadRequest, StreamTranslator,
-    ToolCalls,
-};
+use super::{chat_usage, new_id, take, take_string, BadRequest};
 
 /// Text of a `content` that is a string or an array of text blocks (moved, not copied).
 fn text_of(content: Value) -> String {
@@ -218,7 +215,7 @@ fn user_messages(content: Value, out: &mut Vec<Value>) {
 }
 
 /// Chat `finish_reason` → Messages `stop_reason`.
-fn stop_reason(finish: Option<&str>) -> &'static str {
+pub(super) fn stop_reason(finish: Option<&str>) -> &'static str {
     match finish {
         Some("tool_calls") | Some("function_call") => "tool_use",
         Some("length") => "max_tokens",
@@ -298,146 +295,9 @@ pub fn count_tokens(req: &Value) -> Value {
     json!({"input_tokens": super::estimate_tokens(chars)})
 }
 
-/// Chat stream → Messages events. Text streams as it comes; tool calls are assembled and
-/// sent as whole `tool_use` blocks at the end (only whole calls can be trusted to run).
-pub struct Translator {
-    model: String,
-    id: String,
-    next_index: usize,
-    /// The open text block's index.
-    text_block: Option<usize>,
-    calls: ToolCalls,
-    finish: Option<String>,
-    input_tokens: u64,
-    output_tokens: u64,
-    finished: bool,
-}
-
-impl Translator {
-    pub fn new(model: &str) -> Translator {
-        Translator {
-            model: model.to_string(),
-            id: new_id("msg_"),
-            next_index: 0,
-            text_block: None,
-            calls: ToolCalls::default(),
-            finish: None,
-            input_tokens: 0,
-            output_tokens: 0,
-            finished: false,
-        }
-    }
-
-    fn close_text(&mut self, out: &mut Vec<u8>) {
-        if let Some(index) = self.text_block.take() {
-            out.extend(sse_event(
-                "content_block_stop",
-                &json!({"type": "content_block_stop", "index": index}),
-            ));
-        }
-    }
-
-    fn open_block(&mut self, block: Value, out: &mut Vec<u8>) -> usize {
-        let index = self.next_index;
-        self.next_index += 1;
-        out.extend(sse_event(
-            "content_block_start",
-            &json!({"type": "content_block_start", "index": index, "content_block": block}),
-        ));
-        index
-    }
-
-    fn translate_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
-        let delta = chat_delta(chunk);
-        if let Some((input, output)) = delta.usage {
-            self.input_tokens = input;
-            self.output_tokens = output;
-        }
-        if let Some(text) = &delta.text {
-            let index = match self.text_block {
-                Some(i) => i,
-                None => {
-                    let i = self.open_block(json!({"type": "text", "text": ""}), out);
-                    self.text_block = Some(i);
-                    i
-                }
-            };
-            out.extend(sse_event("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}})));
-        }
-        for call in &delta.tool_calls {
-            self.calls.add(call);
-        }
-        if let Some(f) = delta.finish {
-            self.finish = Some(f);
-        }
-    }
-}
-
-impl StreamTranslator for Translator {
-    fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
-        self.translate_chunk(chunk, out);
-    }
-
-    fn start(&mut self) -> Vec<u8> {
-        sse_event(
-            "message_start",
-            &json!({"type": "message_start", "message": {
-            "id": self.id, "type": "message", "role": "assistant", "model": self.model, "content": [],
-            "stop_reason": Value::Null, "stop_sequence": Value::Null, "usage": {"input_tokens": 0, "output_tokens": 0}}}),
-        )
-    }
-
-    fn finish(&mut self, error: Option<&str>) -> Vec<u8> {
-        let mut out = Vec::new();
-        if self.finished {
-            return out;
-        }
-        self.finished = true;
-        self.close_text(&mut out);
-        if let Some(message) = error {
-            // The answer broke off: say so, and never hand over a half-received tool call.
-            let text = format!("the model's answer broke off: {message}");
-            out.extend(sse_event(
-                "error",
-                &json!({"type": "error", "error": {"type": "api_error", "message": text}}),
-            ));
-            return out;
-        }
-        let calls = self.calls.take();
-        for call in &calls {
-            let index = self.open_block(
-                json!({"type": "tool_use", "id": new_id("toolu_"), "name": call.name, "input": {}}),
-                &mut out,
-            );
-            if !call.arguments.is_empty() {
-                out.extend(sse_event("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": call.arguments}})));
-            }
-            out.extend(sse_event(
-                "content_block_stop",
-                &json!({"type": "content_block_stop", "index": index}),
-            ));
-        }
-        let reason = if calls.is_empty() {
-            stop_reason(self.finish.as_deref())
-        } else {
-            "tool_use"
-        };
-        out.extend(sse_event(
-            "message_delta",
-            &json!({"type": "message_delta",
-            "delta": {"stop_reason": reason, "stop_sequence": Value::Null},
-            "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}}),
-        ));
-        out.extend(sse_event("message_stop", &json!({"type": "message_stop"})));
-        out
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::testing::{chunks_of, ChatChunks};
-    use crate::sse::SseParser;
 
     /// A Messages request of the shape Claude Code 2.1 sends (its text replaced).
     fn claude_code_request() -> Value {
@@ -562,155 +422,6 @@ mod tests {
             "m",
         );
         assert_eq!(plain["stop_reason"], "max_tokens");
-    }
-
-    /// Runs a chat stream through the translator in chunks of `size` and returns (event, data).
-    fn translate(chat_stream: &str, size: usize) -> Vec<(String, Value)> {
-        let mut t = Translator::new("claude-x");
-        let mut bytes = t.start();
-        let mut chunks = ChatChunks::default();
-        for c in chat_stream.as_bytes().chunks(size) {
-            bytes.extend(t.feed(&chunks.feed(c)));
-        }
-        bytes.extend(t.finish(None));
-        let mut events = Vec::new();
-        SseParser::new().feed(&bytes, &mut events);
-        events
-            .into_iter()
-            .map(|e| (e.event.unwrap(), serde_json::from_str(&e.data).unwrap()))
-            .collect()
-    }
-
-    fn frame(delta: Value, finish: Option<&str>) -> String {
-        format!(
-            "data: {}\n\n",
-            json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-        )
-    }
-
-    #[test]
-    fn text_stream_events_in_any_chunking() {
-        let stream = [
-            frame(json!({"role": "assistant", "content": ""}), None),
-            frame(json!({"content": "Hel"}), None),
-            frame(json!({"content": "lo"}), None),
-            frame(json!({}), Some("stop")),
-            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n".to_string(),
-        ]
-        .concat();
-        for size in [1, 7, 64, stream.len()] {
-            let ev = translate(&stream, size);
-            let names: Vec<&str> = ev.iter().map(|(n, _)| n.as_str()).collect();
-            assert_eq!(
-                names,
-                [
-                    "message_start",
-                    "content_block_start",
-                    "content_block_delta",
-                    "content_block_delta",
-                    "content_block_stop",
-                    "message_delta",
-                    "message_stop"
-                ],
-                "size {size}"
-            );
-            assert_eq!(
-                ev[2].1["delta"],
-                json!({"type": "text_delta", "text": "Hel"})
-            );
-            assert_eq!(ev[5].1["delta"]["stop_reason"], "end_turn");
-            assert_eq!(ev[5].1["usage"]["output_tokens"], 2);
-            assert_eq!(ev[0].1["message"]["model"], "claude-x");
-        }
-    }
-
-    #[test]
-    fn tool_call_stream_becomes_tool_use_blocks() {
-        let stream = [
-            frame(json!({"content": "Let me run it."}), None),
-            frame(json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": ""}}]}), None),
-            frame(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"command\":"}}]}), None),
-            frame(json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"ls\"}"}}]}), None),
-            frame(json!({"tool_calls": [{"index": 1, "id": "call_2", "function": {"name": "Read", "arguments": "{}"}}]}), None),
-            frame(json!({}), Some("tool_calls")),
-        ]
-        .concat();
-        let ev = translate(&stream, 13);
-        let starts: Vec<&Value> = ev
-            .iter()
-            .filter(|(n, _)| n == "content_block_start")
-            .map(|(_, d)| d)
-            .collect();
-        assert_eq!(starts.len(), 3);
-        assert_eq!(starts[1]["content_block"]["name"], "Bash");
-        assert!(starts[1]["content_block"]["id"]
-            .as_str()
-            .unwrap()
-            .starts_with("toolu_"));
-        assert_ne!(
-            starts[1]["content_block"]["id"], starts[2]["content_block"]["id"],
-            "unique ids"
-        );
-        assert_eq!(
-            (starts[1]["index"].as_u64(), starts[2]["index"].as_u64()),
-            (Some(1), Some(2))
-        );
-        let json_parts: String = ev
-            .iter()
-            .filter(|(_, d)| d["delta"]["type"] == "input_json_delta" && d["index"] == 1)
-            .map(|(_, d)| d["delta"]["partial_json"].as_str().unwrap().to_string())
-            .collect();
-        assert_eq!(json_parts, "{\"command\":\"ls\"}");
-        let stops = ev.iter().filter(|(n, _)| n == "content_block_stop").count();
-        assert_eq!(stops, 3);
-        let delta = ev.iter().find(|(n, _)| n == "message_delta").unwrap();
-        assert_eq!(delta.1["delta"]["stop_reason"], "tool_use");
-        assert_eq!(ev.last().unwrap().0, "message_stop");
-    }
-
-    #[test]
-    fn interleaved_and_repeated_ids_become_whole_tool_use_blocks() {
-        let stream = [
-            frame(json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "Bash", "arguments": "{\"command\":"}}]}), None),
-            frame(json!({"tool_calls": [{"index": 1, "id": "c2", "function": {"name": "Read", "arguments": "{\"path\":"}}]}), None),
-            frame(json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"arguments": "\"ls\"}"}}]}), None),
-            frame(json!({"tool_calls": [{"index": 1, "id": "c2", "function": {"arguments": "\"a\"}"}}]}), Some("tool_calls")),
-        ]
-        .concat();
-        let ev = translate(&stream, 9);
-        let starts: Vec<&Value> = ev
-            .iter()
-            .filter(|(n, _)| n == "content_block_start")
-            .map(|(_, d)| d)
-            .collect();
-        let names: Vec<&str> = starts
-            .iter()
-            .map(|s| s["content_block"]["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(names, ["Bash", "Read"]);
-        let args: Vec<&str> = ev
-            .iter()
-            .filter(|(_, d)| d["delta"]["type"] == "input_json_delta")
-            .map(|(_, d)| d["delta"]["partial_json"].as_str().unwrap())
-            .collect();
-        assert_eq!(args, ["{\"command\":\"ls\"}", "{\"path\":\"a\"}"]);
-    }
-
-    #[test]
-    fn a_broken_stream_ends_with_an_error_event_and_no_half_call() {
-        let mut t = Translator::new("m");
-        let mut bytes = t.start();
-        bytes.extend(t.feed(&chunks_of(
-            frame(json!({"content": "Running"}), None).as_bytes(),
-        )));
-        bytes.extend(t.feed(&chunks_of(frame(json!({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "Bash", "arguments": "{\"comm"}}]}), None).as_bytes())));
-        bytes.extend(t.finish(Some("stream_stall")));
-        let text = String::from_utf8(bytes).unwrap();
-        assert!(
-            text.contains("event: error") && !text.contains("message_stop"),
-            "{text}"
-        );
-        assert!(!text.contains("tool_use"), "{text}");
     }
 
     #[test]

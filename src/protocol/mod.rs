@@ -4,8 +4,10 @@
 //! and bytes in, values and bytes out, so the gate, classifier and breakers never see other
 //! protocols.
 
-pub mod anthropic;
-pub mod responses;
+pub(crate) mod anthropic;
+mod anthropic_stream;
+pub(crate) mod responses;
+mod responses_stream;
 
 use serde_json::{json, Value};
 
@@ -104,8 +106,8 @@ impl Protocol {
     pub(crate) fn translator(self, model: &str) -> Option<Box<dyn StreamTranslator>> {
         match self {
             Protocol::Chat => None,
-            Protocol::Anthropic => Some(Box::new(anthropic::Translator::new(model))),
-            Protocol::Responses => Some(Box::new(responses::Translator::new(model))),
+            Protocol::Anthropic => Some(Box::new(anthropic_stream::Translator::new(model))),
+            Protocol::Responses => Some(Box::new(responses_stream::Translator::new(model))),
         }
     }
 }

@@ -1,0 +1,299 @@
+//! Chat stream → OpenAI Responses event stream (Codex): `response.created`, the output
+//! items as they complete (`output_item.done`), and `response.completed` with usage.
+
+use serde_json::{json, Value};
+
+use super::responses::{call_item, message_item, response, usage};
+use super::{chat_delta, new_id, sse_event, StreamTranslator, ToolCalls};
+
+/// Chat stream → Responses events. Text streams as it comes; function calls are assembled
+/// and sent whole at the end (only whole calls can be trusted to run).
+pub struct Translator {
+    model: String,
+    id: String,
+    seq: u64,
+    /// The open message item: (output index, item id, text so far).
+    message: Option<(usize, String, String)>,
+    calls: ToolCalls,
+    done_items: Vec<Value>,
+    incomplete: bool,
+    input_tokens: u64,
+    output_tokens: u64,
+    finished: bool,
+}
+
+impl Translator {
+    pub fn new(model: &str) -> Translator {
+        Translator {
+            model: model.to_string(),
+            id: new_id("resp_"),
+            seq: 0,
+            message: None,
+            calls: ToolCalls::default(),
+            done_items: Vec::new(),
+            incomplete: false,
+            input_tokens: 0,
+            output_tokens: 0,
+            finished: false,
+        }
+    }
+
+    fn emit(&mut self, name: &str, mut data: Value, out: &mut Vec<u8>) {
+        data["type"] = json!(name);
+        data["sequence_number"] = json!(self.seq);
+        self.seq += 1;
+        out.extend(sse_event(name, &data));
+    }
+
+    fn close_message(&mut self, out: &mut Vec<u8>) {
+        let Some((index, id, text)) = self.message.take() else {
+            return;
+        };
+        self.emit(
+            "response.output_text.done",
+            json!({"item_id": id, "output_index": index, "content_index": 0, "text": text}),
+            out,
+        );
+        self.emit(
+            "response.content_part.done",
+            json!({"item_id": id, "output_index": index, "content_index": 0,
+            "part": {"type": "output_text", "text": text, "annotations": []}}),
+            out,
+        );
+        let done = message_item(&id, &text, "completed");
+        self.emit(
+            "response.output_item.done",
+            json!({"output_index": index, "item": done}),
+            out,
+        );
+        self.done_items.push(done);
+    }
+
+    fn translate_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
+        let delta = chat_delta(chunk);
+        if let Some((input, output)) = delta.usage {
+            self.input_tokens = input;
+            self.output_tokens = output;
+        }
+        if let Some(text) = delta.text.as_deref() {
+            if self.message.is_none() {
+                let index = self.done_items.len();
+                let id = new_id("msg_");
+                self.emit("response.output_item.added", json!({"output_index": index,
+                    "item": {"type": "message", "id": id, "status": "in_progress", "role": "assistant", "content": []}}), out);
+                self.emit(
+                    "response.content_part.added",
+                    json!({"item_id": id, "output_index": index, "content_index": 0,
+                    "part": {"type": "output_text", "text": "", "annotations": []}}),
+                    out,
+                );
+                self.message = Some((index, id, String::new()));
+            }
+            if let Some((index, id, all)) = &mut self.message {
+                all.push_str(text);
+                let data = json!({"item_id": id, "output_index": *index, "content_index": 0, "delta": text});
+                self.emit("response.output_text.delta", data, out);
+            }
+        }
+        for call in &delta.tool_calls {
+            self.calls.add(call);
+        }
+        if delta.finish.as_deref() == Some("length") {
+            self.incomplete = true;
+        }
+    }
+}
+
+impl StreamTranslator for Translator {
+    fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
+        self.translate_chunk(chunk, out);
+    }
+
+    fn start(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let r = response(&self.id, &self.model, "in_progress", vec![], Value::Null);
+        self.emit("response.created", json!({"response": r}), &mut out);
+        self.emit("response.in_progress", json!({"response": r}), &mut out);
+        out
+    }
+
+    fn finish(&mut self, error: Option<&str>) -> Vec<u8> {
+        let mut out = Vec::new();
+        if self.finished {
+            return out;
+        }
+        self.finished = true;
+        self.close_message(&mut out);
+        let usage = usage(self.input_tokens, self.output_tokens);
+        if let Some(message) = error {
+            // The answer broke off: say so, and never hand over a half-received call.
+            let mut r = response(
+                &self.id,
+                &self.model,
+                "failed",
+                self.done_items.clone(),
+                usage,
+            );
+            r["error"] = json!({"code": "server_error", "message": format!("the model's answer broke off: {message}")});
+            self.emit("response.failed", json!({"response": r}), &mut out);
+            return out;
+        }
+        for call in self.calls.take() {
+            let index = self.done_items.len();
+            let (id, call_id) = (new_id("fc_"), new_id("call_"));
+            self.emit("response.output_item.added", json!({"output_index": index, "item": call_item(&id, &call_id, &call.name, "", "in_progress")}), &mut out);
+            if !call.arguments.is_empty() {
+                self.emit(
+                    "response.function_call_arguments.delta",
+                    json!({"item_id": id, "output_index": index, "delta": call.arguments}),
+                    &mut out,
+                );
+            }
+            self.emit(
+                "response.function_call_arguments.done",
+                json!({"item_id": id, "output_index": index, "arguments": call.arguments}),
+                &mut out,
+            );
+            let done = call_item(&id, &call_id, &call.name, &call.arguments, "completed");
+            self.emit(
+                "response.output_item.done",
+                json!({"output_index": index, "item": done}),
+                &mut out,
+            );
+            self.done_items.push(done);
+        }
+        let (status, event) = if self.incomplete {
+            ("incomplete", "response.incomplete")
+        } else {
+            ("completed", "response.completed")
+        };
+        let mut r = response(
+            &self.id,
+            &self.model,
+            status,
+            self.done_items.clone(),
+            usage,
+        );
+        if self.incomplete {
+            r["incomplete_details"] = json!({"reason": "max_output_tokens"});
+        }
+        self.emit(event, json!({"response": r}), &mut out);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::testing::{chunks_of, ChatChunks};
+    use crate::sse::SseParser;
+
+    fn translate(chat_stream: &str, size: usize) -> Vec<(String, Value)> {
+        let mut t = Translator::new("gpt-x");
+        let mut bytes = t.start();
+        let mut chunks = ChatChunks::default();
+        for c in chat_stream.as_bytes().chunks(size) {
+            bytes.extend(t.feed(&chunks.feed(c)));
+        }
+        bytes.extend(t.finish(None));
+        let mut events = Vec::new();
+        SseParser::new().feed(&bytes, &mut events);
+        events
+            .into_iter()
+            .map(|e| (e.event.unwrap(), serde_json::from_str(&e.data).unwrap()))
+            .collect()
+    }
+
+    fn frame(delta: Value) -> String {
+        format!(
+            "data: {}\n\n",
+            json!({"choices": [{"index": 0, "delta": delta}]})
+        )
+    }
+
+    #[test]
+    fn stream_events_for_text_and_calls() {
+        let stream = [
+            frame(json!({"role": "assistant", "content": "Hi "})),
+            frame(json!({"content": "there"})),
+            frame(json!({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "exec_command", "arguments": "{\"cmd\":"}}]})),
+            frame(json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"ls\"}"}}]})),
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":6}}\n\ndata: [DONE]\n\n".to_string(),
+        ]
+        .concat();
+        for size in [1, 5, 100] {
+            let ev = translate(&stream, size);
+            let names: Vec<&str> = ev.iter().map(|(n, _)| n.as_str()).collect();
+            assert_eq!(
+                names,
+                [
+                    "response.created",
+                    "response.in_progress",
+                    "response.output_item.added",
+                    "response.content_part.added",
+                    "response.output_text.delta",
+                    "response.output_text.delta",
+                    "response.output_text.done",
+                    "response.content_part.done",
+                    "response.output_item.done",
+                    "response.output_item.added",
+                    "response.function_call_arguments.delta",
+                    "response.function_call_arguments.done",
+                    "response.output_item.done",
+                    "response.completed"
+                ],
+                "size {size}"
+            );
+            let seqs: Vec<u64> = ev
+                .iter()
+                .map(|(_, d)| d["sequence_number"].as_u64().unwrap())
+                .collect();
+            assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+            assert_eq!(ev[8].1["item"]["content"][0]["text"], "Hi there");
+            assert_eq!(
+                ev[12].1["item"],
+                json!({"type": "function_call", "id": ev[12].1["item"]["id"], "call_id": ev[12].1["item"]["call_id"], "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}", "status": "completed"})
+            );
+            let done = &ev.last().unwrap().1["response"];
+            assert_eq!(
+                (
+                    done["status"].as_str(),
+                    done["output"].as_array().unwrap().len()
+                ),
+                (Some("completed"), 2)
+            );
+            assert_eq!(done["usage"]["output_tokens"], 6);
+        }
+    }
+
+    #[test]
+    fn a_broken_stream_fails_and_drops_unfinished_calls() {
+        let mut t = Translator::new("m");
+        let mut bytes = t.start();
+        bytes.extend(t.feed(&chunks_of(frame(json!({"content": "Let me"})).as_bytes())));
+        bytes.extend(t.feed(&chunks_of(frame(json!({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "exec_command", "arguments": "{\"cm"}}]})).as_bytes())));
+        bytes.extend(t.finish(Some("stream_stall")));
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(
+            text.contains("event: response.failed") && !text.contains("response.completed"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("function_call"),
+            "no half-received call: {text}"
+        );
+    }
+
+    #[test]
+    fn length_finish_is_incomplete() {
+        let mut t = Translator::new("m");
+        let mut bytes = t.start();
+        bytes.extend(t.feed(&chunks_of(format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "length"}]})).as_bytes())));
+        bytes.extend(t.finish(None));
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(
+            text.contains("event: response.incomplete") && text.contains("max_output_tokens"),
+            "{text}"
+        );
+    }
+}
