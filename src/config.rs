@@ -129,6 +129,27 @@ pub struct ServeConfig {
     pub token: Option<String>,
 }
 
+impl ServeConfig {
+    /// The access token `fcm serve` requires and clients send: `flag` (`--token`, where the
+    /// command has one) over `FCM_TOKEN` over `serve.token`. Every command reaches the same
+    /// answer, so what `fcm install` writes into a tool is what the server checks.
+    pub fn access_token(&self, flag: Option<&str>) -> Option<String> {
+        let env = std::env::var("FCM_TOKEN").ok();
+        first_token(&[flag, env.as_deref(), self.token.as_deref()])
+    }
+}
+
+/// The first candidate with something in it, trimmed: a stray newline from `$(cat file)` or
+/// an editor is not part of a token, and an empty value means "not set", not "no token".
+fn first_token(candidates: &[Option<&str>]) -> Option<String> {
+    candidates
+        .iter()
+        .flatten()
+        .map(|t| t.trim())
+        .find(|t| !t.is_empty())
+        .map(str::to_string)
+}
+
 /// A loaded config and what was wrong with it.
 #[derive(Debug, Default)]
 pub struct Loaded {
@@ -367,6 +388,22 @@ mod tests {
             Config::parse(r#"{"router":{"failover":{"contentValidation":"loose"}}}"#).unwrap_err();
         assert!(format!("{err:#}").contains("loose"), "{err:#}");
         assert!(Config::parse("{oops").is_err());
+    }
+
+    #[test]
+    fn token_precedence_trims_and_skips_empty_values() {
+        let cases: [([Option<&str>; 3], Option<&str>); 7] = [
+            ([Some("flag"), Some("env"), Some("file")], Some("flag")),
+            ([None, Some("env"), Some("file")], Some("env")),
+            ([None, None, Some("file")], Some("file")),
+            ([Some(""), Some("env"), Some("file")], Some("env")),
+            ([None, Some(" \n"), Some("file")], Some("file")),
+            ([Some("  tok\n"), None, None], Some("tok")),
+            ([None, Some(""), Some("  ")], None),
+        ];
+        for (candidates, want) in cases {
+            assert_eq!(first_token(&candidates).as_deref(), want, "{candidates:?}");
+        }
     }
 
     #[test]

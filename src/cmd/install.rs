@@ -18,15 +18,12 @@ const LOCAL_TOKEN: &str = "fcm-local";
 pub fn run(args: InstallArgs) -> Result<i32> {
     let setup = Setup::load()?;
     let home = dirs::home_dir().context("cannot find your home directory (set HOME)")?;
-    let token = std::env::var("FCM_TOKEN")
-        .ok()
-        .or_else(|| setup.config.serve.token.clone())
-        .filter(|t| !t.is_empty());
+    let token = setup.config.serve.access_token(None);
     let ctx = ToolContext {
         home,
         port: args.port.unwrap_or(setup.config.port),
         model: args.model.clone(),
-        token: token.unwrap_or_else(|| LOCAL_TOKEN.to_string()),
+        token: token.clone().unwrap_or_else(|| LOCAL_TOKEN.to_string()),
     };
     if args.list {
         return list(&ctx);
@@ -47,7 +44,7 @@ pub fn run(args: InstallArgs) -> Result<i32> {
         ));
     }
     if name == "cursor" {
-        return cursor(&args, &setup, &ctx);
+        return cursor(&args, &ctx, token);
     }
     let Some(tool) = tools::find(name) else {
         let mut names = tools::names();
@@ -131,7 +128,8 @@ pub fn run(args: InstallArgs) -> Result<i32> {
 }
 
 /// Cursor: a tunnel URL, an access token, and its SQLite settings (see `install::cursor`).
-fn cursor(args: &InstallArgs, setup: &Setup, ctx: &ToolContext) -> Result<i32> {
+/// `existing` is the access token already configured, if any.
+fn cursor(args: &InstallArgs, ctx: &ToolContext, existing: Option<String>) -> Result<i32> {
     let db = cursor::db_path(&ctx.home);
     let mut records = inst::load_records()?;
     if args.uninstall {
@@ -185,10 +183,6 @@ fn cursor(args: &InstallArgs, setup: &Setup, ctx: &ToolContext) -> Result<i32> {
         );
     }
     // The tunnel makes fcm serve reachable from the internet: it needs an access token.
-    let existing = std::env::var("FCM_TOKEN")
-        .ok()
-        .or_else(|| setup.config.serve.token.clone())
-        .filter(|t| !t.is_empty());
     let token = match &existing {
         Some(t) => t.clone(),
         None => cursor::new_token()?,

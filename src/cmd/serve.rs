@@ -110,12 +110,7 @@ pub fn run(args: ServeArgs) -> Result<i32> {
         }
     };
     let setup = Setup::load()?;
-    let token = args
-        .token
-        .clone()
-        .or_else(|| std::env::var("FCM_TOKEN").ok())
-        .or_else(|| setup.config.serve.token.clone())
-        .filter(|t| !t.trim().is_empty());
+    let token = setup.config.serve.access_token(args.token.as_deref());
     if !ip.is_loopback() && token.is_none() {
         return usage(format!(
             "--host {ip} accepts connections from other machines: set an access token with --token, FCM_TOKEN or serve.token in config.json"
