@@ -152,15 +152,22 @@ impl Trace {
         let mut s = format!("{served}!{}", self.outcome.as_str());
         if !self.attempts.is_empty() {
             s.push('|');
-            let chain: Vec<String> = self
-                .attempts
-                .iter()
-                .map(|a| format!("{}:{}", a.model, a.label()))
-                .collect();
-            s.push_str(&chain.join("->"));
+            s.push_str(&self.attempt_chain("->"));
         }
         s.push_str(&format!("|skips={}", self.skipped.len()));
         s
+    }
+
+    /// The attempts in order as `model:label`, joined by `separator`: `->` in the decision
+    /// header (model ids contain hyphens, so no spaces there), ` -> ` in `fcm history`,
+    /// ` → ` on the dashboard. Empty when nothing was attempted.
+    pub fn attempt_chain(&self, separator: &str) -> String {
+        let links: Vec<String> = self
+            .attempts
+            .iter()
+            .map(|a| format!("{}:{}", a.model, a.label()))
+            .collect();
+        links.join(separator)
     }
 
     /// `x-fcm-v2-model`: the model that served, else the last one tried.
@@ -315,10 +322,15 @@ mod tests {
             "groq/llama-3.3-70b-versatile!served|nvidia/x:429->p/empty:empty_choices->groq/llama-3.3-70b-versatile:200|skips=2"
         );
         assert_eq!(t.model_header(), "groq/llama-3.3-70b-versatile");
+        assert_eq!(
+            t.attempt_chain(" -> "),
+            "nvidia/x:429 -> p/empty:empty_choices -> groq/llama-3.3-70b-versatile:200"
+        );
 
         let rejected = Trace::new("r2", "fcm", false);
         assert_eq!(rejected.decision_header(), "none!rejected|skips=0");
         assert_eq!(rejected.model_header(), "none");
+        assert_eq!(rejected.attempt_chain(" -> "), "");
 
         let mut failed = Trace::new("r3", "fcm", true);
         failed.attempts = vec![attempt("a/t", None, Some(FailureKind::Timeout))];

@@ -49,21 +49,16 @@ pub fn run(args: HistoryArgs) -> Result<i32> {
         "Wall",
     ]);
     for e in &entries {
-        let chain: Vec<String> = e
-            .attempts
-            .iter()
-            .map(|a| format!("{}:{}", a.model, a.label()))
-            .collect();
         t.add_row(vec![
             e.time.replace('T', " ").trim_end_matches('Z').to_string(),
             e.id.clone(),
             e.requested_model.clone(),
             e.outcome.as_str().to_string(),
             e.served_model.clone().unwrap_or_else(|| "-".into()),
-            if chain.is_empty() {
+            if e.attempts.is_empty() {
                 "-".into()
             } else {
-                chain.join(" -> ")
+                e.attempt_chain(" -> ")
             },
             e.skipped.len().to_string(),
             format!("{} ms", e.wall_ms),
