@@ -13,6 +13,9 @@ use serde_json::Value;
 
 use crate::catalog::{Catalog, Provider};
 use crate::gate::ContentValidation;
+use crate::sets;
+// A set's type lives with its rules in `sets`; the router names it through the config.
+pub use crate::sets::ModelSet;
 
 pub const DEFAULT_PORT: u16 = 19280;
 /// No timeout below one second: shorter ones cut off healthy providers mid-handshake.
@@ -101,24 +104,6 @@ impl Default for BreakerConfig {
             initial_cooldown_ms: 30_000,
             max_cooldown_ms: 300_000,
             trip_memory_ms: 86_400_000,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ModelSet {
-    pub strategy: String,
-    pub sticky: u32,
-    pub models: Vec<String>,
-}
-
-impl Default for ModelSet {
-    fn default() -> Self {
-        ModelSet {
-            strategy: "fallback".into(),
-            sticky: 1,
-            models: Vec::new(),
         }
     }
 }
@@ -255,10 +240,10 @@ impl Config {
             warnings,
         );
         for (name, set) in &mut self.router.sets {
-            if !crate::sets::valid_name(name) {
+            if !sets::valid_name(name) {
                 warnings.push(format!("router.sets.{name}: a set name uses letters, digits, '-', '_' or '.', and never '/'"));
             }
-            if !crate::sets::STRATEGIES.contains(&set.strategy.as_str()) {
+            if !sets::STRATEGIES.contains(&set.strategy.as_str()) {
                 warnings.push(format!("router.sets.{name}.strategy {:?} is not fallback or round-robin; using fallback", set.strategy));
                 set.strategy = "fallback".into();
             }

@@ -2,11 +2,31 @@
 //!
 //! `fallback` tries the list in order; `round-robin` rotates the starting model, staying on
 //! one for `sticky` consecutive requests. A set only decides who goes first: the rest of the
-//! healthy models still follow, so a set never removes a fallback. Pure functions.
+//! healthy models still follow, so a set never removes a fallback. Pure: no I/O; `config`
+//! checks a loaded file against these rules.
 
-use crate::config::ModelSet;
+use serde::{Deserialize, Serialize};
 
 pub const STRATEGIES: [&str; 2] = ["fallback", "round-robin"];
+
+/// One set as config.json holds it (`router.sets.<name>`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ModelSet {
+    pub strategy: String,
+    pub sticky: u32,
+    pub models: Vec<String>,
+}
+
+impl Default for ModelSet {
+    fn default() -> Self {
+        ModelSet {
+            strategy: "fallback".into(),
+            sticky: 1,
+            models: Vec::new(),
+        }
+    }
+}
 
 /// The set's models in the order this request tries them. `counter` counts the requests the
 /// set has served before this one.
