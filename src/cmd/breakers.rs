@@ -4,16 +4,28 @@
 use std::io::IsTerminal;
 
 use anyhow::{Context, Result};
+use argh::FromArgs;
 use comfy_table::{Cell, Color};
 
 use crate::breaker::{rows, BreakerBook, BreakerRow, BreakerState};
-use crate::cli::{usage, BreakersArgs};
 use crate::cmd::admin::{admin_get, admin_post};
-use crate::cmd::Setup;
+use crate::cmd::{usage, Setup};
 use crate::persist::live_server;
 use crate::state;
 use crate::table;
 use crate::time::human_ms;
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "breakers")]
+/// Show per-model breaker state (live from a running server, else from breakers.json).
+pub struct BreakersArgs {
+    /// print JSON instead of a table
+    #[argh(switch)]
+    pub json: bool,
+    /// reset one model's breaker (provider/modelId) or all of them
+    #[argh(option)]
+    pub reset: Option<String>,
+}
 
 pub fn run(args: BreakersArgs) -> Result<i32> {
     let setup = Setup::load()?;

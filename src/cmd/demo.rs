@@ -6,11 +6,12 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use argh::FromArgs;
 use serde_json::json;
 
 use crate::catalog::{Catalog, KeySource};
-use crate::cli::{usage, DemoArgs};
 use crate::cmd::bench::{execute, print_table, ProbePlan};
+use crate::cmd::usage;
 use crate::fake_provider::{Behavior, FakeProvider};
 
 /// The simulated models: (id, label, behaviour).
@@ -38,6 +39,18 @@ fn models() -> Vec<(&'static str, &'static str, Behavior)> {
             Behavior::RateLimit(60),
         ),
     ]
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "demo")]
+/// Bench a built-in simulated provider on loopback: no keys or network needed.
+pub struct DemoArgs {
+    /// pings per model (default 3)
+    #[argh(option, default = "3")]
+    pub pings: u32,
+    /// print JSON instead of the table
+    #[argh(switch)]
+    pub json: bool,
 }
 
 pub fn run(args: DemoArgs) -> Result<i32> {

@@ -1,14 +1,26 @@
 //! `fcm history`: recent routing decisions with their attempt chains, and a summary.
 
 use anyhow::{Context, Result};
+use argh::FromArgs;
 
-use crate::cli::{usage, HistoryArgs};
 use crate::cmd::admin::admin_get;
-use crate::cmd::Setup;
+use crate::cmd::{usage, Setup};
 use crate::persist::live_server;
 use crate::state;
 use crate::table;
 use crate::trace::{summarize, HistoryFile, Trace};
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "history")]
+/// Show recent routing decisions (live from a running server, else from history.json).
+pub struct HistoryArgs {
+    /// how many recent requests (default 20)
+    #[argh(option, short = 'n', default = "20")]
+    pub n: usize,
+    /// print JSON instead of a table
+    #[argh(switch)]
+    pub json: bool,
+}
 
 pub fn run(args: HistoryArgs) -> Result<i32> {
     if args.n == 0 {

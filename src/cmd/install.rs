@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use argh::FromArgs;
 
-use crate::cli::{usage, InstallArgs};
-use crate::cmd::Setup;
+use crate::cmd::{usage, Setup};
 use crate::install::cursor;
 use crate::install::tools::{self, Tool, ToolContext, TOOLS};
 use crate::install::{self as inst, diff, Plan};
@@ -14,6 +14,33 @@ use crate::table;
 
 /// What tools send as their key when fcm serve needs none.
 const LOCAL_TOKEN: &str = "fcm-local";
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "install")]
+/// Point a coding tool at `fcm serve` by editing its own config (a backup is kept).
+pub struct InstallArgs {
+    /// the tool: claude-code, codex, cline, cursor, opencode, crush or aider
+    #[argh(positional)]
+    pub tool: Option<String>,
+    /// model name the tool sends (default fcm: automatic routing; or fcm:provider/modelId)
+    #[argh(option, default = "String::from(\"fcm\")")]
+    pub model: String,
+    /// port of fcm serve (default: config.json port, else 19280)
+    #[argh(option)]
+    pub port: Option<u16>,
+    /// print the change and write nothing
+    #[argh(switch)]
+    pub dry_run: bool,
+    /// remove what fcm added and restore the previous values
+    #[argh(switch)]
+    pub uninstall: bool,
+    /// list the tools, their config files and whether fcm is installed there
+    #[argh(switch)]
+    pub list: bool,
+    /// cursor only: the public HTTPS URL of a tunnel to fcm serve (Cursor calls it from its servers)
+    #[argh(option)]
+    pub url: Option<String>,
+}
 
 pub fn run(args: InstallArgs) -> Result<i32> {
     let setup = Setup::load()?;

@@ -1,4 +1,6 @@
-//! One module per command: each loads what it needs, does its job and prints the result.
+//! One module per command: each declares its flags, loads what it needs, does its job and
+//! prints the result. This file holds what several of them share: the usage error, the
+//! catalog and config they start from, and provider lookup.
 
 pub mod admin;
 pub mod bench;
@@ -15,9 +17,25 @@ pub mod sets;
 use anyhow::Result;
 
 use crate::catalog::{self, Catalog, KeySource, Provider};
-use crate::cli::usage;
 use crate::config::Config;
 use crate::state;
+
+/// A mistake in how fcm was called; `cli` exits 2 on it.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Shorthand for returning a usage error.
+pub fn usage<T>(msg: impl Into<String>) -> anyhow::Result<T> {
+    Err(UsageError(msg.into()).into())
+}
 
 /// What most commands start from: the catalog (with the user's custom providers) and config.
 pub struct Setup {

@@ -1,13 +1,65 @@
 //! `fcm sets`: the user's model sets in config.json, edited in place (other settings kept).
 
 use anyhow::{Context, Result};
+use argh::FromArgs;
 use serde_json::json;
 
-use crate::cli::{usage, SetsAction, SetsArgs};
-use crate::cmd::Setup;
+use crate::cmd::{usage, Setup};
 use crate::install::doc::{Doc, Format};
 use crate::state;
 use crate::table;
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "sets")]
+/// List model sets (your own order of models), or add, remove or choose one.
+pub struct SetsArgs {
+    #[argh(subcommand)]
+    pub action: Option<SetsAction>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand)]
+pub enum SetsAction {
+    Add(SetsAdd),
+    Rm(SetsRm),
+    Use(SetsUse),
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "add")]
+/// Add (or replace) a set: `fcm sets add NAME provider/model...`; use it as model `fcm:NAME`.
+pub struct SetsAdd {
+    /// the set's name (letters, digits, '-', '_', '.')
+    #[argh(positional)]
+    pub name: String,
+    /// the models in order (provider/modelId)
+    #[argh(positional)]
+    pub models: Vec<String>,
+    /// fallback (in order, next on failure; default) or round-robin (rotate the first)
+    #[argh(option, default = "String::from(\"fallback\")")]
+    pub strategy: String,
+    /// round-robin: requests in a row on one model before moving on (default 1)
+    #[argh(option, default = "1")]
+    pub sticky: u32,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "rm")]
+/// Remove a set.
+pub struct SetsRm {
+    /// the set's name
+    #[argh(positional)]
+    pub name: String,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "use")]
+/// Make a set the one model `fcm` routes with (`none` for all models by ranking).
+pub struct SetsUse {
+    /// the set's name, or none
+    #[argh(positional)]
+    pub name: String,
+}
 
 pub fn run(args: SetsArgs) -> Result<i32> {
     let setup = Setup::load()?;
