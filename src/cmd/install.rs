@@ -7,6 +7,7 @@ use argh::FromArgs;
 
 use crate::cmd::{usage, Setup};
 use crate::install::cursor;
+use crate::install::doc::DocError;
 use crate::install::tools::{self, Tool, ToolContext, TOOLS};
 use crate::install::{self as inst, diff, Plan};
 use crate::state;
@@ -92,7 +93,7 @@ pub fn run(args: InstallArgs) -> Result<i32> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
     };
-    let refused = |e: String| {
+    let refused = |e: DocError| {
         anyhow::anyhow!(
             "cannot parse {}: {e}; fix or move the file, nothing was changed",
             file.display()

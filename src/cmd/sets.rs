@@ -5,7 +5,7 @@ use argh::FromArgs;
 use serde_json::json;
 
 use crate::cmd::{usage, Setup};
-use crate::install::doc::{Doc, Format};
+use crate::install::doc::{Doc, DocError, Format};
 use crate::state;
 use crate::table;
 
@@ -147,7 +147,7 @@ pub fn run(args: SetsArgs) -> Result<i32> {
 }
 
 /// Applies an edit to config.json, keeping everything else; refuses a file it cannot parse.
-fn edit(change: impl FnOnce(&mut Doc) -> Result<(), String>) -> Result<()> {
+fn edit(change: impl FnOnce(&mut Doc) -> Result<(), DocError>) -> Result<()> {
     let path = state::state_file("config.json")?;
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::state;
-use doc::Doc;
+use doc::{Doc, DocError};
 use tools::{Setting, Tool, ToolContext};
 
 /// What fcm wrote into one tool's file, and what was there before.
@@ -69,7 +69,7 @@ pub fn plan_install(
     settings: &[Setting],
     previous: Option<&Record>,
     file: &Path,
-) -> Result<Plan, String> {
+) -> Result<Plan, DocError> {
     let mut doc = Doc::parse(tool.format, text)?;
     let mut record = previous.cloned().unwrap_or_default();
     record.file = file.to_path_buf();
@@ -130,7 +130,7 @@ fn doc_changed(doc: &Doc, text: &str) -> bool {
 
 /// Removes what `record` wrote, restoring the user's earlier values. A key the user has
 /// changed since is left as it is.
-pub fn plan_uninstall(tool: &Tool, text: &str, record: &Record) -> Result<Plan, String> {
+pub fn plan_uninstall(tool: &Tool, text: &str, record: &Record) -> Result<Plan, DocError> {
     let mut doc = Doc::parse(tool.format, text)?;
     for s in &record.settings {
         let path = path_refs(&s.path);
@@ -354,7 +354,7 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(!err.is_empty());
+        assert!(matches!(err, DocError::Toml(_)), "{err}");
     }
 
     #[test]
