@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use argh::FromArgs;
 
-use crate::cmd::{usage, Setup};
+use crate::cmd::{edit_config, usage, Setup};
 use crate::install::cursor;
 use crate::install::doc::DocError;
 use crate::install::tools::{self, Tool, ToolContext, TOOLS};
@@ -267,19 +267,10 @@ fn cursor(args: &InstallArgs, ctx: &ToolContext, existing: Option<String>) -> Re
 
 /// Stores a new access token as `serve.token` in the user's config.json.
 fn save_token(token: &str) -> Result<()> {
-    let path = state::state_file("config.json")?;
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
-    let mut doc = crate::install::doc::Doc::parse(crate::install::doc::Format::Json, &text)
-        .map_err(|e| {
-            anyhow::anyhow!("cannot parse {}: {e}; nothing was changed", path.display())
-        })?;
-    doc.set(&["serve", "token"], &serde_json::json!(token))
-        .map_err(|e| anyhow::anyhow!("cannot store the token in {}: {e}", path.display()))?;
-    state::write_user_file(&path, doc.render().trim_end().as_bytes())?;
+    let path = edit_config(|doc| {
+        doc.set(&["serve", "token"], &serde_json::json!(token))?;
+        Ok(())
+    })?;
     println!(
         "Made an access token for fcm serve and saved it as serve.token in {}",
         path.display()

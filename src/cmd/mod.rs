@@ -1,6 +1,6 @@
 //! One module per command: each declares its flags, loads what it needs, does its job and
 //! prints the result. This file holds what several of them share: the usage error, the
-//! catalog and config they start from, and provider lookup.
+//! catalog and config they start from, editing config.json, and provider lookup.
 
 pub mod admin;
 pub mod bench;
@@ -14,10 +14,13 @@ pub mod models;
 pub mod serve;
 pub mod sets;
 
-use anyhow::Result;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
 
 use crate::catalog::{self, Catalog, KeySource, Provider};
 use crate::config::Config;
+use crate::install::doc::{Doc, DocError, Format};
 use crate::state;
 
 /// A mistake in how fcm was called; `cli` exits 2 on it.
@@ -65,6 +68,27 @@ impl Setup {
             config_keys: &self.config.api_keys,
         }
     }
+}
+
+/// Applies `change` to `$FCM_HOME/config.json` in place and returns the file's path. Every
+/// other setting and the key order are kept (serde_json's `preserve_order`), the write is
+/// atomic and keeps the file's mode (0600 for a new file, since it may hold keys and the
+/// access token), and a file that cannot be parsed or changed is left as it was.
+pub fn edit_config(change: impl FnOnce(&mut Doc) -> Result<(), DocError>) -> Result<PathBuf> {
+    let path = state::state_file("config.json")?;
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let mut doc = Doc::parse(Format::Json, &text).map_err(|e| {
+        anyhow::anyhow!("cannot parse {}: {e}; nothing was changed", path.display())
+    })?;
+    change(&mut doc).map_err(|e| {
+        anyhow::anyhow!("cannot change {}: {e}; nothing was changed", path.display())
+    })?;
+    state::write_user_file(&path, doc.render().trim_end().as_bytes())?;
+    Ok(path)
 }
 
 /// The provider named `id`, or a usage error listing the valid ones.

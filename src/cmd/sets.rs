@@ -1,12 +1,10 @@
 //! `fcm sets`: the user's model sets in config.json, edited in place (other settings kept).
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use argh::FromArgs;
 use serde_json::json;
 
-use crate::cmd::{usage, Setup};
-use crate::install::doc::{Doc, DocError, Format};
-use crate::state;
+use crate::cmd::{edit_config, usage, Setup};
 use crate::table;
 
 #[derive(FromArgs)]
@@ -88,7 +86,7 @@ pub fn run(args: SetsArgs) -> Result<i32> {
                     "unknown model {unknown:?}; `fcm models` lists them as provider/modelId"
                 ));
             }
-            edit(|doc| {
+            edit_config(|doc| {
                 doc.set(
                     &["router", "sets", &a.name],
                     &json!({"strategy": a.strategy, "sticky": a.sticky, "models": a.models}),
@@ -103,7 +101,7 @@ pub fn run(args: SetsArgs) -> Result<i32> {
                 return usage(format!("no set named {:?}; `fcm sets` lists them", a.name));
             }
             let active = setup.config.router.active_set.as_deref() == Some(a.name.as_str());
-            edit(|doc| {
+            edit_config(|doc| {
                 doc.remove(&["router", "sets", &a.name]);
                 if active {
                     doc.remove(&["router", "activeSet"]);
@@ -122,7 +120,7 @@ pub fn run(args: SetsArgs) -> Result<i32> {
             Ok(0)
         }
         Some(SetsAction::Use(a)) if a.name == "none" => {
-            edit(|doc| {
+            edit_config(|doc| {
                 doc.remove(&["router", "activeSet"]);
                 Ok(())
             })?;
@@ -133,7 +131,7 @@ pub fn run(args: SetsArgs) -> Result<i32> {
             if !setup.config.router.sets.contains_key(&a.name) {
                 return usage(format!("no set named {:?}; `fcm sets` lists them", a.name));
             }
-            edit(|doc| {
+            edit_config(|doc| {
                 doc.set(&["router", "activeSet"], &json!(a.name))?;
                 Ok(())
             })?;
@@ -144,23 +142,6 @@ pub fn run(args: SetsArgs) -> Result<i32> {
             Ok(0)
         }
     }
-}
-
-/// Applies an edit to config.json, keeping everything else; refuses a file it cannot parse.
-fn edit(change: impl FnOnce(&mut Doc) -> Result<(), DocError>) -> Result<()> {
-    let path = state::state_file("config.json")?;
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
-    let mut doc = Doc::parse(Format::Json, &text).map_err(|e| {
-        anyhow::anyhow!("cannot parse {}: {e}; nothing was changed", path.display())
-    })?;
-    change(&mut doc).map_err(|e| {
-        anyhow::anyhow!("cannot change {}: {e}; nothing was changed", path.display())
-    })?;
-    state::write_user_file(&path, doc.render().trim_end().as_bytes())
 }
 
 fn list(setup: &Setup) -> Result<i32> {
