@@ -6,20 +6,20 @@ use argh::FromArgs;
 use crate::cmd::{self, UsageError};
 
 /// Exit code for a usage error (bad flag, unknown provider or model).
-pub const EXIT_USAGE: i32 = 2;
+pub(crate) const EXIT_USAGE: i32 = 2;
 /// Exit code for a runtime failure.
-pub const EXIT_FAILURE: i32 = 1;
+pub(crate) const EXIT_FAILURE: i32 = 1;
 
 #[derive(FromArgs)]
 /// fcm: find, benchmark and route between free coding LLMs.
-pub struct Fcm {
+pub(crate) struct Fcm {
     #[argh(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(FromArgs)]
 #[argh(subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     Models(cmd::models::ModelsArgs),
     Bench(cmd::bench::BenchArgs),
     Check(cmd::check::CheckArgs),

@@ -18,15 +18,15 @@ fn esc(s: &str) -> String {
 }
 
 /// Facts for the header line.
-pub struct Summary {
-    pub version: &'static str,
-    pub address: String,
-    pub uptime_ms: u64,
-    pub routable: usize,
-    pub in_flight: usize,
+pub(crate) struct Summary {
+    pub(crate) version: &'static str,
+    pub(crate) address: String,
+    pub(crate) uptime_ms: u64,
+    pub(crate) routable: usize,
+    pub(crate) in_flight: usize,
 }
 
-pub fn render(summary: &Summary, breakers: &[BreakerRow], recent: &[Trace]) -> String {
+pub(crate) fn render(summary: &Summary, breakers: &[BreakerRow], recent: &[Trace]) -> String {
     let mut h = String::new();
     let _ = write!(
         h,

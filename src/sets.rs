@@ -7,15 +7,15 @@
 
 use serde::{Deserialize, Serialize};
 
-pub const STRATEGIES: [&str; 2] = ["fallback", "round-robin"];
+pub(crate) const STRATEGIES: [&str; 2] = ["fallback", "round-robin"];
 
 /// One set as config.json holds it (`router.sets.<name>`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct ModelSet {
-    pub strategy: String,
-    pub sticky: u32,
-    pub models: Vec<String>,
+pub(crate) struct ModelSet {
+    pub(crate) strategy: String,
+    pub(crate) sticky: u32,
+    pub(crate) models: Vec<String>,
 }
 
 impl Default for ModelSet {
@@ -30,7 +30,7 @@ impl Default for ModelSet {
 
 /// The set's models in the order this request tries them. `counter` counts the requests the
 /// set has served before this one.
-pub fn order(set: &ModelSet, counter: u64) -> Vec<String> {
+pub(crate) fn order(set: &ModelSet, counter: u64) -> Vec<String> {
     let n = set.models.len();
     if n == 0 || set.strategy != "round-robin" {
         return set.models.clone();
@@ -44,7 +44,7 @@ pub fn order(set: &ModelSet, counter: u64) -> Vec<String> {
 }
 
 /// A set name users can type after `fcm:` (never a `provider/modelId`).
-pub fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && !name.contains('/')
         && name

@@ -66,10 +66,10 @@ fn call(info: &ServeInfo, setup: &Setup, method: &str, path: &str) -> Result<Val
     serde_json::from_str(&text).context("the server's answer is not JSON")
 }
 
-pub fn admin_get(info: &ServeInfo, setup: &Setup, path: &str) -> Result<Value> {
+pub(crate) fn admin_get(info: &ServeInfo, setup: &Setup, path: &str) -> Result<Value> {
     call(info, setup, "GET", path)
 }
 
-pub fn admin_post(info: &ServeInfo, setup: &Setup, path: &str) -> Result<Value> {
+pub(crate) fn admin_post(info: &ServeInfo, setup: &Setup, path: &str) -> Result<Value> {
     call(info, setup, "POST", path)
 }

@@ -33,28 +33,28 @@ pub struct ProbePlan {
 #[derive(FromArgs)]
 #[argh(subcommand, name = "bench")]
 /// Probe models in parallel, measure latency and answer validity, rank them.
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// providers to probe: all (default) or ID[,ID...]
     #[argh(option, default = "String::from(\"all\")")]
-    pub provider: String,
+    pub(crate) provider: String,
     /// probe only this model (provider/modelId); repeatable
     #[argh(option)]
-    pub model: Vec<String>,
+    pub(crate) model: Vec<String>,
     /// pings per model, one after another (default 3)
     #[argh(option, default = "3")]
-    pub pings: u32,
+    pub(crate) pings: u32,
     /// seconds one ping may take (default 15)
     #[argh(option, default = "15")]
-    pub timeout: u64,
+    pub(crate) timeout: u64,
     /// models probed at once (default 32)
     #[argh(option, default = "32")]
-    pub concurrency: usize,
+    pub(crate) concurrency: usize,
     /// print one JSON document instead of the table
     #[argh(switch)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// do not save results to $FCM_HOME/bench.json
     #[argh(switch)]
-    pub no_save: bool,
+    pub(crate) no_save: bool,
 }
 
 pub fn run(args: BenchArgs) -> Result<i32> {

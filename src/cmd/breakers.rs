@@ -18,16 +18,16 @@ use crate::time::human_ms;
 #[derive(FromArgs)]
 #[argh(subcommand, name = "breakers")]
 /// Show per-model breaker state (live from a running server, else from breakers.json).
-pub struct BreakersArgs {
+pub(crate) struct BreakersArgs {
     /// print JSON instead of a table
     #[argh(switch)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// reset one model's breaker (provider/modelId) or all of them
     #[argh(option)]
-    pub reset: Option<String>,
+    pub(crate) reset: Option<String>,
 }
 
-pub fn run(args: BreakersArgs) -> Result<i32> {
+pub(crate) fn run(args: BreakersArgs) -> Result<i32> {
     let setup = Setup::load()?;
     if let Some(model) = &args.reset {
         if model != "all" && setup.catalog.find(model).is_none() {

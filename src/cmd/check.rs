@@ -98,16 +98,16 @@ fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>> {
     error_code(7, "unreachable, timed out, or provider error")
 )]
 /// Smoke-check a provider key with one real completion (for CI).
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// PROVIDER or PROVIDER/MODEL
     #[argh(positional)]
-    pub target: String,
+    pub(crate) target: String,
     /// seconds to wait for the answer (default 30)
     #[argh(option, default = "30")]
-    pub timeout: u64,
+    pub(crate) timeout: u64,
     /// print one JSON object instead of a line
     #[argh(switch)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 pub fn run(args: CheckArgs) -> Result<i32> {

@@ -44,16 +44,16 @@ fn models() -> Vec<(&'static str, &'static str, Behavior)> {
 #[derive(FromArgs)]
 #[argh(subcommand, name = "demo")]
 /// Bench a built-in simulated provider on loopback: no keys or network needed.
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// pings per model (default 3)
     #[argh(option, default = "3")]
-    pub pings: u32,
+    pub(crate) pings: u32,
     /// print JSON instead of the table
     #[argh(switch)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
-pub fn run(args: DemoArgs) -> Result<i32> {
+pub(crate) fn run(args: DemoArgs) -> Result<i32> {
     if args.pings == 0 || args.pings > 10 {
         return usage(format!(
             "--pings must be between 1 and 10 (got {})",

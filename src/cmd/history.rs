@@ -13,16 +13,16 @@ use crate::trace::{summarize, HistoryFile, Trace};
 #[derive(FromArgs)]
 #[argh(subcommand, name = "history")]
 /// Show recent routing decisions (live from a running server, else from history.json).
-pub struct HistoryArgs {
+pub(crate) struct HistoryArgs {
     /// how many recent requests (default 20)
     #[argh(option, short = 'n', default = "20")]
-    pub n: usize,
+    pub(crate) n: usize,
     /// print JSON instead of a table
     #[argh(switch)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
-pub fn run(args: HistoryArgs) -> Result<i32> {
+pub(crate) fn run(args: HistoryArgs) -> Result<i32> {
     if args.n == 0 {
         return usage("-n must be at least 1");
     }

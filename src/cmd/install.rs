@@ -19,31 +19,31 @@ const LOCAL_TOKEN: &str = "fcm-local";
 #[derive(FromArgs)]
 #[argh(subcommand, name = "install")]
 /// Point a coding tool at `fcm serve` by editing its own config (a backup is kept).
-pub struct InstallArgs {
+pub(crate) struct InstallArgs {
     /// the tool: claude-code, codex, cline, cursor, opencode, crush or aider
     #[argh(positional)]
-    pub tool: Option<String>,
+    pub(crate) tool: Option<String>,
     /// model name the tool sends (default fcm: automatic routing; or fcm:provider/modelId)
     #[argh(option, default = "String::from(\"fcm\")")]
-    pub model: String,
+    pub(crate) model: String,
     /// port of fcm serve (default: config.json port, else 19280)
     #[argh(option)]
-    pub port: Option<u16>,
+    pub(crate) port: Option<u16>,
     /// print the change and write nothing
     #[argh(switch)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
     /// remove what fcm added and restore the previous values
     #[argh(switch)]
-    pub uninstall: bool,
+    pub(crate) uninstall: bool,
     /// list the tools, their config files and whether fcm is installed there
     #[argh(switch)]
-    pub list: bool,
+    pub(crate) list: bool,
     /// cursor only: the public HTTPS URL of a tunnel to fcm serve (Cursor calls it from its servers)
     #[argh(option)]
-    pub url: Option<String>,
+    pub(crate) url: Option<String>,
 }
 
-pub fn run(args: InstallArgs) -> Result<i32> {
+pub(crate) fn run(args: InstallArgs) -> Result<i32> {
     let setup = Setup::load()?;
     let home = dirs::home_dir().context("cannot find your home directory (set HOME)")?;
     let token = setup.config.serve.access_token(None);

@@ -11,19 +11,19 @@ use crate::table;
 #[derive(FromArgs)]
 #[argh(subcommand, name = "models")]
 /// List the catalog's models and whether their keys are set.
-pub struct ModelsArgs {
+pub(crate) struct ModelsArgs {
     /// only this provider (e.g. groq)
     #[argh(option)]
-    pub provider: Option<String>,
+    pub(crate) provider: Option<String>,
     /// only this tier (S+, S, A+, A, A-, B+, B, C)
     #[argh(option)]
-    pub tier: Option<String>,
+    pub(crate) tier: Option<String>,
     /// print JSON instead of a table
     #[argh(switch)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
-pub fn run(args: ModelsArgs) -> Result<i32> {
+pub(crate) fn run(args: ModelsArgs) -> Result<i32> {
     let setup = Setup::load()?;
     if let Some(p) = &args.provider {
         require_provider(&setup.catalog, p)?;

@@ -94,22 +94,22 @@ fn start_prober(app: Arc<App>, interval: Duration) {
 #[derive(FromArgs)]
 #[argh(subcommand, name = "serve")]
 /// Run the routing proxy (OpenAI-compatible) on 127.0.0.1:19280.
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// address to listen on (default 127.0.0.1; anything else requires a token)
     #[argh(option, default = "String::from(\"127.0.0.1\")")]
-    pub host: String,
+    pub(crate) host: String,
     /// port (default: config.json port, else 19280)
     #[argh(option)]
-    pub port: Option<u16>,
+    pub(crate) port: Option<u16>,
     /// access token required on every request (also FCM_TOKEN or serve.token in config.json)
     #[argh(option)]
-    pub token: Option<String>,
+    pub(crate) token: Option<String>,
     /// requests handled at once before answering 503 (default 256)
     #[argh(option, default = "256")]
-    pub max_in_flight: usize,
+    pub(crate) max_in_flight: usize,
     /// no per-request log lines on stderr
     #[argh(switch)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
 }
 
 pub fn run(args: ServeArgs) -> Result<i32> {

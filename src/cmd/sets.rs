@@ -10,14 +10,14 @@ use crate::table;
 #[derive(FromArgs)]
 #[argh(subcommand, name = "sets")]
 /// List model sets (your own order of models), or add, remove or choose one.
-pub struct SetsArgs {
+pub(crate) struct SetsArgs {
     #[argh(subcommand)]
-    pub action: Option<SetsAction>,
+    pub(crate) action: Option<SetsAction>,
 }
 
 #[derive(FromArgs)]
 #[argh(subcommand)]
-pub enum SetsAction {
+pub(crate) enum SetsAction {
     Add(SetsAdd),
     Rm(SetsRm),
     Use(SetsUse),
@@ -26,40 +26,40 @@ pub enum SetsAction {
 #[derive(FromArgs)]
 #[argh(subcommand, name = "add")]
 /// Add (or replace) a set: `fcm sets add NAME provider/model...`; use it as model `fcm:NAME`.
-pub struct SetsAdd {
+pub(crate) struct SetsAdd {
     /// the set's name (letters, digits, '-', '_', '.')
     #[argh(positional)]
-    pub name: String,
+    pub(crate) name: String,
     /// the models in order (provider/modelId)
     #[argh(positional)]
-    pub models: Vec<String>,
+    pub(crate) models: Vec<String>,
     /// fallback (in order, next on failure; default) or round-robin (rotate the first)
     #[argh(option, default = "String::from(\"fallback\")")]
-    pub strategy: String,
+    pub(crate) strategy: String,
     /// round-robin: requests in a row on one model before moving on (default 1)
     #[argh(option, default = "1")]
-    pub sticky: u32,
+    pub(crate) sticky: u32,
 }
 
 #[derive(FromArgs)]
 #[argh(subcommand, name = "rm")]
 /// Remove a set.
-pub struct SetsRm {
+pub(crate) struct SetsRm {
     /// the set's name
     #[argh(positional)]
-    pub name: String,
+    pub(crate) name: String,
 }
 
 #[derive(FromArgs)]
 #[argh(subcommand, name = "use")]
 /// Make a set the one model `fcm` routes with (`none` for all models by ranking).
-pub struct SetsUse {
+pub(crate) struct SetsUse {
     /// the set's name, or none
     #[argh(positional)]
-    pub name: String,
+    pub(crate) name: String,
 }
 
-pub fn run(args: SetsArgs) -> Result<i32> {
+pub(crate) fn run(args: SetsArgs) -> Result<i32> {
     let setup = Setup::load()?;
     match args.action {
         None => list(&setup),

@@ -10,7 +10,7 @@ use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike};
 /// Why a file cannot be read as its format, or a value cannot be set in it. The text says
 /// what is wrong and where; the caller adds which file and that nothing was changed.
 #[derive(Debug)]
-pub enum DocError {
+pub(crate) enum DocError {
     /// Not valid JSON.
     Json(serde_json::Error),
     /// Valid JSON, but not an object of settings.
@@ -44,7 +44,7 @@ impl std::fmt::Display for DocError {
 impl std::error::Error for DocError {}
 
 /// A parsed config file.
-pub enum Doc {
+pub(crate) enum Doc {
     Json(Value),
     Toml(DocumentMut),
     Yaml(Vec<String>),
@@ -52,7 +52,7 @@ pub enum Doc {
 
 /// File formats fcm writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Json,
     Toml,
     Yaml,
@@ -60,7 +60,7 @@ pub enum Format {
 
 impl Doc {
     /// Parses `text` (empty text is an empty document). An error says what is wrong.
-    pub fn parse(format: Format, text: &str) -> Result<Doc, DocError> {
+    pub(crate) fn parse(format: Format, text: &str) -> Result<Doc, DocError> {
         match format {
             Format::Json if text.trim().is_empty() => Ok(Doc::Json(Value::Object(Map::new()))),
             Format::Json => match serde_json::from_str::<Value>(text) {
@@ -88,7 +88,7 @@ impl Doc {
         }
     }
 
-    pub fn get(&self, path: &[&str]) -> Option<Value> {
+    pub(crate) fn get(&self, path: &[&str]) -> Option<Value> {
         match self {
             Doc::Json(v) => path.iter().try_fold(v, |v, k| v.get(*k)).cloned(),
             Doc::Toml(d) => {
@@ -110,7 +110,7 @@ impl Doc {
 
     /// The value to record as "what was there before": for YAML the raw text after the key
     /// (quotes and comment included), so an uninstall restores the line word for word.
-    pub fn previous(&self, path: &[&str]) -> Option<Value> {
+    pub(crate) fn previous(&self, path: &[&str]) -> Option<Value> {
         match self {
             Doc::Yaml(lines) => lines
                 .iter()
@@ -122,7 +122,11 @@ impl Doc {
 
     /// Sets a value, creating missing parents; returns the parent paths it created. A parent
     /// that exists but holds a plain value is refused: replacing it would lose the user's data.
-    pub fn set(&mut self, path: &[&str], value: &Value) -> Result<Vec<Vec<String>>, DocError> {
+    pub(crate) fn set(
+        &mut self,
+        path: &[&str],
+        value: &Value,
+    ) -> Result<Vec<Vec<String>>, DocError> {
         let mut created = Vec::new();
         let parents = &path[..path.len() - 1];
         let last = path[path.len() - 1];
@@ -203,7 +207,7 @@ impl Doc {
         Ok(created)
     }
 
-    pub fn remove(&mut self, path: &[&str]) {
+    pub(crate) fn remove(&mut self, path: &[&str]) {
         match self {
             Doc::Json(root) => {
                 let parent = path[..path.len() - 1]
@@ -230,7 +234,7 @@ impl Doc {
     }
 
     /// Whether the object or table at `path` exists and is empty.
-    pub fn is_empty_at(&self, path: &[&str]) -> bool {
+    pub(crate) fn is_empty_at(&self, path: &[&str]) -> bool {
         match self {
             Doc::Json(_) => self
                 .get(path)
@@ -249,7 +253,7 @@ impl Doc {
         }
     }
 
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         match self {
             Doc::Json(v) => format!(
                 "{}\n",
