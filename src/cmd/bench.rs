@@ -17,19 +17,6 @@ use crate::table;
 use crate::time;
 use crate::upstream::Upstream;
 
-/// Upper bounds that keep a typo from opening thousands of sockets or running for hours.
-const MAX_PINGS: u32 = 50;
-const MAX_CONCURRENCY: usize = 512;
-const MAX_TIMEOUT_SECS: u64 = 600;
-
-/// How to probe.
-pub struct ProbePlan {
-    pub pings: u32,
-    pub timeout: Duration,
-    pub concurrency: usize,
-    pub progress: bool,
-}
-
 #[derive(FromArgs)]
 #[argh(subcommand, name = "bench")]
 /// Probe models in parallel, measure latency and answer validity, rank them.
@@ -55,6 +42,19 @@ pub(crate) struct BenchArgs {
     /// do not save results to $FCM_HOME/bench.json
     #[argh(switch)]
     pub(crate) no_save: bool,
+}
+
+/// Upper bounds that keep a typo from opening thousands of sockets or running for hours.
+const MAX_PINGS: u32 = 50;
+const MAX_CONCURRENCY: usize = 512;
+const MAX_TIMEOUT_SECS: u64 = 600;
+
+/// How to probe.
+pub struct ProbePlan {
+    pub pings: u32,
+    pub timeout: Duration,
+    pub concurrency: usize,
+    pub progress: bool,
 }
 
 pub fn run(args: BenchArgs) -> Result<i32> {

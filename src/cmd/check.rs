@@ -10,8 +10,38 @@ use crate::attempt::Target;
 use crate::bench::{ping, Ping};
 use crate::catalog::{key_hint, tier_rank, KeyStatus, ModelRef};
 use crate::classify::FailureKind;
-use crate::cmd::{process_id_token, require_provider, usage, Setup};
+use crate::cmd::usage;
+use crate::cmd::{process_id_token, require_provider, Setup};
 use crate::upstream::Upstream;
+
+#[derive(FromArgs)]
+#[argh(
+    subcommand,
+    name = "check",
+    note = "Runs one real completion through the content gate and prints one line.",
+    error_code(0, "ok: the model answered with real content"),
+    error_code(2, "usage error"),
+    error_code(3, "key not set (or a variable the provider URL needs)"),
+    error_code(4, "key rejected (HTTP 401/403)"),
+    error_code(5, "rate limited or out of quota"),
+    error_code(
+        6,
+        "answer unusable (empty, error payload, invalid JSON, HTML, bad request)"
+    ),
+    error_code(7, "unreachable, timed out, or provider error")
+)]
+/// Smoke-check a provider key with one real completion (for CI).
+pub(crate) struct CheckArgs {
+    /// PROVIDER or PROVIDER/MODEL
+    #[argh(positional)]
+    pub(crate) target: String,
+    /// seconds to wait for the answer (default 30)
+    #[argh(option, default = "30")]
+    pub(crate) timeout: u64,
+    /// print one JSON object instead of a line
+    #[argh(switch)]
+    pub(crate) json: bool,
+}
 
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_NO_KEY: i32 = 3;
@@ -79,35 +109,6 @@ fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>> {
         Some(model) => Ok(ModelRef { provider, model }),
         None => usage(format!("provider {pid} has no models")),
     }
-}
-
-#[derive(FromArgs)]
-#[argh(
-    subcommand,
-    name = "check",
-    note = "Runs one real completion through the content gate and prints one line.",
-    error_code(0, "ok: the model answered with real content"),
-    error_code(2, "usage error"),
-    error_code(3, "key not set (or a variable the provider URL needs)"),
-    error_code(4, "key rejected (HTTP 401/403)"),
-    error_code(5, "rate limited or out of quota"),
-    error_code(
-        6,
-        "answer unusable (empty, error payload, invalid JSON, HTML, bad request)"
-    ),
-    error_code(7, "unreachable, timed out, or provider error")
-)]
-/// Smoke-check a provider key with one real completion (for CI).
-pub(crate) struct CheckArgs {
-    /// PROVIDER or PROVIDER/MODEL
-    #[argh(positional)]
-    pub(crate) target: String,
-    /// seconds to wait for the answer (default 30)
-    #[argh(option, default = "30")]
-    pub(crate) timeout: u64,
-    /// print one JSON object instead of a line
-    #[argh(switch)]
-    pub(crate) json: bool,
 }
 
 pub fn run(args: CheckArgs) -> Result<i32> {

@@ -14,6 +14,18 @@ use crate::cmd::bench::{execute, print_table, ProbePlan};
 use crate::cmd::usage;
 use crate::fake_provider::{Behavior, FakeProvider};
 
+#[derive(FromArgs)]
+#[argh(subcommand, name = "demo")]
+/// Bench a built-in simulated provider on loopback: no keys or network needed.
+pub(crate) struct DemoArgs {
+    /// pings per model (default 3)
+    #[argh(option, default = "3")]
+    pub(crate) pings: u32,
+    /// print JSON instead of the table
+    #[argh(switch)]
+    pub(crate) json: bool,
+}
+
 /// The simulated models: (id, label, behaviour).
 fn models() -> Vec<(&'static str, &'static str, Behavior)> {
     vec![
@@ -39,18 +51,6 @@ fn models() -> Vec<(&'static str, &'static str, Behavior)> {
             Behavior::RateLimit(60),
         ),
     ]
-}
-
-#[derive(FromArgs)]
-#[argh(subcommand, name = "demo")]
-/// Bench a built-in simulated provider on loopback: no keys or network needed.
-pub(crate) struct DemoArgs {
-    /// pings per model (default 3)
-    #[argh(option, default = "3")]
-    pub(crate) pings: u32,
-    /// print JSON instead of the table
-    #[argh(switch)]
-    pub(crate) json: bool,
 }
 
 pub(crate) fn run(args: DemoArgs) -> Result<i32> {

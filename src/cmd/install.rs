@@ -13,9 +13,6 @@ use crate::install::{self as inst, diff, Plan};
 use crate::state;
 use crate::table;
 
-/// What tools send as their key when fcm serve needs none.
-const LOCAL_TOKEN: &str = "fcm-local";
-
 #[derive(FromArgs)]
 #[argh(subcommand, name = "install")]
 /// Point a coding tool at `fcm serve` by editing its own config (a backup is kept).
@@ -42,6 +39,9 @@ pub(crate) struct InstallArgs {
     #[argh(option)]
     pub(crate) url: Option<String>,
 }
+
+/// What tools send as their key when fcm serve needs none.
+const LOCAL_TOKEN: &str = "fcm-local";
 
 pub(crate) fn run(args: InstallArgs) -> Result<i32> {
     let setup = Setup::load()?;

@@ -17,6 +17,27 @@ use crate::serve::{self, App};
 use crate::state;
 use crate::trace::{History, HistoryFile};
 
+#[derive(FromArgs)]
+#[argh(subcommand, name = "serve")]
+/// Run the routing proxy (OpenAI-compatible) on 127.0.0.1:19280.
+pub(crate) struct ServeArgs {
+    /// address to listen on (default 127.0.0.1; anything else requires a token)
+    #[argh(option, default = "String::from(\"127.0.0.1\")")]
+    pub(crate) host: String,
+    /// port (default: config.json port, else 19280)
+    #[argh(option)]
+    pub(crate) port: Option<u16>,
+    /// access token required on every request (also FCM_TOKEN or serve.token in config.json)
+    #[argh(option)]
+    pub(crate) token: Option<String>,
+    /// requests handled at once before answering 503 (default 256)
+    #[argh(option, default = "256")]
+    pub(crate) max_in_flight: usize,
+    /// no per-request log lines on stderr
+    #[argh(switch)]
+    pub(crate) quiet: bool,
+}
+
 /// Binds with TCP_NODELAY on the listening socket (accepted sockets inherit it on Linux),
 /// so small stream chunks are never held back by Nagle's algorithm, and with a listen
 /// backlog of [`LISTEN_BACKLOG`]: std's 128 drops connections when an agent opens a few
@@ -89,27 +110,6 @@ fn start_prober(app: Arc<App>, interval: Duration) {
                 }
             }
         });
-}
-
-#[derive(FromArgs)]
-#[argh(subcommand, name = "serve")]
-/// Run the routing proxy (OpenAI-compatible) on 127.0.0.1:19280.
-pub(crate) struct ServeArgs {
-    /// address to listen on (default 127.0.0.1; anything else requires a token)
-    #[argh(option, default = "String::from(\"127.0.0.1\")")]
-    pub(crate) host: String,
-    /// port (default: config.json port, else 19280)
-    #[argh(option)]
-    pub(crate) port: Option<u16>,
-    /// access token required on every request (also FCM_TOKEN or serve.token in config.json)
-    #[argh(option)]
-    pub(crate) token: Option<String>,
-    /// requests handled at once before answering 503 (default 256)
-    #[argh(option, default = "256")]
-    pub(crate) max_in_flight: usize,
-    /// no per-request log lines on stderr
-    #[argh(switch)]
-    pub(crate) quiet: bool,
 }
 
 pub fn run(args: ServeArgs) -> Result<i32> {
