@@ -13,20 +13,23 @@ use serde_json::Value;
 
 use crate::catalog::{Catalog, Provider};
 use crate::gate::ContentValidation;
+use crate::sets;
+// A set's type lives with its rules in `sets`; the router names it through the config.
+pub(crate) use crate::sets::ModelSet;
 
-pub const DEFAULT_PORT: u16 = 19280;
+pub(crate) const DEFAULT_PORT: u16 = 19280;
 /// No timeout below one second: shorter ones cut off healthy providers mid-handshake.
-pub const MIN_TIMEOUT_MS: u64 = 1000;
+pub(crate) const MIN_TIMEOUT_MS: u64 = 1000;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct Config {
-    pub port: u16,
-    pub api_keys: BTreeMap<String, String>,
+pub(crate) struct Config {
+    pub(crate) port: u16,
+    pub(crate) api_keys: BTreeMap<String, String>,
     /// Custom providers beside the catalog, or overrides of a catalog provider's `baseUrl`.
-    pub providers: Vec<Provider>,
-    pub router: RouterConfig,
-    pub serve: ServeConfig,
+    pub(crate) providers: Vec<Provider>,
+    pub(crate) router: RouterConfig,
+    pub(crate) serve: ServeConfig,
 }
 
 impl Default for Config {
@@ -44,31 +47,31 @@ impl Default for Config {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct RouterConfig {
-    pub failover: FailoverConfig,
-    pub breaker: BreakerConfig,
-    pub sets: BTreeMap<String, ModelSet>,
-    pub active_set: Option<String>,
-    pub probe: ProbeConfig,
+    pub(crate) failover: FailoverConfig,
+    pub(crate) breaker: BreakerConfig,
+    pub(crate) sets: BTreeMap<String, ModelSet>,
+    pub(crate) active_set: Option<String>,
+    pub(crate) probe: ProbeConfig,
 }
 
 /// Background probes of models whose cooldown ended. Off by default: probes spend free quota,
 /// and HALF_OPEN trials come from real traffic anyway.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct ProbeConfig {
-    pub interval_sec: Option<u64>,
+pub(crate) struct ProbeConfig {
+    pub(crate) interval_sec: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct FailoverConfig {
-    pub max_attempts: u32,
-    pub total_budget_ms: u64,
-    pub body_read_timeout_ms: u64,
-    pub first_token_timeout_ms: u64,
-    pub stream_stall_timeout_ms: u64,
-    pub content_validation: ContentValidation,
-    pub last_resort_model: Option<String>,
+    pub(crate) max_attempts: u32,
+    pub(crate) total_budget_ms: u64,
+    pub(crate) body_read_timeout_ms: u64,
+    pub(crate) first_token_timeout_ms: u64,
+    pub(crate) stream_stall_timeout_ms: u64,
+    pub(crate) content_validation: ContentValidation,
+    pub(crate) last_resort_model: Option<String>,
 }
 
 impl Default for FailoverConfig {
@@ -88,10 +91,10 @@ impl Default for FailoverConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct BreakerConfig {
-    pub failure_threshold: u32,
-    pub initial_cooldown_ms: u64,
-    pub max_cooldown_ms: u64,
-    pub trip_memory_ms: u64,
+    pub(crate) failure_threshold: u32,
+    pub(crate) initial_cooldown_ms: u64,
+    pub(crate) max_cooldown_ms: u64,
+    pub(crate) trip_memory_ms: u64,
 }
 
 impl Default for BreakerConfig {
@@ -105,41 +108,44 @@ impl Default for BreakerConfig {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct ModelSet {
-    pub strategy: String,
-    pub sticky: u32,
-    pub models: Vec<String>,
+pub(crate) struct ServeConfig {
+    pub(crate) token: Option<String>,
 }
 
-impl Default for ModelSet {
-    fn default() -> Self {
-        ModelSet {
-            strategy: "fallback".into(),
-            sticky: 1,
-            models: Vec::new(),
-        }
+impl ServeConfig {
+    /// The access token `fcm serve` requires and clients send: `flag` (`--token`, where the
+    /// command has one) over `FCM_TOKEN` over `serve.token`. Every command reaches the same
+    /// answer, so what `fcm install` writes into a tool is what the server checks.
+    pub(crate) fn access_token(&self, flag: Option<&str>) -> Option<String> {
+        let env = std::env::var("FCM_TOKEN").ok();
+        first_token(&[flag, env.as_deref(), self.token.as_deref()])
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ServeConfig {
-    pub token: Option<String>,
+/// The first candidate with something in it, trimmed: a stray newline from `$(cat file)` or
+/// an editor is not part of a token, and an empty value means "not set", not "no token".
+fn first_token(candidates: &[Option<&str>]) -> Option<String> {
+    candidates
+        .iter()
+        .flatten()
+        .map(|t| t.trim())
+        .find(|t| !t.is_empty())
+        .map(str::to_string)
 }
 
 /// A loaded config and what was wrong with it.
 #[derive(Debug, Default)]
-pub struct Loaded {
-    pub config: Config,
-    pub warnings: Vec<String>,
+pub(crate) struct Loaded {
+    pub(crate) config: Config,
+    pub(crate) warnings: Vec<String>,
 }
 
 impl Config {
     /// Loads `$FCM_HOME/config.json`. A missing file is the defaults. A file that is not
     /// valid config is an error naming it (it is the user's own file: never moved aside).
-    pub fn load(path: &Path) -> Result<Loaded> {
+    pub(crate) fn load(path: &Path) -> Result<Loaded> {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
@@ -148,7 +154,7 @@ impl Config {
         Config::parse(&text).with_context(|| format!("config {}", path.display()))
     }
 
-    pub fn parse(text: &str) -> Result<Loaded> {
+    pub(crate) fn parse(text: &str) -> Result<Loaded> {
         let raw: Value = serde_json::from_str(text).context("not valid JSON")?;
         let mut warnings = Vec::new();
         unknown_keys(&raw, &Config::default_json(), "", &mut warnings);
@@ -234,10 +240,10 @@ impl Config {
             warnings,
         );
         for (name, set) in &mut self.router.sets {
-            if !crate::sets::valid_name(name) {
+            if !sets::valid_name(name) {
                 warnings.push(format!("router.sets.{name}: a set name uses letters, digits, '-', '_' or '.', and never '/'"));
             }
-            if !crate::sets::STRATEGIES.contains(&set.strategy.as_str()) {
+            if !sets::STRATEGIES.contains(&set.strategy.as_str()) {
                 warnings.push(format!("router.sets.{name}.strategy {:?} is not fallback or round-robin; using fallback", set.strategy));
                 set.strategy = "fallback".into();
             }
@@ -268,7 +274,7 @@ impl Config {
     /// The catalog with the user's custom providers merged in: a provider with a new id is
     /// added (marked custom); one with a catalog id replaces that provider's `baseUrl`, and
     /// its models, when it lists any.
-    pub fn merge_into(&self, catalog: &mut Catalog) -> Result<()> {
+    pub(crate) fn merge_into(&self, catalog: &mut Catalog) -> Result<()> {
         for custom in &self.providers {
             match catalog.providers.iter_mut().find(|p| p.id == custom.id) {
                 Some(existing) => {
@@ -367,6 +373,22 @@ mod tests {
             Config::parse(r#"{"router":{"failover":{"contentValidation":"loose"}}}"#).unwrap_err();
         assert!(format!("{err:#}").contains("loose"), "{err:#}");
         assert!(Config::parse("{oops").is_err());
+    }
+
+    #[test]
+    fn token_precedence_trims_and_skips_empty_values() {
+        let cases: [([Option<&str>; 3], Option<&str>); 7] = [
+            ([Some("flag"), Some("env"), Some("file")], Some("flag")),
+            ([None, Some("env"), Some("file")], Some("env")),
+            ([None, None, Some("file")], Some("file")),
+            ([Some(""), Some("env"), Some("file")], Some("env")),
+            ([None, Some(" \n"), Some("file")], Some("file")),
+            ([Some("  tok\n"), None, None], Some("tok")),
+            ([None, Some(""), Some("  ")], None),
+        ];
+        for (candidates, want) in cases {
+            assert_eq!(first_token(&candidates).as_deref(), want, "{candidates:?}");
+        }
     }
 
     #[test]

@@ -18,15 +18,15 @@ fn esc(s: &str) -> String {
 }
 
 /// Facts for the header line.
-pub struct Summary {
-    pub version: &'static str,
-    pub address: String,
-    pub uptime_ms: u64,
-    pub routable: usize,
-    pub in_flight: usize,
+pub(crate) struct Summary {
+    pub(crate) version: &'static str,
+    pub(crate) address: String,
+    pub(crate) uptime_ms: u64,
+    pub(crate) routable: usize,
+    pub(crate) in_flight: usize,
 }
 
-pub fn render(summary: &Summary, breakers: &[BreakerRow], recent: &[Trace]) -> String {
+pub(crate) fn render(summary: &Summary, breakers: &[BreakerRow], recent: &[Trace]) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
@@ -93,11 +93,6 @@ th{{background:#f0f0f0}}.CLOSED{{color:#1a7f37}}.DEGRADED{{color:#9a6700}}.HALF_
     } else {
         h.push_str("<table><tr><th>Time</th><th>Model asked</th><th>Outcome</th><th>Served by</th><th>Attempts</th><th>Skips</th><th>Wall</th></tr>");
         for t in recent.iter().rev() {
-            let chain: Vec<String> = t
-                .attempts
-                .iter()
-                .map(|a| format!("{}:{}", a.model, a.label()))
-                .collect();
             let _ = write!(
                 h,
                 "<tr><td>{}</td><td><code>{}</code></td><td class=\"{}\">{}</td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td><td>{} ms</td></tr>",
@@ -106,7 +101,7 @@ th{{background:#f0f0f0}}.CLOSED{{color:#1a7f37}}.DEGRADED{{color:#9a6700}}.HALF_
                 t.outcome.as_str(),
                 t.outcome.as_str(),
                 esc(t.served_model.as_deref().unwrap_or("-")),
-                esc(&chain.join(" → ")),
+                esc(&t.attempt_chain(" → ")),
                 t.skipped.len(),
                 t.wall_ms
             );

@@ -2,15 +2,35 @@
 //!
 //! `fallback` tries the list in order; `round-robin` rotates the starting model, staying on
 //! one for `sticky` consecutive requests. A set only decides who goes first: the rest of the
-//! healthy models still follow, so a set never removes a fallback. Pure functions.
+//! healthy models still follow, so a set never removes a fallback. Pure: no I/O; `config`
+//! checks a loaded file against these rules.
 
-use crate::config::ModelSet;
+use serde::{Deserialize, Serialize};
 
-pub const STRATEGIES: [&str; 2] = ["fallback", "round-robin"];
+pub(crate) const STRATEGIES: [&str; 2] = ["fallback", "round-robin"];
+
+/// One set as config.json holds it (`router.sets.<name>`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct ModelSet {
+    pub(crate) strategy: String,
+    pub(crate) sticky: u32,
+    pub(crate) models: Vec<String>,
+}
+
+impl Default for ModelSet {
+    fn default() -> Self {
+        ModelSet {
+            strategy: "fallback".into(),
+            sticky: 1,
+            models: Vec::new(),
+        }
+    }
+}
 
 /// The set's models in the order this request tries them. `counter` counts the requests the
 /// set has served before this one.
-pub fn order(set: &ModelSet, counter: u64) -> Vec<String> {
+pub(crate) fn order(set: &ModelSet, counter: u64) -> Vec<String> {
     let n = set.models.len();
     if n == 0 || set.strategy != "round-robin" {
         return set.models.clone();
@@ -24,7 +44,7 @@ pub fn order(set: &ModelSet, counter: u64) -> Vec<String> {
 }
 
 /// A set name users can type after `fcm:` (never a `provider/modelId`).
-pub fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && !name.contains('/')
         && name

@@ -13,12 +13,12 @@ use serde::{Deserialize, Serialize};
 use crate::classify::FailureKind;
 
 /// Requests kept in `history.json`.
-pub const HISTORY_LEN: usize = 500;
+pub(crate) const HISTORY_LEN: usize = 500;
 
 /// Why a candidate was not tried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum SkipReason {
+pub(crate) enum SkipReason {
     MissingKey,
     ProviderBlocked,
     CircuitOpen,
@@ -31,15 +31,15 @@ pub enum SkipReason {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Skip {
-    pub model: String,
-    pub reason: SkipReason,
+    pub(crate) model: String,
+    pub(crate) reason: SkipReason,
     /// The provider whose account-wide quota paused this model (`sharedQuota` providers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<String>,
+    pub(crate) provider: Option<String>,
 }
 
 impl Skip {
-    pub fn new(model: impl Into<String>, reason: SkipReason) -> Skip {
+    pub(crate) fn new(model: impl Into<String>, reason: SkipReason) -> Skip {
         Skip {
             model: model.into(),
             reason,
@@ -48,7 +48,7 @@ impl Skip {
     }
 
     /// A model skipped because its provider's shared quota is paused.
-    pub fn provider_paused(model: impl Into<String>, provider: &str) -> Skip {
+    pub(crate) fn provider_paused(model: impl Into<String>, provider: &str) -> Skip {
         Skip {
             provider: Some(provider.to_string()),
             ..Skip::new(model, SkipReason::QuotaPaused)
@@ -58,18 +58,18 @@ impl Skip {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AttemptRecord {
-    pub model: String,
+pub(crate) struct AttemptRecord {
+    pub(crate) model: String,
     /// The provider's HTTP status, when it answered.
-    pub status: Option<u16>,
+    pub(crate) status: Option<u16>,
     /// Why it failed; `None` for the attempt that served.
-    pub kind: Option<FailureKind>,
-    pub latency_ms: u64,
+    pub(crate) kind: Option<FailureKind>,
+    pub(crate) latency_ms: u64,
 }
 
 impl AttemptRecord {
     /// `429`, `empty_choices` or `200`: how the decision header shows an attempt.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match (self.kind, self.status) {
             (Some(_), Some(s)) if !(200..300).contains(&s) => s.to_string(),
             (Some(k), _) => k.to_string(),
@@ -81,7 +81,7 @@ impl AttemptRecord {
 /// The final word on a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// A model answered with real content.
     Served,
     /// Every attempt failed (or no candidate was eligible).
@@ -97,7 +97,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Outcome::Served => "served",
             Outcome::AllFailed => "all_failed",
@@ -113,24 +113,24 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Trace {
-    pub id: String,
-    pub time: String,
-    pub requested_model: String,
-    pub stream: bool,
-    pub skipped: Vec<Skip>,
-    pub attempts: Vec<AttemptRecord>,
-    pub served_model: Option<String>,
-    pub outcome: Outcome,
-    pub wall_ms: u64,
+    pub(crate) id: String,
+    pub(crate) time: String,
+    pub(crate) requested_model: String,
+    pub(crate) stream: bool,
+    pub(crate) skipped: Vec<Skip>,
+    pub(crate) attempts: Vec<AttemptRecord>,
+    pub(crate) served_model: Option<String>,
+    pub(crate) outcome: Outcome,
+    pub(crate) wall_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub completion_tokens: Option<u64>,
+    pub(crate) completion_tokens: Option<u64>,
     /// Remarks on the choice, e.g. `capability_unknown:vision`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 impl Trace {
-    pub fn new(id: &str, requested_model: &str, stream: bool) -> Trace {
+    pub(crate) fn new(id: &str, requested_model: &str, stream: bool) -> Trace {
         Trace {
             id: id.to_string(),
             time: crate::time::rfc3339(crate::time::now_ms()),
@@ -147,24 +147,31 @@ impl Trace {
     }
 
     /// `x-fcm-v2-decision`: `<served|none>!<outcome>|<m1>:<label>-><m2>:200|skips=<N>`.
-    pub fn decision_header(&self) -> String {
+    pub(crate) fn decision_header(&self) -> String {
         let served = self.served_model.as_deref().unwrap_or("none");
         let mut s = format!("{served}!{}", self.outcome.as_str());
         if !self.attempts.is_empty() {
             s.push('|');
-            let chain: Vec<String> = self
-                .attempts
-                .iter()
-                .map(|a| format!("{}:{}", a.model, a.label()))
-                .collect();
-            s.push_str(&chain.join("->"));
+            s.push_str(&self.attempt_chain("->"));
         }
         s.push_str(&format!("|skips={}", self.skipped.len()));
         s
     }
 
+    /// The attempts in order as `model:label`, joined by `separator`: `->` in the decision
+    /// header (model ids contain hyphens, so no spaces there), ` -> ` in `fcm history`,
+    /// ` → ` on the dashboard. Empty when nothing was attempted.
+    pub(crate) fn attempt_chain(&self, separator: &str) -> String {
+        let links: Vec<String> = self
+            .attempts
+            .iter()
+            .map(|a| format!("{}:{}", a.model, a.label()))
+            .collect();
+        links.join(separator)
+    }
+
     /// `x-fcm-v2-model`: the model that served, else the last one tried.
-    pub fn model_header(&self) -> String {
+    pub(crate) fn model_header(&self) -> String {
         self.served_model
             .clone()
             .or_else(|| self.attempts.last().map(|a| a.model.clone()))
@@ -172,7 +179,7 @@ impl Trace {
     }
 
     /// All four trace headers.
-    pub fn headers(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn headers(&self) -> Vec<(&'static str, String)> {
         vec![
             ("x-fcm-v2-model", self.model_header()),
             ("x-fcm-v2-attempts", self.attempts.len().to_string()),
@@ -185,9 +192,9 @@ impl Trace {
 /// The history file's format.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct HistoryFile {
-    pub version: u32,
-    pub entries: Vec<Trace>,
+pub(crate) struct HistoryFile {
+    pub(crate) version: u32,
+    pub(crate) entries: Vec<Trace>,
 }
 
 /// The ring of recent requests of a running server.
@@ -197,7 +204,7 @@ pub struct History {
 }
 
 impl History {
-    pub fn new(file: HistoryFile) -> History {
+    pub(crate) fn new(file: HistoryFile) -> History {
         let mut ring: VecDeque<Trace> = file.entries.into();
         while ring.len() > HISTORY_LEN {
             ring.pop_front();
@@ -208,7 +215,7 @@ impl History {
         }
     }
 
-    pub fn push(&self, trace: Trace) {
+    pub(crate) fn push(&self, trace: Trace) {
         let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
         if ring.len() == HISTORY_LEN {
             ring.pop_front();
@@ -218,7 +225,7 @@ impl History {
     }
 
     /// The last `n` entries, oldest first.
-    pub fn last(&self, n: usize) -> Vec<Trace> {
+    pub(crate) fn last(&self, n: usize) -> Vec<Trace> {
         let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
         ring.iter()
             .skip(ring.len().saturating_sub(n))
@@ -226,7 +233,7 @@ impl History {
             .collect()
     }
 
-    pub fn take_dirty(&self) -> Option<HistoryFile> {
+    pub(crate) fn take_dirty(&self) -> Option<HistoryFile> {
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return None;
         }
@@ -237,21 +244,21 @@ impl History {
         })
     }
 
-    pub fn mark_dirty(&self) {
+    pub(crate) fn mark_dirty(&self) {
         self.dirty.store(true, Ordering::Release);
     }
 }
 
 /// Summary figures for `fcm history`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Summary {
-    pub requests: usize,
-    pub served_pct: f64,
-    pub failover_pct: f64,
-    pub avg_attempts: f64,
+pub(crate) struct Summary {
+    pub(crate) requests: usize,
+    pub(crate) served_pct: f64,
+    pub(crate) failover_pct: f64,
+    pub(crate) avg_attempts: f64,
 }
 
-pub fn summarize(entries: &[Trace]) -> Summary {
+pub(crate) fn summarize(entries: &[Trace]) -> Summary {
     let n = entries.len();
     if n == 0 {
         return Summary {
@@ -278,7 +285,7 @@ pub fn summarize(entries: &[Trace]) -> Summary {
 static REQUEST_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A new request id: `fcm-<ms since epoch, hex>-<counter>`, unique within a process.
-pub fn new_request_id() -> String {
+pub(crate) fn new_request_id() -> String {
     let n = REQUEST_COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("fcm-{:x}-{n}", crate::time::now_ms())
 }
@@ -315,10 +322,15 @@ mod tests {
             "groq/llama-3.3-70b-versatile!served|nvidia/x:429->p/empty:empty_choices->groq/llama-3.3-70b-versatile:200|skips=2"
         );
         assert_eq!(t.model_header(), "groq/llama-3.3-70b-versatile");
+        assert_eq!(
+            t.attempt_chain(" -> "),
+            "nvidia/x:429 -> p/empty:empty_choices -> groq/llama-3.3-70b-versatile:200"
+        );
 
         let rejected = Trace::new("r2", "fcm", false);
         assert_eq!(rejected.decision_header(), "none!rejected|skips=0");
         assert_eq!(rejected.model_header(), "none");
+        assert_eq!(rejected.attempt_chain(" -> "), "");
 
         let mut failed = Trace::new("r3", "fcm", true);
         failed.attempts = vec![attempt("a/t", None, Some(FailureKind::Timeout))];

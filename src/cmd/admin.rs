@@ -17,13 +17,6 @@ fn base(info: &ServeInfo) -> String {
     }
 }
 
-fn token(setup: &Setup) -> Option<String> {
-    std::env::var("FCM_TOKEN")
-        .ok()
-        .or_else(|| setup.config.serve.token.clone())
-        .filter(|t| !t.is_empty())
-}
-
 fn call(info: &ServeInfo, setup: &Setup, method: &str, path: &str) -> Result<Value> {
     let agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -32,7 +25,11 @@ fn call(info: &ServeInfo, setup: &Setup, method: &str, path: &str) -> Result<Val
         .build()
         .new_agent();
     let url = format!("{}{path}", base(info));
-    let auth = token(setup).map(|t| format!("Bearer {t}"));
+    let auth = setup
+        .config
+        .serve
+        .access_token(None)
+        .map(|t| format!("Bearer {t}"));
     let response = match method {
         "POST" => {
             let mut r = agent.post(&url);
@@ -69,10 +66,10 @@ fn call(info: &ServeInfo, setup: &Setup, method: &str, path: &str) -> Result<Val
     serde_json::from_str(&text).context("the server's answer is not JSON")
 }
 
-pub fn admin_get(info: &ServeInfo, setup: &Setup, path: &str) -> Result<Value> {
+pub(crate) fn admin_get(info: &ServeInfo, setup: &Setup, path: &str) -> Result<Value> {
     call(info, setup, "GET", path)
 }
 
-pub fn admin_post(info: &ServeInfo, setup: &Setup, path: &str) -> Result<Value> {
+pub(crate) fn admin_post(info: &ServeInfo, setup: &Setup, path: &str) -> Result<Value> {
     call(info, setup, "POST", path)
 }

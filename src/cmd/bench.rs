@@ -4,18 +4,45 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use argh::FromArgs;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
 use crate::attempt::Target;
 use crate::bench::{merge, probe, rank, summarize, BenchReport, ModelResult};
 use crate::catalog::{Catalog, KeySource, ModelRef};
-use crate::cli::{usage, BenchArgs};
-use crate::cmd::{process_id_token, require_provider, Setup};
+use crate::cmd::{process_id_token, require_provider, usage, Setup};
 use crate::state;
 use crate::table;
 use crate::time;
 use crate::upstream::Upstream;
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "bench")]
+/// Probe models in parallel, measure latency and answer validity, rank them.
+pub(crate) struct BenchArgs {
+    /// providers to probe: all (default) or ID[,ID...]
+    #[argh(option, default = "String::from(\"all\")")]
+    pub(crate) provider: String,
+    /// probe only this model (provider/modelId); repeatable
+    #[argh(option)]
+    pub(crate) model: Vec<String>,
+    /// pings per model, one after another (default 3)
+    #[argh(option, default = "3")]
+    pub(crate) pings: u32,
+    /// seconds one ping may take (default 15)
+    #[argh(option, default = "15")]
+    pub(crate) timeout: u64,
+    /// models probed at once (default 32)
+    #[argh(option, default = "32")]
+    pub(crate) concurrency: usize,
+    /// print one JSON document instead of the table
+    #[argh(switch)]
+    pub(crate) json: bool,
+    /// do not save results to $FCM_HOME/bench.json
+    #[argh(switch)]
+    pub(crate) no_save: bool,
+}
 
 /// Upper bounds that keep a typo from opening thousands of sockets or running for hours.
 const MAX_PINGS: u32 = 50;

@@ -4,18 +4,30 @@
 use std::io::IsTerminal;
 
 use anyhow::{Context, Result};
+use argh::FromArgs;
 use comfy_table::{Cell, Color};
 
 use crate::breaker::{rows, BreakerBook, BreakerRow, BreakerState};
-use crate::cli::{usage, BreakersArgs};
 use crate::cmd::admin::{admin_get, admin_post};
-use crate::cmd::Setup;
+use crate::cmd::{usage, Setup};
 use crate::persist::live_server;
 use crate::state;
 use crate::table;
 use crate::time::human_ms;
 
-pub fn run(args: BreakersArgs) -> Result<i32> {
+#[derive(FromArgs)]
+#[argh(subcommand, name = "breakers")]
+/// Show per-model breaker state (live from a running server, else from breakers.json).
+pub(crate) struct BreakersArgs {
+    /// print JSON instead of a table
+    #[argh(switch)]
+    pub(crate) json: bool,
+    /// reset one model's breaker (provider/modelId) or all of them
+    #[argh(option)]
+    pub(crate) reset: Option<String>,
+}
+
+pub(crate) fn run(args: BreakersArgs) -> Result<i32> {
     let setup = Setup::load()?;
     if let Some(model) = &args.reset {
         if model != "all" && setup.catalog.find(model).is_none() {

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
+use argh::FromArgs;
 use serde_json::json;
 
 use crate::attempt::Target;
@@ -10,10 +11,39 @@ use crate::bench::{ping, Ping};
 use crate::breaker::BreakerState;
 use crate::catalog::{key_hint, tier_rank, KeyStatus, ModelRef};
 use crate::classify::FailureKind;
-use crate::cli::{usage, CheckArgs};
+use crate::cmd::usage;
 use crate::cmd::{process_id_token, require_provider, Setup};
 use crate::router::rank::{compare, Standing, UNKNOWN};
 use crate::upstream::Upstream;
+
+#[derive(FromArgs)]
+#[argh(
+    subcommand,
+    name = "check",
+    note = "Runs one real completion through the content gate and prints one line.",
+    error_code(0, "ok: the model answered with real content"),
+    error_code(2, "usage error"),
+    error_code(3, "key not set (or a variable the provider URL needs)"),
+    error_code(4, "key rejected (HTTP 401/403)"),
+    error_code(5, "rate limited or out of quota"),
+    error_code(
+        6,
+        "answer unusable (empty, error payload, invalid JSON, HTML, bad request)"
+    ),
+    error_code(7, "unreachable, timed out, or provider error")
+)]
+/// Smoke-check a provider key with one real completion (for CI).
+pub(crate) struct CheckArgs {
+    /// PROVIDER or PROVIDER/MODEL
+    #[argh(positional)]
+    pub(crate) target: String,
+    /// seconds to wait for the answer (default 30)
+    #[argh(option, default = "30")]
+    pub(crate) timeout: u64,
+    /// print one JSON object instead of a line
+    #[argh(switch)]
+    pub(crate) json: bool,
+}
 
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_NO_KEY: i32 = 3;

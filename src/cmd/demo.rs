@@ -6,12 +6,25 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use argh::FromArgs;
 use serde_json::json;
 
 use crate::catalog::{Catalog, KeySource};
-use crate::cli::{usage, DemoArgs};
 use crate::cmd::bench::{execute, print_table, ProbePlan};
+use crate::cmd::usage;
 use crate::fake_provider::{Behavior, FakeProvider};
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "demo")]
+/// Bench a built-in simulated provider on loopback: no keys or network needed.
+pub(crate) struct DemoArgs {
+    /// pings per model (default 3)
+    #[argh(option, default = "3")]
+    pub(crate) pings: u32,
+    /// print JSON instead of the table
+    #[argh(switch)]
+    pub(crate) json: bool,
+}
 
 /// The simulated models: (id, label, behaviour).
 fn models() -> Vec<(&'static str, &'static str, Behavior)> {
@@ -40,7 +53,7 @@ fn models() -> Vec<(&'static str, &'static str, Behavior)> {
     ]
 }
 
-pub fn run(args: DemoArgs) -> Result<i32> {
+pub(crate) fn run(args: DemoArgs) -> Result<i32> {
     if args.pings == 0 || args.pings > 10 {
         return usage(format!(
             "--pings must be between 1 and 10 (got {})",

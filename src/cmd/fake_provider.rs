@@ -4,11 +4,23 @@ use std::collections::HashMap;
 use std::io::Write;
 
 use anyhow::{Context, Result};
+use argh::FromArgs;
 
-use crate::cli::FakeProviderArgs;
 use crate::fake_provider::FakeProvider;
 
-pub fn run(args: FakeProviderArgs) -> Result<i32> {
+#[derive(FromArgs)]
+#[argh(subcommand, name = "fake-provider")]
+/// Run the scripted fake provider on loopback (tests and benchmark scripts).
+pub(crate) struct FakeProviderArgs {
+    /// port on 127.0.0.1 (default 0: any free port, printed on stdout)
+    #[argh(option, default = "0")]
+    pub(crate) port: u16,
+    /// keep no log of requests (long benchmark runs)
+    #[argh(switch)]
+    pub(crate) no_record: bool,
+}
+
+pub(crate) fn run(args: FakeProviderArgs) -> Result<i32> {
     let fake = FakeProvider::start_with(args.port, HashMap::new(), !args.no_record)
         .with_context(|| format!("cannot listen on 127.0.0.1:{}", args.port))?;
     println!("{}", fake.base_url());

@@ -1,16 +1,28 @@
 //! `fcm history`: recent routing decisions with their attempt chains, and a summary.
 
 use anyhow::{Context, Result};
+use argh::FromArgs;
 
-use crate::cli::{usage, HistoryArgs};
 use crate::cmd::admin::admin_get;
-use crate::cmd::Setup;
+use crate::cmd::{usage, Setup};
 use crate::persist::live_server;
 use crate::state;
 use crate::table;
 use crate::trace::{summarize, HistoryFile, Trace};
 
-pub fn run(args: HistoryArgs) -> Result<i32> {
+#[derive(FromArgs)]
+#[argh(subcommand, name = "history")]
+/// Show recent routing decisions (live from a running server, else from history.json).
+pub(crate) struct HistoryArgs {
+    /// how many recent requests (default 20)
+    #[argh(option, short = 'n', default = "20")]
+    pub(crate) n: usize,
+    /// print JSON instead of a table
+    #[argh(switch)]
+    pub(crate) json: bool,
+}
+
+pub(crate) fn run(args: HistoryArgs) -> Result<i32> {
     if args.n == 0 {
         return usage("-n must be at least 1");
     }
@@ -49,21 +61,16 @@ pub fn run(args: HistoryArgs) -> Result<i32> {
         "Wall",
     ]);
     for e in &entries {
-        let chain: Vec<String> = e
-            .attempts
-            .iter()
-            .map(|a| format!("{}:{}", a.model, a.label()))
-            .collect();
         t.add_row(vec![
             e.time.replace('T', " ").trim_end_matches('Z').to_string(),
             e.id.clone(),
             e.requested_model.clone(),
             e.outcome.as_str().to_string(),
             e.served_model.clone().unwrap_or_else(|| "-".into()),
-            if chain.is_empty() {
+            if e.attempts.is_empty() {
                 "-".into()
             } else {
-                chain.join(" -> ")
+                e.attempt_chain(" -> ")
             },
             e.skipped.len().to_string(),
             format!("{} ms", e.wall_ms),

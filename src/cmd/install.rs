@@ -3,30 +3,55 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use argh::FromArgs;
 
-use crate::cli::{usage, InstallArgs};
-use crate::cmd::Setup;
+use crate::cmd::{edit_config, usage, Setup};
 use crate::install::cursor;
+use crate::install::doc::DocError;
 use crate::install::tools::{self, Tool, ToolContext, TOOLS};
 use crate::install::{self as inst, diff, Plan};
 use crate::state;
 use crate::table;
 
+#[derive(FromArgs)]
+#[argh(subcommand, name = "install")]
+/// Point a coding tool at `fcm serve` by editing its own config (a backup is kept).
+pub(crate) struct InstallArgs {
+    /// the tool: claude-code, codex, cline, cursor, opencode, crush or aider
+    #[argh(positional)]
+    pub(crate) tool: Option<String>,
+    /// model name the tool sends (default fcm: automatic routing; or fcm:provider/modelId)
+    #[argh(option, default = "String::from(\"fcm\")")]
+    pub(crate) model: String,
+    /// port of fcm serve (default: config.json port, else 19280)
+    #[argh(option)]
+    pub(crate) port: Option<u16>,
+    /// print the change and write nothing
+    #[argh(switch)]
+    pub(crate) dry_run: bool,
+    /// remove what fcm added and restore the previous values
+    #[argh(switch)]
+    pub(crate) uninstall: bool,
+    /// list the tools, their config files and whether fcm is installed there
+    #[argh(switch)]
+    pub(crate) list: bool,
+    /// cursor only: the public HTTPS URL of a tunnel to fcm serve (Cursor calls it from its servers)
+    #[argh(option)]
+    pub(crate) url: Option<String>,
+}
+
 /// What tools send as their key when fcm serve needs none.
 const LOCAL_TOKEN: &str = "fcm-local";
 
-pub fn run(args: InstallArgs) -> Result<i32> {
+pub(crate) fn run(args: InstallArgs) -> Result<i32> {
     let setup = Setup::load()?;
     let home = dirs::home_dir().context("cannot find your home directory (set HOME)")?;
-    let token = std::env::var("FCM_TOKEN")
-        .ok()
-        .or_else(|| setup.config.serve.token.clone())
-        .filter(|t| !t.is_empty());
+    let token = setup.config.serve.access_token(None);
     let ctx = ToolContext {
         home,
         port: args.port.unwrap_or(setup.config.port),
         model: args.model.clone(),
-        token: token.unwrap_or_else(|| LOCAL_TOKEN.to_string()),
+        token: token.clone().unwrap_or_else(|| LOCAL_TOKEN.to_string()),
     };
     if args.list {
         return list(&ctx);
@@ -47,7 +72,7 @@ pub fn run(args: InstallArgs) -> Result<i32> {
         ));
     }
     if name == "cursor" {
-        return cursor(&args, &setup, &ctx);
+        return cursor(&args, &ctx, token);
     }
     let Some(tool) = tools::find(name) else {
         let mut names = tools::names();
@@ -68,7 +93,7 @@ pub fn run(args: InstallArgs) -> Result<i32> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
     };
-    let refused = |e: String| {
+    let refused = |e: DocError| {
         anyhow::anyhow!(
             "cannot parse {}: {e}; fix or move the file, nothing was changed",
             file.display()
@@ -131,7 +156,8 @@ pub fn run(args: InstallArgs) -> Result<i32> {
 }
 
 /// Cursor: a tunnel URL, an access token, and its SQLite settings (see `install::cursor`).
-fn cursor(args: &InstallArgs, setup: &Setup, ctx: &ToolContext) -> Result<i32> {
+/// `existing` is the access token already configured, if any.
+fn cursor(args: &InstallArgs, ctx: &ToolContext, existing: Option<String>) -> Result<i32> {
     let db = cursor::db_path(&ctx.home);
     let mut records = inst::load_records()?;
     if args.uninstall {
@@ -185,10 +211,6 @@ fn cursor(args: &InstallArgs, setup: &Setup, ctx: &ToolContext) -> Result<i32> {
         );
     }
     // The tunnel makes fcm serve reachable from the internet: it needs an access token.
-    let existing = std::env::var("FCM_TOKEN")
-        .ok()
-        .or_else(|| setup.config.serve.token.clone())
-        .filter(|t| !t.is_empty());
     let token = match &existing {
         Some(t) => t.clone(),
         None => cursor::new_token()?,
@@ -245,19 +267,10 @@ fn cursor(args: &InstallArgs, setup: &Setup, ctx: &ToolContext) -> Result<i32> {
 
 /// Stores a new access token as `serve.token` in the user's config.json.
 fn save_token(token: &str) -> Result<()> {
-    let path = state::state_file("config.json")?;
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
-    let mut doc = crate::install::doc::Doc::parse(crate::install::doc::Format::Json, &text)
-        .map_err(|e| {
-            anyhow::anyhow!("cannot parse {}: {e}; nothing was changed", path.display())
-        })?;
-    doc.set(&["serve", "token"], &serde_json::json!(token))
-        .map_err(|e| anyhow::anyhow!("cannot store the token in {}: {e}", path.display()))?;
-    state::write_user_file(&path, doc.render().trim_end().as_bytes())?;
+    let path = edit_config(|doc| {
+        doc.set(&["serve", "token"], &serde_json::json!(token))?;
+        Ok(())
+    })?;
     println!(
         "Made an access token for fcm serve and saved it as serve.token in {}",
         path.display()

@@ -1,33 +1,54 @@
-//! One module per command: each loads what it needs, does its job and prints the result.
+//! One module per command: each declares its flags, loads what it needs, does its job and
+//! prints the result. This file holds what several of them share: the usage error, the
+//! catalog and config they start from, editing config.json, and provider lookup.
 
-pub mod admin;
-pub mod bench;
-pub mod breakers;
-pub mod check;
-pub mod demo;
-pub mod fake_provider;
-pub mod history;
-pub mod install;
-pub mod models;
-pub mod serve;
-pub mod sets;
+pub(crate) mod admin;
+pub(crate) mod bench;
+pub(crate) mod breakers;
+pub(crate) mod check;
+pub(crate) mod demo;
+pub(crate) mod fake_provider;
+pub(crate) mod history;
+pub(crate) mod install;
+pub(crate) mod models;
+pub(crate) mod serve;
+pub(crate) mod sets;
 
-use anyhow::Result;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
 
 use crate::catalog::{self, Catalog, KeySource, Provider};
-use crate::cli::usage;
 use crate::config::Config;
+use crate::install::doc::{Doc, DocError, Format};
 use crate::state;
 
+/// A mistake in how fcm was called; `cli` exits 2 on it.
+#[derive(Debug)]
+pub(crate) struct UsageError(pub(crate) String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Shorthand for returning a usage error.
+pub(crate) fn usage<T>(msg: impl Into<String>) -> anyhow::Result<T> {
+    Err(UsageError(msg.into()).into())
+}
+
 /// What most commands start from: the catalog (with the user's custom providers) and config.
-pub struct Setup {
-    pub catalog: Catalog,
-    pub config: Config,
+pub(crate) struct Setup {
+    pub(crate) catalog: Catalog,
+    pub(crate) config: Config,
 }
 
 impl Setup {
     /// Loads the catalog and `$FCM_HOME/config.json`, printing config warnings to stderr.
-    pub fn load() -> Result<Setup> {
+    pub(crate) fn load() -> Result<Setup> {
         let mut catalog = Catalog::load()?;
         let path = state::state_file("config.json")?;
         let loaded = Config::load(&path)?;
@@ -41,7 +62,7 @@ impl Setup {
         })
     }
 
-    pub fn keys(&self) -> KeySource<'_> {
+    pub(crate) fn keys(&self) -> KeySource<'_> {
         KeySource {
             env: &catalog::process_env,
             config_keys: &self.config.api_keys,
@@ -49,8 +70,31 @@ impl Setup {
     }
 }
 
+/// Applies `change` to `$FCM_HOME/config.json` in place and returns the file's path. Every
+/// other setting and the key order are kept (serde_json's `preserve_order`), the write is
+/// atomic and keeps the file's mode (0600 for a new file, since it may hold keys and the
+/// access token), and a file that cannot be parsed or changed is left as it was.
+pub(crate) fn edit_config(
+    change: impl FnOnce(&mut Doc) -> Result<(), DocError>,
+) -> Result<PathBuf> {
+    let path = state::state_file("config.json")?;
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let mut doc = Doc::parse(Format::Json, &text).map_err(|e| {
+        anyhow::anyhow!("cannot parse {}: {e}; nothing was changed", path.display())
+    })?;
+    change(&mut doc).map_err(|e| {
+        anyhow::anyhow!("cannot change {}: {e}; nothing was changed", path.display())
+    })?;
+    state::write_user_file(&path, doc.render().trim_end().as_bytes())?;
+    Ok(path)
+}
+
 /// The provider named `id`, or a usage error listing the valid ones.
-pub fn require_provider<'a>(catalog: &'a Catalog, id: &str) -> Result<&'a Provider> {
+pub(crate) fn require_provider<'a>(catalog: &'a Catalog, id: &str) -> Result<&'a Provider> {
     match catalog.provider(id) {
         Some(p) => Ok(p),
         None => {
@@ -64,7 +108,7 @@ pub fn require_provider<'a>(catalog: &'a Catalog, id: &str) -> Result<&'a Provid
 }
 
 /// A random-enough id for this process (session headers), without a random crate.
-pub fn process_id_token() -> String {
+pub(crate) fn process_id_token() -> String {
     let t = crate::time::now_ms();
     let mix = t.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(std::process::id()).rotate_left(32);
     format!(

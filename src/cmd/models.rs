@@ -1,14 +1,29 @@
 //! `fcm models`: the catalog as a table or JSON, with each model's key status.
 
 use anyhow::Result;
+use argh::FromArgs;
 use serde_json::json;
 
 use crate::catalog::{tier_rank, TIERS};
-use crate::cli::{usage, ModelsArgs};
-use crate::cmd::{require_provider, Setup};
+use crate::cmd::{require_provider, usage, Setup};
 use crate::table;
 
-pub fn run(args: ModelsArgs) -> Result<i32> {
+#[derive(FromArgs)]
+#[argh(subcommand, name = "models")]
+/// List the catalog's models and whether their keys are set.
+pub(crate) struct ModelsArgs {
+    /// only this provider (e.g. groq)
+    #[argh(option)]
+    pub(crate) provider: Option<String>,
+    /// only this tier (S+, S, A+, A, A-, B+, B, C)
+    #[argh(option)]
+    pub(crate) tier: Option<String>,
+    /// print JSON instead of a table
+    #[argh(switch)]
+    pub(crate) json: bool,
+}
+
+pub(crate) fn run(args: ModelsArgs) -> Result<i32> {
     let setup = Setup::load()?;
     if let Some(p) = &args.provider {
         require_provider(&setup.catalog, p)?;

@@ -7,15 +7,36 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use argh::FromArgs;
 
 use crate::breaker::{BreakerBook, Breakers};
-use crate::cli::{usage, ServeArgs};
-use crate::cmd::{process_id_token, Setup};
+use crate::cmd::{process_id_token, usage, Setup};
 use crate::persist::{self, Flusher, ServeInfo, StatePaths, WriteCounts};
 use crate::router::Router;
 use crate::serve::{self, App};
 use crate::state;
 use crate::trace::{History, HistoryFile};
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "serve")]
+/// Run the routing proxy (OpenAI-compatible) on 127.0.0.1:19280.
+pub(crate) struct ServeArgs {
+    /// address to listen on (default 127.0.0.1; anything else requires a token)
+    #[argh(option, default = "String::from(\"127.0.0.1\")")]
+    pub(crate) host: String,
+    /// port (default: config.json port, else 19280)
+    #[argh(option)]
+    pub(crate) port: Option<u16>,
+    /// access token required on every request (also FCM_TOKEN or serve.token in config.json)
+    #[argh(option)]
+    pub(crate) token: Option<String>,
+    /// requests handled at once before answering 503 (default 256)
+    #[argh(option, default = "256")]
+    pub(crate) max_in_flight: usize,
+    /// no per-request log lines on stderr
+    #[argh(switch)]
+    pub(crate) quiet: bool,
+}
 
 /// Binds with TCP_NODELAY on the listening socket (accepted sockets inherit it on Linux),
 /// so small stream chunks are never held back by Nagle's algorithm, and with a listen
@@ -117,12 +138,7 @@ pub fn run(args: ServeArgs) -> Result<i32> {
         }
     };
     let setup = Setup::load()?;
-    let token = args
-        .token
-        .clone()
-        .or_else(|| std::env::var("FCM_TOKEN").ok())
-        .or_else(|| setup.config.serve.token.clone())
-        .filter(|t| !t.trim().is_empty());
+    let token = setup.config.serve.access_token(args.token.as_deref());
     if !ip.is_loopback() && token.is_none() {
         return usage(format!(
             "--host {ip} accepts connections from other machines: set an access token with --token, FCM_TOKEN or serve.token in config.json"

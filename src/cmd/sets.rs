@@ -1,15 +1,65 @@
 //! `fcm sets`: the user's model sets in config.json, edited in place (other settings kept).
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use argh::FromArgs;
 use serde_json::json;
 
-use crate::cli::{usage, SetsAction, SetsArgs};
-use crate::cmd::Setup;
-use crate::install::doc::{Doc, Format};
-use crate::state;
+use crate::cmd::{edit_config, usage, Setup};
 use crate::table;
 
-pub fn run(args: SetsArgs) -> Result<i32> {
+#[derive(FromArgs)]
+#[argh(subcommand, name = "sets")]
+/// List model sets (your own order of models), or add, remove or choose one.
+pub(crate) struct SetsArgs {
+    #[argh(subcommand)]
+    pub(crate) action: Option<SetsAction>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand)]
+pub(crate) enum SetsAction {
+    Add(SetsAdd),
+    Rm(SetsRm),
+    Use(SetsUse),
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "add")]
+/// Add (or replace) a set: `fcm sets add NAME provider/model...`; use it as model `fcm:NAME`.
+pub(crate) struct SetsAdd {
+    /// the set's name (letters, digits, '-', '_', '.')
+    #[argh(positional)]
+    pub(crate) name: String,
+    /// the models in order (provider/modelId)
+    #[argh(positional)]
+    pub(crate) models: Vec<String>,
+    /// fallback (in order, next on failure; default) or round-robin (rotate the first)
+    #[argh(option, default = "String::from(\"fallback\")")]
+    pub(crate) strategy: String,
+    /// round-robin: requests in a row on one model before moving on (default 1)
+    #[argh(option, default = "1")]
+    pub(crate) sticky: u32,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "rm")]
+/// Remove a set.
+pub(crate) struct SetsRm {
+    /// the set's name
+    #[argh(positional)]
+    pub(crate) name: String,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "use")]
+/// Make a set the one model `fcm` routes with (`none` for all models by ranking).
+pub(crate) struct SetsUse {
+    /// the set's name, or none
+    #[argh(positional)]
+    pub(crate) name: String,
+}
+
+pub(crate) fn run(args: SetsArgs) -> Result<i32> {
     let setup = Setup::load()?;
     match args.action {
         None => list(&setup),
@@ -36,7 +86,7 @@ pub fn run(args: SetsArgs) -> Result<i32> {
                     "unknown model {unknown:?}; `fcm models` lists them as provider/modelId"
                 ));
             }
-            edit(|doc| {
+            edit_config(|doc| {
                 doc.set(
                     &["router", "sets", &a.name],
                     &json!({"strategy": a.strategy, "sticky": a.sticky, "models": a.models}),
@@ -51,7 +101,7 @@ pub fn run(args: SetsArgs) -> Result<i32> {
                 return usage(format!("no set named {:?}; `fcm sets` lists them", a.name));
             }
             let active = setup.config.router.active_set.as_deref() == Some(a.name.as_str());
-            edit(|doc| {
+            edit_config(|doc| {
                 doc.remove(&["router", "sets", &a.name]);
                 if active {
                     doc.remove(&["router", "activeSet"]);
@@ -70,7 +120,7 @@ pub fn run(args: SetsArgs) -> Result<i32> {
             Ok(0)
         }
         Some(SetsAction::Use(a)) if a.name == "none" => {
-            edit(|doc| {
+            edit_config(|doc| {
                 doc.remove(&["router", "activeSet"]);
                 Ok(())
             })?;
@@ -81,7 +131,7 @@ pub fn run(args: SetsArgs) -> Result<i32> {
             if !setup.config.router.sets.contains_key(&a.name) {
                 return usage(format!("no set named {:?}; `fcm sets` lists them", a.name));
             }
-            edit(|doc| {
+            edit_config(|doc| {
                 doc.set(&["router", "activeSet"], &json!(a.name))?;
                 Ok(())
             })?;
@@ -92,23 +142,6 @@ pub fn run(args: SetsArgs) -> Result<i32> {
             Ok(0)
         }
     }
-}
-
-/// Applies an edit to config.json, keeping everything else; refuses a file it cannot parse.
-fn edit(change: impl FnOnce(&mut Doc) -> Result<(), String>) -> Result<()> {
-    let path = state::state_file("config.json")?;
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
-    let mut doc = Doc::parse(Format::Json, &text).map_err(|e| {
-        anyhow::anyhow!("cannot parse {}: {e}; nothing was changed", path.display())
-    })?;
-    change(&mut doc).map_err(|e| {
-        anyhow::anyhow!("cannot change {}: {e}; nothing was changed", path.display())
-    })?;
-    state::write_user_file(&path, doc.render().trim_end().as_bytes())
 }
 
 fn list(setup: &Setup) -> Result<i32> {

@@ -16,10 +16,10 @@ use super::{Record, RecordedSetting};
 /// The row holding Cursor's user settings as one JSON object.
 pub const APPLICATION_USER_KEY: &str = "src.vs.platform.reactivestorage.browser.reactiveStorageServiceImpl.persistentStorage.applicationUser";
 /// The row holding the OpenAI API key Cursor sends.
-pub const OPENAI_KEY: &str = "cursorAuth/openAIKey";
+pub(crate) const OPENAI_KEY: &str = "cursorAuth/openAIKey";
 
 /// `state.vscdb` in the platform's Cursor config directory.
-pub fn db_path(home: &Path) -> PathBuf {
+pub(crate) fn db_path(home: &Path) -> PathBuf {
     let base = if cfg!(target_os = "macos") {
         home.join("Library/Application Support")
     } else {
@@ -29,7 +29,7 @@ pub fn db_path(home: &Path) -> PathBuf {
 }
 
 /// Whether a Cursor process is running (Linux: `/proc/*/comm`; elsewhere `ps`).
-pub fn cursor_running() -> bool {
+pub(crate) fn cursor_running() -> bool {
     let is_cursor = |name: &str| {
         let name = name.trim();
         let base = name.rsplit('/').next().unwrap_or(name);
@@ -178,7 +178,7 @@ fn open(db: &Path) -> Result<Connection> {
 
 /// Applies fcm's settings; returns the record for uninstall (merged with an earlier one)
 /// and a description of the changes. `dry_run` writes nothing.
-pub fn install(
+pub(crate) fn install(
     db: &Path,
     url: &str,
     model: &str,
@@ -231,7 +231,7 @@ pub fn install(
 }
 
 /// Puts back what `record` says was there before fcm (keys changed since are left alone).
-pub fn uninstall(db: &Path, record: &Record) -> Result<usize> {
+pub(crate) fn uninstall(db: &Path, record: &Record) -> Result<usize> {
     let conn = open(db)?;
     let (mut settings, mut key) = read(&conn)?;
     let mut restored = 0;
@@ -263,7 +263,7 @@ pub fn uninstall(db: &Path, record: &Record) -> Result<usize> {
 }
 
 /// A new random access token (from the system's random source).
-pub fn new_token() -> Result<String> {
+pub(crate) fn new_token() -> Result<String> {
     use std::io::Read;
     let mut bytes = [0u8; 24];
     std::fs::File::open("/dev/urandom")

@@ -7,8 +7,44 @@ use serde_json::json;
 use serde_json::{Map, Value};
 use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike};
 
+/// Why a file cannot be read as its format, or a value cannot be set in it. The text says
+/// what is wrong and where; the caller adds which file and that nothing was changed.
+#[derive(Debug)]
+pub(crate) enum DocError {
+    /// Not valid JSON.
+    Json(serde_json::Error),
+    /// Valid JSON, but not an object of settings.
+    NotAnObject,
+    /// Not valid TOML.
+    Toml(toml_edit::TomlError),
+    /// A line (1-based) of a YAML file that is not `key: value`.
+    YamlLine(usize),
+    /// A parent key (dotted) holds a plain value where fcm needs a table of settings.
+    NotATable(String),
+    /// The key (dotted) holds a table where fcm would write a value.
+    IsATable(String),
+}
+
+impl std::fmt::Display for DocError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DocError::Json(e) => write!(f, "{e}"),
+            DocError::NotAnObject => f.write_str("the top level is not a JSON object"),
+            DocError::Toml(e) => f.write_str(e.to_string().trim()),
+            DocError::YamlLine(n) => write!(f, "line {n}: expected `key: value`"),
+            DocError::NotATable(path) => write!(
+                f,
+                "{path} holds a value, not a table of settings; fcm leaves it alone"
+            ),
+            DocError::IsATable(path) => write!(f, "{path} is a table; fcm leaves it alone"),
+        }
+    }
+}
+
+impl std::error::Error for DocError {}
+
 /// A parsed config file.
-pub enum Doc {
+pub(crate) enum Doc {
     Json(Value),
     Toml(DocumentMut),
     Yaml(Vec<String>),
@@ -16,7 +52,7 @@ pub enum Doc {
 
 /// File formats fcm writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Json,
     Toml,
     Yaml,
@@ -24,18 +60,18 @@ pub enum Format {
 
 impl Doc {
     /// Parses `text` (empty text is an empty document). An error says what is wrong.
-    pub fn parse(format: Format, text: &str) -> Result<Doc, String> {
+    pub(crate) fn parse(format: Format, text: &str) -> Result<Doc, DocError> {
         match format {
             Format::Json if text.trim().is_empty() => Ok(Doc::Json(Value::Object(Map::new()))),
             Format::Json => match serde_json::from_str::<Value>(text) {
                 Ok(v @ Value::Object(_)) => Ok(Doc::Json(v)),
-                Ok(_) => Err("the top level is not a JSON object".into()),
-                Err(e) => Err(e.to_string()),
+                Ok(_) => Err(DocError::NotAnObject),
+                Err(e) => Err(DocError::Json(e)),
             },
             Format::Toml => text
                 .parse::<DocumentMut>()
                 .map(Doc::Toml)
-                .map_err(|e| e.to_string().trim().to_string()),
+                .map_err(DocError::Toml),
             Format::Yaml => {
                 for (i, line) in text.lines().enumerate() {
                     let t = line.trim();
@@ -44,7 +80,7 @@ impl Doc {
                         && !line.starts_with([' ', '\t', '-'])
                         && !t.contains(':')
                     {
-                        return Err(format!("line {}: expected `key: value`", i + 1));
+                        return Err(DocError::YamlLine(i + 1));
                     }
                 }
                 Ok(Doc::Yaml(text.lines().map(str::to_string).collect()))
@@ -52,7 +88,7 @@ impl Doc {
         }
     }
 
-    pub fn get(&self, path: &[&str]) -> Option<Value> {
+    pub(crate) fn get(&self, path: &[&str]) -> Option<Value> {
         match self {
             Doc::Json(v) => path.iter().try_fold(v, |v, k| v.get(*k)).cloned(),
             Doc::Toml(d) => {
@@ -74,7 +110,7 @@ impl Doc {
 
     /// The value to record as "what was there before": for YAML the raw text after the key
     /// (quotes and comment included), so an uninstall restores the line word for word.
-    pub fn previous(&self, path: &[&str]) -> Option<Value> {
+    pub(crate) fn previous(&self, path: &[&str]) -> Option<Value> {
         match self {
             Doc::Yaml(lines) => lines
                 .iter()
@@ -86,16 +122,15 @@ impl Doc {
 
     /// Sets a value, creating missing parents; returns the parent paths it created. A parent
     /// that exists but holds a plain value is refused: replacing it would lose the user's data.
-    pub fn set(&mut self, path: &[&str], value: &Value) -> Result<Vec<Vec<String>>, String> {
+    pub(crate) fn set(
+        &mut self,
+        path: &[&str],
+        value: &Value,
+    ) -> Result<Vec<Vec<String>>, DocError> {
         let mut created = Vec::new();
         let parents = &path[..path.len() - 1];
         let last = path[path.len() - 1];
-        let not_a_table = |i: usize| {
-            format!(
-                "{} holds a value, not a table of settings; fcm leaves it alone",
-                parents[..=i].join(".")
-            )
-        };
+        let not_a_table = |i: usize| DocError::NotATable(parents[..=i].join("."));
         match self {
             Doc::Json(root) => {
                 let mut v = root;
@@ -114,7 +149,7 @@ impl Doc {
                     v = obj.get_mut(*k).expect("present");
                 }
                 v.as_object_mut()
-                    .ok_or("the document is not an object")?
+                    .ok_or(DocError::NotAnObject)?
                     .insert(last.to_string(), value.clone());
             }
             Doc::Toml(d) => {
@@ -150,10 +185,7 @@ impl Doc {
                         *old.decor_mut() = decor;
                     }
                     Some(Item::Table(_)) | Some(Item::ArrayOfTables(_)) => {
-                        return Err(format!(
-                            "{} is a table; fcm leaves it alone",
-                            path.join(".")
-                        ));
+                        return Err(DocError::IsATable(path.join(".")));
                     }
                     _ => {
                         table.insert(last, new);
@@ -175,7 +207,7 @@ impl Doc {
         Ok(created)
     }
 
-    pub fn remove(&mut self, path: &[&str]) {
+    pub(crate) fn remove(&mut self, path: &[&str]) {
         match self {
             Doc::Json(root) => {
                 let parent = path[..path.len() - 1]
@@ -202,7 +234,7 @@ impl Doc {
     }
 
     /// Whether the object or table at `path` exists and is empty.
-    pub fn is_empty_at(&self, path: &[&str]) -> bool {
+    pub(crate) fn is_empty_at(&self, path: &[&str]) -> bool {
         match self {
             Doc::Json(_) => self
                 .get(path)
@@ -221,7 +253,7 @@ impl Doc {
         }
     }
 
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         match self {
             Doc::Json(v) => format!(
                 "{}\n",
@@ -368,7 +400,10 @@ mod tests {
     #[test]
     fn values_that_are_not_tables_are_never_replaced() {
         let mut d = Doc::parse(Format::Json, r#"{"env": "oops"}"#).unwrap();
-        assert!(d.set(&["env", "X"], &json!(1)).unwrap_err().contains("env"));
+        assert_eq!(
+            d.set(&["env", "X"], &json!(1)).unwrap_err().to_string(),
+            "env holds a value, not a table of settings; fcm leaves it alone"
+        );
         let mut t = Doc::parse(Format::Toml, "model_providers = \"x\"\n").unwrap();
         assert!(t
             .set(&["model_providers", "fcm", "name"], &json!("fcm"))

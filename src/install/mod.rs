@@ -7,8 +7,8 @@
 //! changes nothing; `--dry-run` prints the diff; an unparsable file is never touched.
 
 pub mod cursor;
-pub mod doc;
-pub mod tools;
+pub(crate) mod doc;
+pub(crate) mod tools;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,41 +18,41 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::state;
-use doc::Doc;
+use doc::{Doc, DocError};
 use tools::{Setting, Tool, ToolContext};
 
 /// What fcm wrote into one tool's file, and what was there before.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct Record {
-    pub file: PathBuf,
-    pub settings: Vec<RecordedSetting>,
+pub(crate) struct Record {
+    pub(crate) file: PathBuf,
+    pub(crate) settings: Vec<RecordedSetting>,
     /// Objects or tables fcm created (removed again when empty on uninstall).
-    pub created: Vec<Vec<String>>,
-    pub installed_at: String,
+    pub(crate) created: Vec<Vec<String>>,
+    pub(crate) installed_at: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct RecordedSetting {
-    pub path: Vec<String>,
+pub(crate) struct RecordedSetting {
+    pub(crate) path: Vec<String>,
     /// The user's value before fcm's (`None`: the key did not exist).
-    pub previous: Option<Value>,
-    pub written: Value,
+    pub(crate) previous: Option<Value>,
+    pub(crate) written: Value,
 }
 
 /// `$FCM_HOME/installs.json`.
-pub type Records = BTreeMap<String, Record>;
+pub(crate) type Records = BTreeMap<String, Record>;
 
 /// The outcome of planning an install or uninstall.
-pub struct Plan {
-    pub before: String,
-    pub after: String,
-    pub record: Option<Record>,
+pub(crate) struct Plan {
+    pub(crate) before: String,
+    pub(crate) after: String,
+    pub(crate) record: Option<Record>,
 }
 
 impl Plan {
-    pub fn changes(&self) -> bool {
+    pub(crate) fn changes(&self) -> bool {
         self.before != self.after
     }
 }
@@ -63,13 +63,13 @@ fn path_refs(p: &[String]) -> Vec<&str> {
 
 /// Merges `settings` into `text`. `previous` is an earlier record for this file: values it
 /// saved stay the ones restored on uninstall.
-pub fn plan_install(
+pub(crate) fn plan_install(
     tool: &Tool,
     text: &str,
     settings: &[Setting],
     previous: Option<&Record>,
     file: &Path,
-) -> Result<Plan, String> {
+) -> Result<Plan, DocError> {
     let mut doc = Doc::parse(tool.format, text)?;
     let mut record = previous.cloned().unwrap_or_default();
     record.file = file.to_path_buf();
@@ -130,7 +130,7 @@ fn doc_changed(doc: &Doc, text: &str) -> bool {
 
 /// Removes what `record` wrote, restoring the user's earlier values. A key the user has
 /// changed since is left as it is.
-pub fn plan_uninstall(tool: &Tool, text: &str, record: &Record) -> Result<Plan, String> {
+pub(crate) fn plan_uninstall(tool: &Tool, text: &str, record: &Record) -> Result<Plan, DocError> {
     let mut doc = Doc::parse(tool.format, text)?;
     for s in &record.settings {
         let path = path_refs(&s.path);
@@ -182,7 +182,7 @@ fn mask_secret(line: &str) -> String {
 
 /// A line diff for `--dry-run` and installs (`-` removed, `+` added, two lines of context;
 /// secret values masked).
-pub fn diff(before: &str, after: &str) -> String {
+pub(crate) fn diff(before: &str, after: &str) -> String {
     let a: Vec<&str> = before.lines().collect();
     let b: Vec<&str> = after.lines().collect();
     // Longest common subsequence table; config files are small.
@@ -233,7 +233,7 @@ pub fn diff(before: &str, after: &str) -> String {
 }
 
 /// Backs up `file` once (the first time fcm touches it); returns the backup's path.
-pub fn backup_once(file: &Path) -> Result<Option<PathBuf>> {
+pub(crate) fn backup_once(file: &Path) -> Result<Option<PathBuf>> {
     if !file.exists() {
         return Ok(None);
     }
@@ -258,20 +258,20 @@ pub fn backup_once(file: &Path) -> Result<Option<PathBuf>> {
     Ok(Some(backup))
 }
 
-pub fn records_path() -> Result<PathBuf> {
+pub(crate) fn records_path() -> Result<PathBuf> {
     state::state_file("installs.json")
 }
 
-pub fn load_records() -> Result<Records> {
+pub(crate) fn load_records() -> Result<Records> {
     state::load_json(&records_path()?)
 }
 
-pub fn save_records(r: &Records) -> Result<()> {
+pub(crate) fn save_records(r: &Records) -> Result<()> {
     state::write_json_atomic(&records_path()?, r)
 }
 
 /// Whether fcm's settings are in the tool's file now.
-pub fn installed(tool: &Tool, ctx: &ToolContext) -> Option<bool> {
+pub(crate) fn installed(tool: &Tool, ctx: &ToolContext) -> Option<bool> {
     let file = (tool.path)(ctx);
     let text = std::fs::read_to_string(&file).ok()?;
     let doc = Doc::parse(tool.format, &text).ok()?;
@@ -354,7 +354,7 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(!err.is_empty());
+        assert!(matches!(err, DocError::Toml(_)), "{err}");
     }
 
     #[test]

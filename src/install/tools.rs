@@ -7,14 +7,14 @@ use serde_json::{json, Value};
 use super::doc::Format;
 
 /// What a tool's settings depend on.
-pub struct ToolContext {
+pub(crate) struct ToolContext {
     /// The user's home directory.
-    pub home: PathBuf,
-    pub port: u16,
+    pub(crate) home: PathBuf,
+    pub(crate) port: u16,
     /// The model name the tool sends (`fcm` routes automatically).
-    pub model: String,
+    pub(crate) model: String,
     /// What the tool sends as its key (fcm's access token when one is set).
-    pub token: String,
+    pub(crate) token: String,
 }
 
 impl ToolContext {
@@ -24,12 +24,12 @@ impl ToolContext {
 }
 
 /// One key path and the value fcm puts there.
-pub struct Setting {
-    pub path: Vec<&'static str>,
-    pub value: Value,
+pub(crate) struct Setting {
+    pub(crate) path: Vec<&'static str>,
+    pub(crate) value: Value,
     /// Only written when the key is absent (structure a file needs, stamps that must not
     /// change on every install).
-    pub if_missing: bool,
+    pub(crate) if_missing: bool,
 }
 
 fn set(path: &[&'static str], value: Value) -> Setting {
@@ -48,14 +48,14 @@ fn ensure(path: &[&'static str], value: Value) -> Setting {
     }
 }
 
-pub struct Tool {
-    pub name: &'static str,
-    pub label: &'static str,
-    pub format: Format,
-    pub path: fn(&ToolContext) -> PathBuf,
-    pub settings: fn(&ToolContext) -> Vec<Setting>,
+pub(crate) struct Tool {
+    pub(crate) name: &'static str,
+    pub(crate) label: &'static str,
+    pub(crate) format: Format,
+    pub(crate) path: fn(&ToolContext) -> PathBuf,
+    pub(crate) settings: fn(&ToolContext) -> Vec<Setting>,
     /// What to do after installing, besides `fcm serve`.
-    pub next: &'static str,
+    pub(crate) next: &'static str,
 }
 
 fn env_dir(var: &str, ctx: &ToolContext, default: &str) -> PathBuf {
@@ -65,7 +65,7 @@ fn env_dir(var: &str, ctx: &ToolContext, default: &str) -> PathBuf {
         .unwrap_or_else(|| ctx.home.join(default))
 }
 
-pub const TOOLS: &[Tool] = &[
+pub(crate) const TOOLS: &[Tool] = &[
     Tool {
         name: "claude-code",
         label: "Claude Code",
@@ -193,10 +193,10 @@ pub const TOOLS: &[Tool] = &[
     },
 ];
 
-pub fn find(name: &str) -> Option<&'static Tool> {
+pub(crate) fn find(name: &str) -> Option<&'static Tool> {
     TOOLS.iter().find(|t| t.name == name)
 }
 
-pub fn names() -> Vec<&'static str> {
+pub(crate) fn names() -> Vec<&'static str> {
     TOOLS.iter().map(|t| t.name).collect()
 }
