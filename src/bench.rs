@@ -9,12 +9,14 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::attempt::{attempt, Answer, Failure, Limits, Target};
+use crate::attempt::{attempt, Answer};
 use crate::breaker::BreakerState;
 use crate::catalog::{tier_rank, ModelRef};
 use crate::classify::FailureKind;
+use crate::failure::Failure;
 use crate::gate::ContentValidation;
-use crate::router::rank::{compare, Standing, FAILING, PROVEN};
+use crate::rank::{compare, Standing, FAILING, PROVEN};
+use crate::target::{Limits, Target};
 use crate::upstream::Upstream;
 
 /// A real question with a few-word answer: cheap, and a model that cannot answer it is broken.

@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::attempt::{failure, Failure, Limits, Target};
 use crate::classify::{FailureKind, Verdict};
+use crate::failure::{failure, Failure};
 use crate::gate::AnswerStats;
 use crate::hold::{HoldBuffer, HoldStep};
 use crate::protocol::StreamTranslator;
+use crate::target::{Limits, Target};
 use crate::trace::Trace;
 use crate::upstream::{Incoming, READ_CHUNK};
 

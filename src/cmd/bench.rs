@@ -8,12 +8,12 @@ use argh::FromArgs;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
-use crate::attempt::Target;
 use crate::bench::{merge, probe, rank, summarize, BenchReport, ModelResult};
 use crate::catalog::{Catalog, KeySource, ModelRef};
 use crate::cmd::{process_id_token, require_provider, usage, Setup};
 use crate::state;
 use crate::table;
+use crate::target::Target;
 use crate::time;
 use crate::upstream::Upstream;
 

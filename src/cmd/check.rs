@@ -6,14 +6,14 @@ use anyhow::Result;
 use argh::FromArgs;
 use serde_json::json;
 
-use crate::attempt::Target;
 use crate::bench::{ping, Ping};
 use crate::breaker::BreakerState;
 use crate::catalog::{key_hint, tier_rank, KeyStatus, ModelRef};
 use crate::classify::FailureKind;
 use crate::cmd::usage;
 use crate::cmd::{process_id_token, require_provider, Setup};
-use crate::router::rank::{compare, Standing, UNKNOWN};
+use crate::rank::{compare, Standing, UNKNOWN};
+use crate::target::Target;
 use crate::upstream::Upstream;
 
 #[derive(FromArgs)]

@@ -6,14 +6,14 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::attempt::Target;
 use crate::breaker::{BreakerState, Breakers};
 use crate::capability::Needs;
 use crate::catalog::{tier_rank, Catalog, KeySource, KeyStatus};
+use crate::target::Target;
 use crate::trace::{Skip, SkipReason, Trace};
 
 use super::live::Evidence;
-use super::rank::{compare, Standing};
+use crate::rank::{compare, Standing};
 
 /// A model the router can call.
 #[derive(Debug, Clone)]

@@ -8,12 +8,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::attempt::{attempt, Answer, Failure, Limits};
+use crate::attempt::{attempt, Answer};
 use crate::breaker::Admission;
 use crate::capability::Needs;
 use crate::classify::FailureKind;
+use crate::failure::Failure;
 use crate::gate::AnswerStats;
 use crate::stream::{Committed, Settle, StreamEnd};
+use crate::target::Limits;
 use crate::trace::{AttemptRecord, Outcome, Skip, SkipReason, Trace};
 
 use super::refusal::{FailedAttempt, Refused};

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 
 use crate::bench::BenchReport;
 
-use super::rank::{FAILING, PROVEN, UNKNOWN};
+use crate::rank::{FAILING, PROVEN, UNKNOWN};
 
 /// Results a model's ranking learns from.
 const LIVE_WINDOW: usize = 20;

@@ -2,7 +2,6 @@
 //!
 //! The files below are the request's path through it:
 //! - [`candidates`]: who may serve (keys, skips before dispatch, set and capability order);
-//! - [`rank`]: the one ordering of models, shared with the bench and `fcm check`;
 //! - [`live`]: what real traffic and the last bench say of each model;
 //! - [`failover`]: the loop over candidates within the budget, and the one place an
 //!   attempt's outcome is recorded (after a stream's commit too);
@@ -15,7 +14,6 @@ mod candidates;
 mod failover;
 mod live;
 mod probe;
-pub(crate) mod rank;
 mod refusal;
 
 use std::collections::{BTreeMap, HashMap};
@@ -23,10 +21,10 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::attempt::Limits;
 use crate::breaker::Breakers;
 use crate::catalog::{Catalog, KeySource};
 use crate::config::{FailoverConfig, ModelSet, RouterConfig};
+use crate::target::Limits;
 use crate::trace::{History, Trace};
 use crate::upstream::Upstream;
 

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use crate::attempt::Failure;
 use crate::breaker::BreakerRow;
 use crate::classify::{Blame, FailureKind};
+use crate::failure::Failure;
 use crate::protocol::ErrorReport;
 use crate::trace::{Outcome, SkipReason, Trace};
 

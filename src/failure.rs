@@ -1,0 +1,87 @@
+//! A failed attempt: its verdict (kind, blame, what it does to health), the provider's
+//! status and a one-line detail that is safe to show (keys redacted before it is cut).
+
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::classify::{classify_http, classify_transport, FailureKind, Verdict};
+use crate::gate::GateReject;
+use crate::target::Target;
+use crate::upstream::io_failure;
+
+/// A failed attempt.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub verdict: Verdict,
+    /// The provider's HTTP status, when it answered.
+    pub status: Option<u16>,
+    /// One line, safe to show (no key).
+    pub detail: String,
+    pub elapsed: Duration,
+    /// The provider's `Retry-After` (or reset header), whatever the status.
+    pub retry_after: Option<Duration>,
+}
+
+impl Failure {
+    pub fn kind(&self) -> FailureKind {
+        self.verdict.kind
+    }
+}
+
+pub(crate) fn failure(
+    verdict: Verdict,
+    status: Option<u16>,
+    detail: String,
+    started: Instant,
+) -> Failure {
+    Failure {
+        verdict,
+        status,
+        detail,
+        elapsed: started.elapsed(),
+        retry_after: None,
+    }
+}
+
+impl Target {
+    pub(crate) fn gate_failure(&self, r: GateReject, started: Instant) -> Failure {
+        let verdict = classify_http(
+            200,
+            None,
+            None,
+            r.detail.as_bytes(),
+            Some(r.kind),
+            SystemTime::now(),
+        );
+        failure(
+            verdict,
+            Some(200),
+            one_line(&self.redact(&r.detail)),
+            started,
+        )
+    }
+
+    pub(crate) fn io_error(&self, e: &std::io::Error, started: Instant) -> Failure {
+        let (t, msg) = io_failure(e);
+        failure(classify_transport(t), None, self.redact(&msg), started)
+    }
+}
+
+/// The first 200 characters of a text, on one line.
+pub fn one_line(text: &str) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &flat[..i]),
+        None => flat,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_flattens_and_cuts() {
+        assert_eq!(one_line("a\n  b\tc"), "a b c");
+        assert!(one_line(&"x".repeat(300)).ends_with('…'));
+    }
+}
