@@ -46,7 +46,7 @@ pub fn attempt(
         Ok(u) => u,
         Err(why) => {
             let v = Verdict::of(FailureKind::ProviderUrlUnresolvable, None);
-            return Err(failure(v, None, why.clone(), started));
+            return Err(failure(v, None, why.to_string(), started));
         }
     };
     let remaining = limits.deadline.saturating_duration_since(started);

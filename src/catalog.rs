@@ -167,20 +167,50 @@ pub fn key_hint(key: &str) -> String {
     format!("…{}", chars[chars.len() - 4..].iter().collect::<String>())
 }
 
+/// Why a provider's chat URL cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum UrlError {
+    /// `baseUrl` has a `{` without its `}`.
+    Unclosed { provider: String },
+    /// A `{VAR}` placeholder whose variable is not set.
+    MissingVar { provider: String, var: String },
+}
+
+impl std::fmt::Display for UrlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UrlError::Unclosed { provider } => {
+                write!(f, "unclosed {{ in baseUrl of provider {provider}")
+            }
+            UrlError::MissingVar { provider, var } => {
+                write!(f, "{provider} needs {var} set (its URL contains {{{var}}})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for UrlError {}
+
 impl Provider {
     /// The chat completions URL with `{VAR}` placeholders filled; an error names the variable.
-    pub fn chat_url(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    pub fn chat_url(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<String, UrlError> {
         let mut url = String::new();
         let mut rest = self.base_url.trim_end_matches('/');
         while let Some(start) = rest.find('{') {
-            let end = rest[start..]
-                .find('}')
-                .map(|e| start + e)
-                .ok_or("unclosed { in baseUrl")?;
+            let end =
+                rest[start..]
+                    .find('}')
+                    .map(|e| start + e)
+                    .ok_or_else(|| UrlError::Unclosed {
+                        provider: self.id.clone(),
+                    })?;
             let var = &rest[start + 1..end];
-            let value = env(var).filter(|v| !v.is_empty()).ok_or_else(|| {
-                format!("{} needs {var} set (its URL contains {{{var}}})", self.id)
-            })?;
+            let value = env(var)
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| UrlError::MissingVar {
+                    provider: self.id.clone(),
+                    var: var.to_string(),
+                })?;
             url.push_str(&rest[..start]);
             url.push_str(&value);
             rest = &rest[end + 1..];
@@ -363,7 +393,7 @@ mod tests {
         let c = Catalog::parse(EMBEDDED, "embedded").unwrap();
         let cf = c.provider("cloudflare").unwrap();
         let err = cf.chat_url(&|_| None).unwrap_err();
-        assert!(err.contains("CLOUDFLARE_ACCOUNT_ID"), "{err}");
+        assert!(err.to_string().contains("CLOUDFLARE_ACCOUNT_ID"), "{err}");
         let url = cf.chat_url(&|_| Some("abc".into())).unwrap();
         assert_eq!(
             url,

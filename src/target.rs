@@ -18,7 +18,7 @@ pub struct Target {
     /// The model id sent on the wire.
     pub wire_model: String,
     /// The chat URL, or why it cannot be built (a missing URL variable).
-    pub url: Result<String, String>,
+    pub url: Result<String, crate::catalog::UrlError>,
     pub api_key: Option<String>,
     pub headers: Vec<(String, String)>,
     pub drop_fields: Vec<String>,
