@@ -62,7 +62,7 @@ impl Default for Upstream {
 
 impl Upstream {
     pub fn new() -> Upstream {
-        let agent = ureq::Agent::config_builder()
+        let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .no_delay(true)
             .max_idle_connections(512)
@@ -74,8 +74,12 @@ impl Upstream {
             .input_buffer_size(8 * 1024)
             .output_buffer_size(8 * 1024)
             .user_agent(concat!("fcm/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .new_agent();
+            .build();
+        let agent = ureq::Agent::with_parts(
+            config,
+            ureq::unversioned::transport::DefaultConnector::default(),
+            crate::resolve::CachedResolver::default(),
+        );
         Upstream { agent }
     }
 
