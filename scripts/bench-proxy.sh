@@ -1,66 +1,82 @@
 #!/usr/bin/env bash
 # Benchmark: what `fcm serve` adds on top of calling a provider directly, on loopback.
-# The fake provider (the Rust one from src/fake_provider.rs) answers at once; the load
-# generator is examples/loadgen.rs. All figures come from one run, compared as differences
-# and ratios (these machines are noisy). Reports:
+# Two upstreams answer at once: the Rust fake provider (src/fake_provider.rs) and a minimal
+# single-threaded asyncio server (scripts/asyncio-upstream.py), the baseline for CPU per
+# answer. The load generator is examples/loadgen.rs. All figures come from one run, compared
+# as differences and ratios (these machines are noisy). For each upstream it reports:
 #   - added latency p50/p99, non-stream, one request at a time
 #   - added time to first byte for streams
 #   - throughput at 64 keep-alive connections, via fcm vs direct
+#   - CPU per request of fcm and per answer of the upstream (utime+stime from /proc/PID/stat)
 #   - fcm's peak RSS under that load and with 256 open streams
+# and ends with one markdown table of all of it beside the targets.
+#
+# FCM_BIN=/path/to/fcm and LOADGEN_BIN=/path/to/loadgen use those binaries instead of
+# building them; REQUESTS (one-connection runs) and SECONDS_LOAD (64-connection runs) size it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 REQUESTS=${REQUESTS:-5000}
 SECONDS_LOAD=${SECONDS_LOAD:-8}
+target=${CARGO_TARGET_DIR:-$PWD/target}
+if [ -n "${FCM_BIN:-}" ]; then
+  fcm=$FCM_BIN
+else
+  cargo build --release --locked --quiet
+  fcm=$target/release/fcm
+fi
+if [ -n "${LOADGEN_BIN:-}" ]; then
+  load=$LOADGEN_BIN
+else
+  cargo build --release --locked --quiet --example loadgen
+  load=$target/release/examples/loadgen
+fi
+# The interpreter itself (not a version manager's shim), so $! is the server's pid.
+python=$(python3 -c 'import sys; print(sys.executable)')
 
-cargo build --release --locked --quiet
-cargo build --release --locked --quiet --example loadgen
-fcm=$PWD/target/release/fcm
-load=$PWD/target/release/examples/loadgen
 source scripts/common.sh
+serve_pids=()
+trap 'kill "${asyncio_pid:-}" "${serve_pids[@]}" 2>/dev/null || true; cleanup' EXIT
 start_fake "$fcm"
-direct=${url#http://}; direct=${direct%/v1}
+fake_url=$url
+"$python" scripts/asyncio-upstream.py > "$work/asyncio.url" &
+asyncio_pid=$!
+for _ in $(seq 100); do [ -s "$work/asyncio.url" ] && break; sleep 0.05; done
+asyncio_url=$(head -n1 "$work/asyncio.url")
+[ -n "$asyncio_url" ] || { echo "bench-proxy.sh: the asyncio upstream did not start" >&2; exit 1; }
 
-cat > "$work/catalog.json" <<JSON
-{"version":1,"providers":[{"id":"fake","name":"Fake","baseUrl":"$url","keyRequired":false,
- "models":[{"id":"ok","tier":"S","context":131072},{"id":"long_stream:6000","tier":"C","context":131072}]}]}
-JSON
-export FCM_CATALOG="$work/catalog.json"
-# Starts `fcm serve` with its own FCM_HOME; sets $proxy (host:port) and $serve_pid.
+# Starts `fcm serve` with its own FCM_HOME and catalog; sets $proxy (host:port) and $serve_pid.
 start_serve() {
-  export FCM_HOME="$work/$1"
+  export FCM_HOME="$work/$1" FCM_CATALOG="$2"
   "$fcm" serve --port 0 --quiet --max-in-flight 512 &
   serve_pid=$!
+  serve_pids+=("$serve_pid")
   for _ in $(seq 200); do [ -s "$FCM_HOME/serve.json" ] && break; sleep 0.05; done
   proxy=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["address"])' "$FCM_HOME/serve.json")
 }
 hwm() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
-start_serve home1
+# utime + stime of a whole process (all its threads, live and exited), in clock ticks:
+# fields 14 and 15 of /proc/PID/stat, counted after the ")" that ends the command name.
+ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+tck=$(getconf CLK_TCK)
 
 msg='"messages":[{"role":"user","content":"What is 17 + 25?"}]'
-plain_direct="{\"model\":\"ok\",$msg}"
-plain_proxy="{\"model\":\"fcm\",$msg}"
-stream_direct="{\"model\":\"ok\",\"stream\":true,$msg}"
-stream_proxy="{\"model\":\"fcm\",\"stream\":true,$msg}"
 path=/v1/chat/completions
-
 run() { "$load" "$@"; }
-# Warm both paths (connection pools, page cache).
-run "$direct" $path "$plain_direct" --requests 500 >/dev/null
-run "$proxy" $path "$plain_proxy" --requests 500 >/dev/null
-
-d1=$(run "$direct" $path "$plain_direct" --requests "$REQUESTS")
-p1=$(run "$proxy" $path "$plain_proxy" --requests "$REQUESTS")
-ds=$(run "$direct" $path "$stream_direct" --requests "$REQUESTS" --stream)
-ps=$(run "$proxy" $path "$stream_proxy" --requests "$REQUESTS" --stream)
-dt=$(run "$direct" $path "$plain_direct" --conns 64 --seconds "$SECONDS_LOAD")
-pt=$(run "$proxy" $path "$plain_proxy" --conns 64 --seconds "$SECONDS_LOAD")
-rss_load=$(hwm "$serve_pid")
+# measured UPSTREAM_PID ARGS...: a loadgen run; its JSON line gains the CPU ticks that fcm
+# ($serve_pid) and the upstream spent during it.
+measured() {
+  local up=$1; shift
+  local f0 u0 out
+  f0=$(ticks "$serve_pid"); u0=$(ticks "$up")
+  out=$(run "$@")
+  echo "${out%\}},\"fcmTicks\":$(( $(ticks "$serve_pid") - f0 )),\"upTicks\":$(( $(ticks "$up") - u0 ))}"
+}
 
 # 256 streams held open at once (each lasts 6 s) through fcm; peak open count sampled
-# from /health. Run on a fresh server, then again on the loaded one (the worst case).
-long="{\"model\":\"fcm:fake/long_stream:6000\",\"stream\":true,$msg}"
+# from /health. Sets $peak_streams; the loadgen line goes to $work/long.json.
 open_streams() {
+  local long="{\"model\":\"fcm:$1/long_stream:6000\",\"stream\":true,$msg}"
   run "$proxy" $path "$long" --conns 256 --requests 256 --stream > "$work/long.json" &
   local long_pid=$!
   peak_streams=0
@@ -69,35 +85,128 @@ open_streams() {
     [ "$open" -gt "$peak_streams" ] && peak_streams=$open
     sleep 0.2
   done
+  wait $long_pid || true
 }
-loaded_pid=$serve_pid
-loaded_proxy=$proxy
-start_serve home2
-open_streams
-rss_streams=$(hwm "$serve_pid")
-long_result=$(cat "$work/long.json")
-kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true
-serve_pid=$loaded_pid
-proxy=$loaded_proxy
-open_streams
-rss_both=$(hwm "$serve_pid")
 
-python3 - "$d1" "$p1" "$ds" "$ps" "$dt" "$pt" "$rss_load" "$rss_streams" "$peak_streams" "$long_result" "$rss_both" <<'PY'
+# bench NAME BASE_URL UPSTREAM_PID: the whole set of runs against one upstream, written as
+# one JSON object to $work/NAME.json.
+bench() {
+  local name=$1 base=$2 up=$3
+  local direct=${base#http://}; direct=${direct%/v1}
+  cat > "$work/catalog-$name.json" <<JSON
+{"version":1,"providers":[{"id":"$name","name":"$name","baseUrl":"$base","keyRequired":false,
+ "models":[{"id":"ok","tier":"S","context":131072},{"id":"long_stream:6000","tier":"C","context":131072}]}]}
+JSON
+  start_serve "home-$name" "$work/catalog-$name.json"
+  local plain_direct="{\"model\":\"ok\",$msg}" plain_proxy="{\"model\":\"fcm\",$msg}"
+  local stream_direct="{\"model\":\"ok\",\"stream\":true,$msg}" stream_proxy="{\"model\":\"fcm\",\"stream\":true,$msg}"
+  # Warm both paths (connection pools, page cache).
+  run "$direct" $path "$plain_direct" --requests 500 >/dev/null
+  run "$proxy" $path "$plain_proxy" --requests 500 >/dev/null
+
+  local d1 p1 ds ps dt pt rss_load rss_streams rss_both long_result streams_fresh
+  d1=$(measured "$up" "$direct" $path "$plain_direct" --requests "$REQUESTS")
+  p1=$(measured "$up" "$proxy" $path "$plain_proxy" --requests "$REQUESTS")
+  ds=$(measured "$up" "$direct" $path "$stream_direct" --requests "$REQUESTS" --stream)
+  ps=$(measured "$up" "$proxy" $path "$stream_proxy" --requests "$REQUESTS" --stream)
+  dt=$(measured "$up" "$direct" $path "$plain_direct" --conns 64 --seconds "$SECONDS_LOAD")
+  pt=$(measured "$up" "$proxy" $path "$plain_proxy" --conns 64 --seconds "$SECONDS_LOAD")
+  rss_load=$(hwm "$serve_pid")
+
+  # The streams on a fresh server, then again on the loaded one (the worst case).
+  local loaded_pid=$serve_pid loaded_proxy=$proxy
+  start_serve "home-$name-streams" "$work/catalog-$name.json"
+  open_streams "$name"
+  rss_streams=$(hwm "$serve_pid")
+  streams_fresh=$peak_streams
+  long_result=$(cat "$work/long.json")
+  kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true
+  serve_pid=$loaded_pid
+  proxy=$loaded_proxy
+  open_streams "$name"
+  rss_both=$(hwm "$serve_pid")
+  kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true
+  cat > "$work/$name.json" <<JSON
+{"d1":$d1,"p1":$p1,"ds":$ds,"ps":$ps,"dt":$dt,"pt":$pt,"rssLoad":$rss_load,"rssStreams":$rss_streams,
+ "peakStreams":$streams_fresh,"peakStreamsLoaded":$peak_streams,"long":$long_result,"longLoaded":$(cat "$work/long.json"),"rssBoth":$rss_both}
+JSON
+}
+
+bench fake "$fake_url" "$fake_pid"
+bench asyncio "$asyncio_url" "$asyncio_pid"
+
+python3 - "$work/fake.json" "$work/asyncio.json" "$tck" <<'PY'
 import json, sys
-d1, p1, ds, ps, dt, pt = (json.loads(a) for a in sys.argv[1:7])
-rss_load, rss_streams, peak_streams = int(sys.argv[7]), int(sys.argv[8]), int(sys.argv[9])
-long = json.loads(sys.argv[10])
-rss_both = int(sys.argv[11])
+runs = {"Rust fake provider": json.load(open(sys.argv[1])), "asyncio": json.load(open(sys.argv[2]))}
+tck = int(sys.argv[3])
 ms = lambda us: us / 1000
-print(f"non-stream, 1 connection, {p1['requests']} requests:")
-print(f"  direct p50 {ms(d1['p50Us']):.3f} ms  p99 {ms(d1['p99Us']):.3f} ms")
-print(f"  via fcm p50 {ms(p1['p50Us']):.3f} ms  p99 {ms(p1['p99Us']):.3f} ms")
-print(f"  added   p50 {ms(p1['p50Us'] - d1['p50Us']):.3f} ms (target <= 0.5)  p99 {ms(p1['p99Us'] - d1['p99Us']):.3f} ms (target <= 2)")
-print(f"stream, 1 connection: time to first byte p50 direct {ms(ds['ttfbP50Us']):.3f} ms, via fcm {ms(ps['ttfbP50Us']):.3f} ms, "
-      f"added {ms(ps['ttfbP50Us'] - ds['ttfbP50Us']):.3f} ms (p99 added {ms(ps['ttfbP99Us'] - ds['ttfbP99Us']):.3f} ms)")
-print(f"throughput, 64 keep-alive connections: direct {dt['rps']:.0f} req/s, via fcm {pt['rps']:.0f} req/s "
-      f"(target >= 5000), errors {pt['errors']}, ratio {pt['rps'] / dt['rps']:.2f}")
-print(f"fcm peak RSS (target <= 40 MB): {rss_load / 1024:.1f} MB under the 64-connection load; "
-      f"{rss_streams / 1024:.1f} MB with {peak_streams} streams open at once (fresh server; "
-      f"{long['requests']}/256 completed, {long['errors']} errors); {rss_both / 1024:.1f} MB for the same streams right after the load")
+# CPU milliseconds per completed request of fcm ("fcmTicks") or of the upstream ("upTicks").
+cpu = lambda r, key: r[key] * 1000 / tck / max(r["requests"], 1)
+
+for name, r in runs.items():
+    d1, p1, ds, ps, dt, pt = (r[k] for k in ("d1", "p1", "ds", "ps", "dt", "pt"))
+    print(f"## upstream: {name}")
+    print(f"non-stream, 1 connection, {p1['requests']} requests:")
+    print(f"  direct p50 {ms(d1['p50Us']):.3f} ms  p99 {ms(d1['p99Us']):.3f} ms")
+    print(f"  via fcm p50 {ms(p1['p50Us']):.3f} ms  p99 {ms(p1['p99Us']):.3f} ms")
+    print(f"  added   p50 {ms(p1['p50Us'] - d1['p50Us']):.3f} ms  p99 {ms(p1['p99Us'] - d1['p99Us']):.3f} ms")
+    print(f"stream, 1 connection: time to first byte p50 direct {ms(ds['ttfbP50Us']):.3f} ms, via fcm {ms(ps['ttfbP50Us']):.3f} ms, "
+          f"added {ms(ps['ttfbP50Us'] - ds['ttfbP50Us']):.3f} ms (p99 added {ms(ps['ttfbP99Us'] - ds['ttfbP99Us']):.3f} ms)")
+    print(f"throughput, 64 keep-alive connections: direct {dt['rps']:.0f} req/s (errors {dt['errors']}), "
+          f"via fcm {pt['rps']:.0f} req/s (errors {pt['errors']}), ratio {pt['rps'] / dt['rps']:.2f}")
+    print(f"cpu at 64 connections: fcm {cpu(pt, 'fcmTicks'):.4f} ms/request; upstream {cpu(pt, 'upTicks'):.4f} ms/answer "
+          f"via fcm, {cpu(dt, 'upTicks'):.4f} ms/answer direct")
+    print(f"cpu at 1 connection: fcm {cpu(p1, 'fcmTicks'):.4f} ms/request non-stream, {cpu(ps, 'fcmTicks'):.4f} stream; "
+          f"upstream {cpu(d1, 'upTicks'):.4f} ms/answer non-stream direct, {cpu(ds, 'upTicks'):.4f} stream direct")
+    print(f"fcm peak RSS: {r['rssLoad'] / 1024:.1f} MB under the 64-connection load; "
+          f"{r['rssStreams'] / 1024:.1f} MB with {r['peakStreams']} streams open at once (fresh server; "
+          f"{r['long']['requests']}/256 completed, {r['long']['errors']} errors); {r['rssBoth'] / 1024:.1f} MB "
+          f"for the same streams right after the load ({r['longLoaded']['requests']}/256 completed, {r['longLoaded']['errors']} errors)")
+    print()
+
+verdict = lambda ok: "ok" if ok else "MISSED"
+rows = []  # (label, {upstream: (text, ok or None)}, target)
+def row(label, target, f):
+    rows.append((label, {n: f(r) for n, r in runs.items()}, target))
+
+def added(kd, kp, key, limit=None):
+    def f(r):
+        a = ms(r[kp][key] - r[kd][key])
+        return (f"{a:+.3f} ms ({ms(r[kd][key]):.3f} → {ms(r[kp][key]):.3f})", None if limit is None else a <= limit)
+    return f
+row("added latency p50, non-stream, 1 conn", "", added("d1", "p1", "p50Us"))
+row("added latency p99, non-stream, 1 conn", "≤ 1 ms", added("d1", "p1", "p99Us", 1.0))
+row("added TTFB p50, stream, 1 conn", "", added("ds", "ps", "ttfbP50Us"))
+row("added TTFB p99, stream, 1 conn", "≤ 1 ms", added("ds", "ps", "ttfbP99Us", 1.0))
+row("throughput at 64 conns, via fcm / direct", "",
+    lambda r: (f"{r['pt']['rps']:.0f} / {r['dt']['rps']:.0f} req/s (errors {r['pt']['errors']}/{r['dt']['errors']})", None))
+row("throughput via fcm, % of direct", "≥ 25%",
+    lambda r: (f"{100 * r['pt']['rps'] / r['dt']['rps']:.0f}%", r['pt']['rps'] >= 0.25 * r['dt']['rps']))
+row("fcm cpu ms/request, 64 conns", "", lambda r: (f"{cpu(r['pt'], 'fcmTicks'):.4f}", None))
+row("upstream cpu ms/answer, 64 conns: via fcm / direct", "",
+    lambda r: (f"{cpu(r['pt'], 'upTicks'):.4f} / {cpu(r['dt'], 'upTicks'):.4f}", None))
+def cpu_ratio(r):
+    f, u, ud = cpu(r['pt'], 'fcmTicks'), cpu(r['pt'], 'upTicks'), cpu(r['dt'], 'upTicks')
+    return (f"{f / u:.2f}× (vs direct {f / ud:.2f}×)", f <= 4 * u)
+row("fcm cpu / upstream cpu (same run)", "≤ 4× the asyncio server's", cpu_ratio)
+row("fcm cpu ms/request, 1 conn, non-stream / stream", "",
+    lambda r: (f"{cpu(r['p1'], 'fcmTicks'):.4f} / {cpu(r['ps'], 'fcmTicks'):.4f}", None))
+row("fcm peak RSS under the 64-conn load", "≤ 20 MB",
+    lambda r: (f"{r['rssLoad'] / 1024:.1f} MB", r['rssLoad'] <= 20 * 1024))
+row("fcm peak RSS, 256 streams open: fresh / after the load", "≤ 40 MB",
+    lambda r: (f"{r['rssStreams'] / 1024:.1f} / {r['rssBoth'] / 1024:.1f} MB ({r['peakStreams']}/{r['peakStreamsLoaded']} open)",
+               max(r['rssStreams'], r['rssBoth']) <= 40 * 1024))
+
+names = list(runs)
+print("| figure | " + " | ".join(names) + " | target |")
+print("|---|" + "---|" * len(names) + "---|")
+for label, cells, target in rows:
+    texts = []
+    for n in names:
+        text, ok = cells[n]
+        # The CPU target is set against the asyncio server; the fake provider's column is for reference.
+        if ok is not None and not (label.startswith("fcm cpu /") and n != "asyncio"):
+            text += f" **{verdict(ok)}**"
+        texts.append(text)
+    print(f"| {label} | " + " | ".join(texts) + f" | {target} |")
 PY
