@@ -24,6 +24,7 @@ pub mod install;
 pub(crate) mod persist;
 pub(crate) mod protocol;
 pub(crate) mod rank;
+pub(crate) mod readers;
 pub(crate) mod resolve;
 pub mod router;
 pub(crate) mod serve;

@@ -4,9 +4,9 @@
 //! already parsed), end the client's stream cleanly however the upstream ends, and record
 //! that end, after commit too, through the router's one outcome recorder ([`Settle`]).
 //!
-//! The client side is a [`ClientSink`] (the HTTP edge frames the bytes); the upstream side is
-//! a reader thread feeding a channel, so stall and first-token timeouts are plain
-//! `recv_timeout`s.
+//! The client side is a [`ClientSink`] (the HTTP edge frames the bytes); the upstream side
+//! is a reader thread (reused, see `readers`) feeding a channel, so stall and first-token
+//! timeouts are plain `recv_timeout`s.
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -65,33 +65,30 @@ pub(crate) fn open(
 ) -> Result<OpenStream, Failure> {
     let (tx, rx) = mpsc::sync_channel::<Chunk>(16);
     let mut body = incoming.body;
-    std::thread::Builder::new()
-        .name("fcm-upstream-read".into())
-        .stack_size(64 * 1024)
-        .spawn(move || {
-            let mut buf = vec![0u8; READ_CHUNK];
-            loop {
-                let msg = match body.read(&mut buf) {
-                    Ok(0) => Chunk::End,
-                    Ok(n) => Chunk::Data(buf[..n].to_vec()),
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => Chunk::Error(e),
-                };
-                let last = !matches!(msg, Chunk::Data(_));
-                // A closed receiver means the consumer gave up: dropping `body` closes the socket.
-                if tx.send(msg).is_err() || last {
-                    return;
-                }
+    crate::readers::run(move || {
+        let mut buf = vec![0u8; READ_CHUNK];
+        loop {
+            let msg = match body.read(&mut buf) {
+                Ok(0) => Chunk::End,
+                Ok(n) => Chunk::Data(buf[..n].to_vec()),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => Chunk::Error(e),
+            };
+            let last = !matches!(msg, Chunk::Data(_));
+            // A closed receiver means the consumer gave up: dropping `body` closes the socket.
+            if tx.send(msg).is_err() || last {
+                return;
             }
-        })
-        .map_err(|e| {
-            failure(
-                Verdict::of(FailureKind::NetworkError, None),
-                None,
-                format!("cannot start reader: {e}"),
-                started,
-            )
-        })?;
+        }
+    })
+    .map_err(|e| {
+        failure(
+            Verdict::of(FailureKind::NetworkError, None),
+            None,
+            format!("cannot start reader: {e}"),
+            started,
+        )
+    })?;
     let mut hold = HoldBuffer::new(limits.validation);
     if limits.keep_chunks {
         hold.keep_chunks();
