@@ -174,22 +174,7 @@ fn read_full(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::Catalog;
-    use crate::catalog::KeySource;
-    use std::collections::BTreeMap;
-
-    fn target(key: &str) -> Target {
-        let catalog = Catalog::parse(crate::catalog::EMBEDDED, "embedded").unwrap();
-        let env = |v: &str| {
-            (v == "ZAI_API_KEY" || v == "OPENCODE_ZEN_API_KEY")
-                .then(|| "k-123456789012".to_string())
-        };
-        let keys = KeySource {
-            env: &env,
-            config_keys: &BTreeMap::new(),
-        };
-        Target::resolve(catalog.find(key).unwrap(), &keys, "session-1")
-    }
+    use crate::target::tests::target;
 
     #[test]
     fn keys_are_redacted_before_the_detail_is_cut() {

@@ -120,52 +120,6 @@ impl SseParser {
     }
 }
 
-/// A complete chat completion re-expressed as a chat stream (`data:` chunks, then
-/// `[DONE]`), for a client that asked for a stream from a provider that answered in one piece.
-pub fn events_from_completion(body: &[u8]) -> Vec<u8> {
-    use serde_json::{json, Value};
-    let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    let id = v.get("id").cloned().unwrap_or(Value::Null);
-    let model = v.get("model").cloned().unwrap_or(Value::Null);
-    let mut out = String::new();
-    let mut push = |v: Value| {
-        out.push_str("data: ");
-        out.push_str(&v.to_string());
-        out.push_str("\n\n");
-    };
-    for choice in v
-        .get("choices")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let index = choice.get("index").cloned().unwrap_or(json!(0));
-        let mut delta = choice.get("message").cloned().unwrap_or(json!({}));
-        if let Some(calls) = delta.get_mut("tool_calls").and_then(Value::as_array_mut) {
-            for (i, call) in calls.iter_mut().enumerate() {
-                if let Some(call) = call.as_object_mut() {
-                    call.insert("index".into(), json!(i));
-                }
-            }
-        }
-        push(
-            json!({"id": id, "object": "chat.completion.chunk", "model": model,
-                    "choices": [{"index": index, "delta": delta, "finish_reason": Value::Null}]}),
-        );
-        push(
-            json!({"id": id, "object": "chat.completion.chunk", "model": model,
-                    "choices": [{"index": index, "delta": {}, "finish_reason": choice.get("finish_reason").cloned().unwrap_or(json!("stop"))}]}),
-        );
-    }
-    if let Some(usage) = v.get("usage") {
-        push(
-            json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": [], "usage": usage}),
-        );
-    }
-    out.push_str("data: [DONE]\n\n");
-    out.into_bytes()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,21 +183,5 @@ mod tests {
     #[test]
     fn unterminated_last_event_is_dispatched_on_finish() {
         assert_eq!(parse_in_chunks(b"data: tail", 3)[0].data, "tail");
-    }
-
-    #[test]
-    fn completion_becomes_a_stream() {
-        let body = br#"{"id":"x","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"completion_tokens":3}}"#;
-        let stream = events_from_completion(body);
-        let mut events = Vec::new();
-        let mut p = SseParser::new();
-        p.feed(&stream, &mut events);
-        assert_eq!(events.len(), 4);
-        let first: serde_json::Value = serde_json::from_str(&events[0].data).unwrap();
-        assert_eq!(first["choices"][0]["delta"]["content"], "hi");
-        assert_eq!(first["choices"][0]["delta"]["tool_calls"][0]["index"], 0);
-        assert!(events[1].data.contains("tool_calls"));
-        assert!(events[2].data.contains("completion_tokens"));
-        assert_eq!(events[3].data, "[DONE]");
     }
 }

@@ -149,13 +149,14 @@ pub struct Limits {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::catalog::Catalog;
     use serde_json::json;
     use std::collections::BTreeMap;
 
-    fn target(key: &str) -> Target {
+    /// A catalog model resolved with a known key (`k-123456789012`) for Z.ai and OpenCode Zen.
+    pub(crate) fn target(key: &str) -> Target {
         let catalog = Catalog::parse(crate::catalog::EMBEDDED, "embedded").unwrap();
         let env = |v: &str| {
             (v == "ZAI_API_KEY" || v == "OPENCODE_ZEN_API_KEY")

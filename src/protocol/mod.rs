@@ -237,12 +237,53 @@ pub(crate) mod testing {
     pub(crate) fn chunks_of(bytes: &[u8]) -> Vec<Value> {
         ChatChunks::default().feed(bytes)
     }
+
+    /// Runs a chat stream through a translator in pieces of `size` bytes, as a stream
+    /// arrives, and returns the client's events as (event name, data).
+    pub(crate) fn translate(
+        t: &mut dyn super::StreamTranslator,
+        chat_stream: &str,
+        size: usize,
+    ) -> Vec<(String, Value)> {
+        let mut bytes = t.start();
+        let mut chunks = ChatChunks::default();
+        for c in chat_stream.as_bytes().chunks(size) {
+            bytes.extend(t.feed(&chunks.feed(c)));
+        }
+        bytes.extend(t.finish(None));
+        let mut events = Vec::new();
+        SseParser::new().feed(&bytes, &mut events);
+        events
+            .into_iter()
+            .map(|e| {
+                (
+                    e.event.unwrap_or_default(),
+                    serde_json::from_str(&e.data).unwrap(),
+                )
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn completion_becomes_a_stream() {
+        let body = br#"{"id":"x","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"completion_tokens":3}}"#;
+        let stream = chat_events(&chunks_from_completion(body));
+        let mut events = Vec::new();
+        crate::sse::SseParser::new().feed(&stream, &mut events);
+        assert_eq!(events.len(), 4);
+        let first: Value = serde_json::from_str(&events[0].data).unwrap();
+        assert_eq!(first["choices"][0]["delta"]["content"], "hi");
+        assert_eq!(first["choices"][0]["delta"]["tool_calls"][0]["index"], 0);
+        assert!(events[1].data.contains("tool_calls"));
+        assert!(events[2].data.contains("completion_tokens"));
+        assert_eq!(events[3].data, "[DONE]");
+    }
 
     fn delta(index: u64, id: Option<&str>, name: Option<&str>, args: &str) -> Value {
         let mut f = json!({"arguments": args});

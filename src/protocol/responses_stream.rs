@@ -185,23 +185,10 @@ impl StreamTranslator for Translator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::testing::{chunks_of, ChatChunks};
-    use crate::sse::SseParser;
+    use crate::protocol::testing::chunks_of;
 
     fn translate(chat_stream: &str, size: usize) -> Vec<(String, Value)> {
-        let mut t = Translator::new("gpt-x");
-        let mut bytes = t.start();
-        let mut chunks = ChatChunks::default();
-        for c in chat_stream.as_bytes().chunks(size) {
-            bytes.extend(t.feed(&chunks.feed(c)));
-        }
-        bytes.extend(t.finish(None));
-        let mut events = Vec::new();
-        SseParser::new().feed(&bytes, &mut events);
-        events
-            .into_iter()
-            .map(|e| (e.event.unwrap(), serde_json::from_str(&e.data).unwrap()))
-            .collect()
+        crate::protocol::testing::translate(&mut Translator::new("gpt-x"), chat_stream, size)
     }
 
     fn frame(delta: Value) -> String {
