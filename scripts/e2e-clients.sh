@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # End to end with the real coding tools: Claude Code, Codex and Cline, configured by
 # `fcm install`, talk to `fcm serve`, which routes to the fake provider on loopback. Each
-# tool must print the fake provider's answer for a plain reply and after a tool call round
-# trip. The npm packages are pinned and cached between runs; nothing leaves the machine.
+# tool must print the fake provider's answer for a plain reply, after a tool call round
+# trip, and when the first model's stream fails before any content (fcm fails over to the
+# next model of a set and the tool never sees the failed attempt). The npm packages are
+# pinned and cached between runs; nothing leaves the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,9 +34,12 @@ mkdir -p "$HOME" "$work/project"
 start_fake "$fcm"
 cat > "$work/catalog.json" <<JSON
 {"version":1,"providers":[{"id":"fake","name":"Fake","baseUrl":"$url","keyRequired":false,
- "models":[{"id":"ok","tier":"S","context":131072},{"id":"tool_round_trip","tier":"S","context":131072}]}]}
+ "models":[{"id":"ok","tier":"S","context":131072},{"id":"tool_round_trip","tier":"S","context":131072},
+  {"id":"sse_error_first","tier":"S","context":131072}]}]}
 JSON
 export FCM_CATALOG="$work/catalog.json"
+# A set whose first model streams an error before any content.
+"$fcm" sets add failover fake/sse_error_first fake/ok > /dev/null
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$fcm" serve --port "$port" 2> "$work/serve.log" &
 serve_pid=$!
@@ -46,10 +51,10 @@ export CLINE_SESSION_BACKEND_MODE=local CLINE_NO_AUTO_UPDATE=1 E2E_TEST=true
 mkdir -p "$HOME/.cline/data/settings"
 echo '{"telemetryOptOut": true, "autoUpdateEnabled": false}' > "$HOME/.cline/data/settings/global-settings.json"
 
-# Points every tool at a model of the fake provider.
+# Points every tool at a model (`fcm:fake/<id>`) or a set (`fcm:<set>`).
 configure() {
   for tool in claude-code codex cline; do
-    "$fcm" install "$tool" --port "$port" --model "fcm:fake/$1" > /dev/null
+    "$fcm" install "$tool" --port "$port" --model "fcm:$1" > /dev/null
   done
   # Codex: no telemetry, no remote plugins (appended once; fcm's keys are already there).
   if ! grep -q '^\[analytics\]' "$HOME/.codex/config.toml"; then
@@ -74,17 +79,28 @@ check() { # name, expected text, command...
   fi
 }
 
-configure ok
+configure fake/ok
 check "claude-code plain reply" "Hello from ok." "$bin/claude" -p "say hi"
 check "codex plain reply" "Hello from ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
 check "cline plain reply" "Hello from ok." "$bin/cline" "say hi"
 
-configure tool_round_trip
+configure fake/tool_round_trip
 check "claude-code tool round trip" "The tool said fcm-tool-ok." "$bin/claude" -p "run the marker command" --allowedTools "Bash(echo:*)"
 check "codex tool round trip" "The tool said fcm-tool-ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "run the marker command"
 check "cline tool round trip" "The tool said fcm-tool-ok." "$bin/cline" -y "run the marker command"
 
+configure failover
+check "claude-code after a failover" "Hello from ok." "$bin/claude" -p "say hi"
+check "codex after a failover" "Hello from ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
+check "cline after a failover" "Hello from ok." "$bin/cline" "say hi"
+
 served=$(grep -c '!served|' "$work/serve.log" || true)
-echo "fcm served $served requests for the tools"
+failed_over=$(grep -c 'fake/sse_error_first:error_payload->fake/ok:200' "$work/serve.log" || true)
+echo "fcm served $served requests for the tools, $failed_over of them after a failover"
+if [ "$failed_over" -lt 3 ]; then
+  echo "FAIL failover: expected each tool's first request to fail over (serve log below)"
+  grep -F 'fcm:failover' "$work/serve.log" | tail -n 10 | sed 's/^/    /'
+  failed=$((failed + 1))
+fi
 echo "e2e: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
