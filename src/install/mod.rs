@@ -17,7 +17,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::state;
+use crate::state::{self, StateError};
 use doc::{Doc, DocError};
 use tools::{Setting, Tool, ToolContext};
 
@@ -258,15 +258,15 @@ pub(crate) fn backup_once(file: &Path) -> Result<Option<PathBuf>> {
     Ok(Some(backup))
 }
 
-pub(crate) fn records_path() -> Result<PathBuf> {
+pub(crate) fn records_path() -> Result<PathBuf, StateError> {
     state::state_file("installs.json")
 }
 
-pub(crate) fn load_records() -> Result<Records> {
+pub(crate) fn load_records() -> Result<Records, StateError> {
     state::load_json(&records_path()?)
 }
 
-pub(crate) fn save_records(r: &Records) -> Result<()> {
+pub(crate) fn save_records(r: &Records) -> Result<(), StateError> {
     state::write_json_atomic(&records_path()?, r)
 }
 
