@@ -6,9 +6,8 @@
 //! also answers "which key does this provider use, and is it set?" without printing it.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 /// The catalog shipped inside the binary.
@@ -235,64 +234,158 @@ impl ModelRef<'_> {
     }
 }
 
+/// Why a catalog could not be used. The message names the catalog (the `FCM_CATALOG` file,
+/// or where the text came from); the cause is the [`source`](std::error::Error::source).
+#[derive(Debug)]
+pub enum CatalogError {
+    /// The `FCM_CATALOG` file cannot be read.
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Not JSON of the catalog's schema; serde's error gives the line, column and field.
+    Malformed {
+        origin: String,
+        source: serde_json::Error,
+    },
+    /// Well-formed, but breaking one of the catalog's rules.
+    Invalid {
+        origin: String,
+        source: InvalidCatalog,
+    },
+}
+
+impl std::fmt::Display for CatalogError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CatalogError::Unreadable { path, .. } => {
+                write!(f, "cannot read catalog {} (FCM_CATALOG)", path.display())
+            }
+            CatalogError::Malformed { origin, .. } => write!(f, "malformed catalog {origin}"),
+            CatalogError::Invalid { origin, .. } => write!(f, "invalid catalog {origin}"),
+        }
+    }
+}
+
+impl std::error::Error for CatalogError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CatalogError::Unreadable { source, .. } => Some(source),
+            CatalogError::Malformed { source, .. } => Some(source),
+            CatalogError::Invalid { source, .. } => Some(source),
+        }
+    }
+}
+
+/// A rule of the catalog that a provider or model breaks (ids are how fcm names models, so
+/// they must be unique and splittable; a URL must be one fcm can call).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InvalidCatalog {
+    BadProviderId(String),
+    ProviderListedTwice(String),
+    NotAnHttpUrl { provider: String, base_url: String },
+    EmptyModelId { provider: String },
+    ZeroContext { provider: String, model: String },
+    ModelListedTwice { provider: String, model: String },
+}
+
+impl std::fmt::Display for InvalidCatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InvalidCatalog::BadProviderId(id) => {
+                write!(
+                    f,
+                    "provider id {id:?} must be non-empty, without '/' or ':'"
+                )
+            }
+            InvalidCatalog::ProviderListedTwice(id) => write!(f, "provider {id} is listed twice"),
+            InvalidCatalog::NotAnHttpUrl { provider, base_url } => write!(
+                f,
+                "provider {provider}: baseUrl {base_url:?} is not an http(s) URL"
+            ),
+            InvalidCatalog::EmptyModelId { provider } => {
+                write!(f, "provider {provider}: a model has an empty id")
+            }
+            InvalidCatalog::ZeroContext { provider, model } => {
+                write!(f, "model {provider}/{model}: context must be > 0")
+            }
+            InvalidCatalog::ModelListedTwice { provider, model } => {
+                write!(f, "model {provider}/{model} is listed twice")
+            }
+        }
+    }
+}
+
+impl std::error::Error for InvalidCatalog {}
+
 impl Catalog {
     /// The catalog in force: `FCM_CATALOG` if set, else the embedded one.
-    pub fn load() -> Result<Catalog> {
+    pub fn load() -> Result<Catalog, CatalogError> {
         match std::env::var_os("FCM_CATALOG") {
             Some(path) if !path.is_empty() => Catalog::from_file(Path::new(&path)),
             _ => Catalog::parse(EMBEDDED, "embedded providers.json"),
         }
     }
 
-    pub fn from_file(path: &Path) -> Result<Catalog> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read catalog {} (FCM_CATALOG)", path.display()))?;
+    pub fn from_file(path: &Path) -> Result<Catalog, CatalogError> {
+        let text = std::fs::read_to_string(path).map_err(|source| CatalogError::Unreadable {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Catalog::parse(&text, &path.display().to_string())
     }
 
     /// Parses and validates; errors name `origin`, the line/column and the field.
-    pub fn parse(text: &str, origin: &str) -> Result<Catalog> {
-        let catalog: Catalog = serde_json::from_str(text)
-            .map_err(|e| anyhow::anyhow!("malformed catalog {origin}: {e}"))?;
-        catalog
-            .validate()
-            .with_context(|| format!("invalid catalog {origin}"))?;
+    pub fn parse(text: &str, origin: &str) -> Result<Catalog, CatalogError> {
+        let catalog: Catalog =
+            serde_json::from_str(text).map_err(|source| CatalogError::Malformed {
+                origin: origin.to_string(),
+                source,
+            })?;
+        catalog.validate().map_err(|source| CatalogError::Invalid {
+            origin: origin.to_string(),
+            source,
+        })?;
         Ok(catalog)
     }
 
-    pub fn validate(&self) -> Result<()> {
+    pub fn validate(&self) -> Result<(), InvalidCatalog> {
         let mut keys = HashSet::new();
         let mut ids = HashSet::new();
         for p in &self.providers {
             if p.id.is_empty() || p.id.contains('/') || p.id.contains(':') {
-                bail!(
-                    "provider id {:?} must be non-empty, without '/' or ':'",
-                    p.id
-                );
+                return Err(InvalidCatalog::BadProviderId(p.id.clone()));
             }
             if !ids.insert(p.id.as_str()) {
-                bail!("provider {} is listed twice", p.id);
+                return Err(InvalidCatalog::ProviderListedTwice(p.id.clone()));
             }
             let url = p.base_url.to_ascii_lowercase();
             let host = url
                 .strip_prefix("https://")
                 .or_else(|| url.strip_prefix("http://"));
             if host.is_none_or(|h| h.split('/').next().unwrap_or("").is_empty()) {
-                bail!(
-                    "provider {}: baseUrl {:?} is not an http(s) URL",
-                    p.id,
-                    p.base_url
-                );
+                return Err(InvalidCatalog::NotAnHttpUrl {
+                    provider: p.id.clone(),
+                    base_url: p.base_url.clone(),
+                });
             }
             for m in &p.models {
                 if m.id.is_empty() {
-                    bail!("provider {}: a model has an empty id", p.id);
+                    return Err(InvalidCatalog::EmptyModelId {
+                        provider: p.id.clone(),
+                    });
                 }
                 if m.context == 0 {
-                    bail!("model {}/{}: context must be > 0", p.id, m.id);
+                    return Err(InvalidCatalog::ZeroContext {
+                        provider: p.id.clone(),
+                        model: m.id.clone(),
+                    });
                 }
                 if !keys.insert(format!("{}/{}", p.id, m.id)) {
-                    bail!("model {}/{} is listed twice", p.id, m.id);
+                    return Err(InvalidCatalog::ModelListedTwice {
+                        provider: p.id.clone(),
+                        model: m.id.clone(),
+                    });
                 }
             }
         }
@@ -368,23 +461,38 @@ mod tests {
             "{\"version\":1,\n\"providers\":[{\"id\":\"x\"}]}",
             "cat.json",
         )
-        .unwrap_err()
-        .to_string();
+        .unwrap_err();
+        assert_eq!(err.to_string(), "malformed catalog cat.json");
+        let cause = std::error::Error::source(&err).unwrap().to_string();
         assert!(
-            err.contains("cat.json") && err.contains("baseUrl") && err.contains("line 2"),
-            "{err}"
+            cause.contains("baseUrl") && cause.contains("line 2"),
+            "{cause}"
         );
     }
 
     #[test]
     fn invalid_catalogs_are_refused() {
-        let bad = [
-            r#"{"version":1,"providers":[{"id":"a","baseUrl":"ftp://x","models":[]}]}"#,
-            r#"{"version":1,"providers":[{"id":"a","baseUrl":"http://x","models":[{"id":"m","context":0}]}]}"#,
-            r#"{"version":1,"providers":[{"id":"a","baseUrl":"http://x","models":[{"id":"m","context":1},{"id":"m","context":1}]}]}"#,
+        let cases = [
+            (
+                r#"{"version":1,"providers":[{"id":"a","baseUrl":"ftp://x","models":[]}]}"#,
+                r#"provider a: baseUrl "ftp://x" is not an http(s) URL"#,
+            ),
+            (
+                r#"{"version":1,"providers":[{"id":"a","baseUrl":"http://x","models":[{"id":"m","context":0}]}]}"#,
+                "model a/m: context must be > 0",
+            ),
+            (
+                r#"{"version":1,"providers":[{"id":"a","baseUrl":"http://x","models":[{"id":"m","context":1},{"id":"m","context":1}]}]}"#,
+                "model a/m is listed twice",
+            ),
         ];
-        for text in bad {
-            assert!(Catalog::parse(text, "t").is_err(), "{text}");
+        for (text, why) in cases {
+            match Catalog::parse(text, "t") {
+                Err(CatalogError::Invalid { origin, source }) => {
+                    assert_eq!((origin.as_str(), source.to_string().as_str()), ("t", why))
+                }
+                other => panic!("{text}: {other:?}"),
+            }
         }
     }
 

@@ -5,13 +5,12 @@
 //! come back as warnings for the command to print at start.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::catalog::{Catalog, Provider};
+use crate::catalog::{Catalog, InvalidCatalog, Provider};
 use crate::gate::ContentValidation;
 use crate::sets;
 // A set's type lives with its rules in `sets`; the router names it through the config.
@@ -135,6 +134,70 @@ fn first_token(candidates: &[Option<&str>]) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Why the user's config cannot be used. The message names the file (or the part of it at
+/// fault); the cause is the [`source`](std::error::Error::source).
+#[derive(Debug)]
+pub(crate) enum ConfigError {
+    /// The file exists but cannot be read (a directory, permissions).
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The file is there, but its text is not a config.
+    Invalid {
+        path: PathBuf,
+        source: InvalidConfig,
+    },
+    /// The custom providers break a catalog rule once merged in.
+    Providers(InvalidCatalog),
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::Unreadable { path, .. } => write!(f, "cannot read {}", path.display()),
+            ConfigError::Invalid { path, .. } => write!(f, "config {}", path.display()),
+            ConfigError::Providers(_) => f.write_str("config.json providers"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::Unreadable { source, .. } => Some(source),
+            ConfigError::Invalid { source, .. } => Some(source),
+            ConfigError::Providers(e) => Some(e),
+        }
+    }
+}
+
+/// Config text that is not a config; serde's error (the source) gives the line, column and
+/// the offending value.
+#[derive(Debug)]
+pub(crate) enum InvalidConfig {
+    NotJson(serde_json::Error),
+    /// JSON, but a setting holds a value of the wrong type or an unknown choice.
+    WrongValueType(serde_json::Error),
+}
+
+impl std::fmt::Display for InvalidConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            InvalidConfig::NotJson(_) => "not valid JSON",
+            InvalidConfig::WrongValueType(_) => "wrong value type",
+        })
+    }
+}
+
+impl std::error::Error for InvalidConfig {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            InvalidConfig::NotJson(e) | InvalidConfig::WrongValueType(e) => Some(e),
+        }
+    }
+}
+
 /// A loaded config and what was wrong with it.
 #[derive(Debug, Default)]
 pub(crate) struct Loaded {
@@ -145,20 +208,29 @@ pub(crate) struct Loaded {
 impl Config {
     /// Loads `$FCM_HOME/config.json`. A missing file is the defaults. A file that is not
     /// valid config is an error naming it (it is the user's own file: never moved aside).
-    pub(crate) fn load(path: &Path) -> Result<Loaded> {
+    pub(crate) fn load(path: &Path) -> Result<Loaded, ConfigError> {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+            Err(source) => {
+                return Err(ConfigError::Unreadable {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
         };
-        Config::parse(&text).with_context(|| format!("config {}", path.display()))
+        Config::parse(&text).map_err(|source| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
-    pub(crate) fn parse(text: &str) -> Result<Loaded> {
-        let raw: Value = serde_json::from_str(text).context("not valid JSON")?;
+    pub(crate) fn parse(text: &str) -> Result<Loaded, InvalidConfig> {
+        let raw: Value = serde_json::from_str(text).map_err(InvalidConfig::NotJson)?;
         let mut warnings = Vec::new();
         unknown_keys(&raw, &Config::default_json(), "", &mut warnings);
-        let mut config: Config = serde_json::from_value(raw).context("wrong value type")?;
+        let mut config: Config =
+            serde_json::from_value(raw).map_err(InvalidConfig::WrongValueType)?;
         config.clamp(&mut warnings);
         Ok(Loaded { config, warnings })
     }
@@ -274,7 +346,7 @@ impl Config {
     /// The catalog with the user's custom providers merged in: a provider with a new id is
     /// added (marked custom); one with a catalog id replaces that provider's `baseUrl`, and
     /// its models, when it lists any.
-    pub(crate) fn merge_into(&self, catalog: &mut Catalog) -> Result<()> {
+    pub(crate) fn merge_into(&self, catalog: &mut Catalog) -> Result<(), ConfigError> {
         for custom in &self.providers {
             match catalog.providers.iter_mut().find(|p| p.id == custom.id) {
                 Some(existing) => {
@@ -290,7 +362,7 @@ impl Config {
                 }
             }
         }
-        catalog.validate().context("config.json providers")
+        catalog.validate().map_err(ConfigError::Providers)
     }
 }
 
@@ -371,8 +443,14 @@ mod tests {
     fn bad_values_are_errors() {
         let err =
             Config::parse(r#"{"router":{"failover":{"contentValidation":"loose"}}}"#).unwrap_err();
-        assert!(format!("{err:#}").contains("loose"), "{err:#}");
-        assert!(Config::parse("{oops").is_err());
+        assert!(
+            matches!(&err, InvalidConfig::WrongValueType(e) if e.to_string().contains("loose")),
+            "{err:?}"
+        );
+        assert!(matches!(
+            Config::parse("{oops"),
+            Err(InvalidConfig::NotJson(_))
+        ));
     }
 
     #[test]
@@ -408,6 +486,19 @@ mod tests {
         assert!(
             cat.find("groq/openai/gpt-oss-120b").is_some(),
             "models kept"
+        );
+    }
+
+    #[test]
+    fn custom_providers_follow_the_catalog_rules() {
+        let mut cat = Catalog::parse(crate::catalog::EMBEDDED, "embedded").unwrap();
+        let l = Config::parse(r#"{"providers":[{"id":"b","baseUrl":"gopher://x","models":[]}]}"#)
+            .unwrap();
+        let err = l.config.merge_into(&mut cat).unwrap_err();
+        assert_eq!(err.to_string(), "config.json providers");
+        assert!(
+            matches!(&err, ConfigError::Providers(InvalidCatalog::NotAnHttpUrl { provider, .. }) if provider == "b"),
+            "{err:?}"
         );
     }
 }

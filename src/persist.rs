@@ -8,11 +8,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::breaker::Breakers;
-use crate::state;
+use crate::state::{self, StateError};
 use crate::trace::History;
 
 /// Minimum time between two writes of one state file.
@@ -49,10 +48,23 @@ fn save<T: Serialize>(
         }
         Err(e) => {
             retry();
-            eprintln!("fcm serve: warning: {e:#}");
+            eprintln!("fcm serve: warning: {}", with_causes(&e));
             false
         }
     }
+}
+
+/// An error and its causes joined by ": ", the way commands print errors, so the warning
+/// says why the file could not be written and not only which one.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 /// Writes dirty state now. Returns false when a write failed (the state stays dirty).
@@ -157,11 +169,11 @@ pub struct ServeInfo {
     pub token_required: bool,
 }
 
-pub fn serve_info_path() -> Result<PathBuf> {
+pub fn serve_info_path() -> Result<PathBuf, StateError> {
     state::state_file("serve.json")
 }
 
-pub fn write_serve_info(path: &Path, info: &ServeInfo) -> Result<()> {
+pub fn write_serve_info(path: &Path, info: &ServeInfo) -> Result<(), StateError> {
     state::write_json_atomic(path, info)
 }
 

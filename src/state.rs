@@ -8,32 +8,101 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+/// Why a file under `$FCM_HOME` (or a user's file written the same way) could not be read
+/// or written. The message names the file and what to check; the io or serde error that
+/// caused it is the [`source`](std::error::Error::source), so commands print both.
+#[derive(Debug)]
+pub enum StateError {
+    /// Neither `FCM_HOME` nor a platform config directory.
+    NoConfigDir,
+    /// A value that cannot be JSON (a map with non-string keys): a bug, not the user's.
+    Serialise(serde_json::Error),
+    CreateDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    FollowLink {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    RestoreMode {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for StateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateError::NoConfigDir => {
+                f.write_str("cannot find a config directory: set FCM_HOME to a writable directory")
+            }
+            StateError::Serialise(_) => f.write_str("serialising state"),
+            StateError::CreateDir { dir, .. } => write!(
+                f,
+                "cannot create directory {} (check FCM_HOME)",
+                dir.display()
+            ),
+            StateError::Write { path, .. } => write!(f, "cannot write {}", path.display()),
+            StateError::Read { path, .. } => {
+                write!(f, "cannot read {} (check FCM_HOME)", path.display())
+            }
+            StateError::FollowLink { path, .. } => {
+                write!(f, "cannot follow the link {}", path.display())
+            }
+            StateError::RestoreMode { path, .. } => {
+                write!(f, "cannot restore the mode of {}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for StateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StateError::NoConfigDir => None,
+            StateError::Serialise(e) => Some(e),
+            StateError::CreateDir { source, .. }
+            | StateError::Write { source, .. }
+            | StateError::Read { source, .. }
+            | StateError::FollowLink { source, .. }
+            | StateError::RestoreMode { source, .. } => Some(source),
+        }
+    }
+}
+
 /// `$FCM_HOME`, else the platform config directory + `/fcm` (e.g. `~/.config/fcm`).
-pub fn fcm_home() -> Result<PathBuf> {
+pub fn fcm_home() -> Result<PathBuf, StateError> {
     if let Some(home) = std::env::var_os("FCM_HOME").filter(|h| !h.is_empty()) {
         return Ok(PathBuf::from(home));
     }
-    let base = dirs::config_dir()
-        .context("cannot find a config directory: set FCM_HOME to a writable directory")?;
+    let base = dirs::config_dir().ok_or(StateError::NoConfigDir)?;
     Ok(base.join("fcm"))
 }
 
 /// The path of a state file such as `bench.json`.
-pub fn state_file(name: &str) -> Result<PathBuf> {
+pub fn state_file(name: &str) -> Result<PathBuf, StateError> {
     Ok(fcm_home()?.join(name))
 }
 
 /// Writes `value` as pretty JSON atomically with mode 0600, creating the directory (0700).
-pub fn write_json_atomic<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(value).context("serialising state")?;
+pub fn write_json_atomic<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), StateError> {
+    let bytes = serde_json::to_vec_pretty(value).map_err(StateError::Serialise)?;
     write_atomic(path, &bytes)
 }
 
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -48,9 +117,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         f.sync_all()?;
         fs::rename(&tmp, path)
     })();
-    if let Err(e) = result {
+    if let Err(source) = result {
         let _ = fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("cannot write {}", path.display()));
+        return Err(StateError::Write {
+            path: path.to_path_buf(),
+            source,
+        });
     }
     Ok(())
 }
@@ -58,22 +130,28 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Writes a file that belongs to the user (a tool's config, config.json): atomically like
 /// state files, but through a symlink to its target (dotfile repositories) and keeping the
 /// file's mode (new files get 0600).
-pub fn write_user_file(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_user_file(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
     let target = match fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => fs::canonicalize(path)
-            .with_context(|| format!("cannot follow the link {}", path.display()))?,
+        Ok(m) if m.file_type().is_symlink() => {
+            fs::canonicalize(path).map_err(|source| StateError::FollowLink {
+                path: path.to_path_buf(),
+                source,
+            })?
+        }
         _ => path.to_path_buf(),
     };
     let mode = fs::metadata(&target).ok().map(|m| m.permissions());
     write_atomic(&target, bytes)?;
     if let Some(perms) = mode {
-        fs::set_permissions(&target, perms)
-            .with_context(|| format!("cannot restore the mode of {}", target.display()))?;
+        fs::set_permissions(&target, perms).map_err(|source| StateError::RestoreMode {
+            path: target.clone(),
+            source,
+        })?;
     }
     Ok(())
 }
 
-fn create_private_dir(dir: &Path) -> Result<()> {
+fn create_private_dir(dir: &Path) -> Result<(), StateError> {
     if dir.is_dir() {
         return Ok(());
     }
@@ -81,9 +159,10 @@ fn create_private_dir(dir: &Path) -> Result<()> {
     builder.recursive(true);
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder
-        .create(dir)
-        .with_context(|| format!("cannot create directory {} (check FCM_HOME)", dir.display()))
+    builder.create(dir).map_err(|source| StateError::CreateDir {
+        dir: dir.to_path_buf(),
+        source,
+    })
 }
 
 fn open_private(path: &Path) -> std::io::Result<fs::File> {
@@ -101,13 +180,15 @@ fn open_private(path: &Path) -> std::io::Result<fs::File> {
 /// Loads a JSON state file. Missing: `T::default()`. Unreadable (permissions, a directory):
 /// an error naming the file. Corrupt: one warning on stderr, the file moved aside as
 /// `NAME.corrupt-<unix-ts>`, and `T::default()`.
-pub fn load_json<T: DeserializeOwned + Default>(path: &Path) -> Result<T> {
+pub fn load_json<T: DeserializeOwned + Default>(path: &Path) -> Result<T, StateError> {
     let bytes = match fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(T::default()),
-        Err(e) => {
-            return Err(e)
-                .with_context(|| format!("cannot read {} (check FCM_HOME)", path.display()))
+        Err(source) => {
+            return Err(StateError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
         }
     };
     match serde_json::from_slice(&bytes) {
@@ -204,6 +285,21 @@ mod tests {
     fn missing_file_is_default() {
         let v: BTreeMap<String, i32> = load_json(&temp_dir("missing").join("none.json")).unwrap();
         assert!(v.is_empty());
+    }
+
+    #[test]
+    fn unreadable_file_is_an_error_naming_it_and_its_cause() {
+        let dir = temp_dir("unreadable");
+        let path = dir.join("history.json");
+        fs::create_dir_all(&path).unwrap();
+        let err = load_json::<BTreeMap<String, i32>>(&path).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("cannot read {} (check FCM_HOME)", path.display())
+        );
+        let cause = std::error::Error::source(&err).expect("the io error");
+        assert!(cause.is::<std::io::Error>(), "{cause}");
+        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -205,7 +205,7 @@ pub fn exit_code(report: &BenchReport) -> i32 {
 pub fn save(report: &BenchReport) -> Result<()> {
     let path = state::state_file("bench.json")?;
     let previous: BenchReport = state::load_json(&path)?;
-    state::write_json_atomic(&path, &merge(previous, report))
+    Ok(state::write_json_atomic(&path, &merge(previous, report))?)
 }
 
 pub fn print_table(report: &BenchReport) {

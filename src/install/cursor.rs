@@ -7,11 +7,85 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::{json, Value};
 
 use super::{Record, RecordedSetting};
+
+/// Why Cursor's settings could not be read or written. Every refusal happens before the
+/// database is changed; the SQLite, serde or io error behind it is the
+/// [`source`](std::error::Error::source).
+#[derive(Debug)]
+pub enum CursorError {
+    /// Cursor creates `state.vscdb` on its first start.
+    NoDatabase(PathBuf),
+    Open {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    /// The file opens but is not Cursor's database (or not a database at all).
+    NoItemTable {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    ReadSettings(rusqlite::Error),
+    SettingsNotJson(serde_json::Error),
+    SettingsNotObject,
+    /// Reading the key row or writing failed; SQLite's own message says why.
+    Database(rusqlite::Error),
+    /// No random source for a new access token.
+    NoRandomness(std::io::Error),
+}
+
+impl std::fmt::Display for CursorError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CursorError::NoDatabase(db) => write!(
+                f,
+                "Cursor's settings database {} does not exist; start Cursor once, quit it, and run this again",
+                db.display()
+            ),
+            CursorError::Open { path, .. } => write!(f, "cannot open {}", path.display()),
+            CursorError::NoItemTable { path, .. } => write!(
+                f,
+                "{} has no ItemTable; is it Cursor's state.vscdb?",
+                path.display()
+            ),
+            CursorError::ReadSettings(_) => f.write_str("reading Cursor's settings row"),
+            CursorError::SettingsNotJson(_) => {
+                f.write_str("Cursor's settings row is not JSON; nothing was changed")
+            }
+            CursorError::SettingsNotObject => {
+                f.write_str("Cursor's settings row is not a JSON object; nothing was changed")
+            }
+            CursorError::Database(e) => std::fmt::Display::fmt(e, f),
+            CursorError::NoRandomness(_) => {
+                f.write_str("cannot read /dev/urandom to make an access token")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CursorError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CursorError::NoDatabase(_) | CursorError::SettingsNotObject => None,
+            CursorError::Open { source, .. }
+            | CursorError::NoItemTable { source, .. }
+            | CursorError::ReadSettings(source) => Some(source),
+            CursorError::SettingsNotJson(e) => Some(e),
+            // Its message is SQLite's own, so what lies under it is what comes next.
+            CursorError::Database(e) => e.source(),
+            CursorError::NoRandomness(e) => Some(e),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for CursorError {
+    fn from(e: rusqlite::Error) -> Self {
+        CursorError::Database(e)
+    }
+}
 
 /// The row holding Cursor's user settings as one JSON object.
 pub const APPLICATION_USER_KEY: &str = "src.vs.platform.reactivestorage.browser.reactiveStorageServiceImpl.persistentStorage.applicationUser";
@@ -119,7 +193,7 @@ fn merged(current: Option<&Value>, want: &Value) -> Value {
     }
 }
 
-fn read(conn: &Connection) -> Result<(Value, Option<String>)> {
+fn read(conn: &Connection) -> Result<(Value, Option<String>), CursorError> {
     let raw: Option<String> = conn
         .query_row(
             "SELECT value FROM ItemTable WHERE key = ?1",
@@ -127,14 +201,13 @@ fn read(conn: &Connection) -> Result<(Value, Option<String>)> {
             |r| r.get(0),
         )
         .optional()
-        .context("reading Cursor's settings row")?;
+        .map_err(CursorError::ReadSettings)?;
     let settings: Value = match raw {
-        Some(text) => serde_json::from_str(&text)
-            .context("Cursor's settings row is not JSON; nothing was changed")?,
+        Some(text) => serde_json::from_str(&text).map_err(CursorError::SettingsNotJson)?,
         None => json!({}),
     };
     if !settings.is_object() {
-        bail!("Cursor's settings row is not a JSON object; nothing was changed");
+        return Err(CursorError::SettingsNotObject);
     }
     let key: Option<String> = conn
         .query_row(
@@ -146,7 +219,7 @@ fn read(conn: &Connection) -> Result<(Value, Option<String>)> {
     Ok((settings, key))
 }
 
-fn write(conn: &Connection, settings: &Value, key: Option<&str>) -> Result<()> {
+fn write(conn: &Connection, settings: &Value, key: Option<&str>) -> Result<(), CursorError> {
     conn.execute(
         "INSERT OR REPLACE INTO ItemTable (key, value) VALUES (?1, ?2)",
         [APPLICATION_USER_KEY, &settings.to_string()],
@@ -161,17 +234,18 @@ fn write(conn: &Connection, settings: &Value, key: Option<&str>) -> Result<()> {
     Ok(())
 }
 
-fn open(db: &Path) -> Result<Connection> {
+fn open(db: &Path) -> Result<Connection, CursorError> {
     if !db.exists() {
-        bail!("Cursor's settings database {} does not exist; start Cursor once, quit it, and run this again", db.display());
+        return Err(CursorError::NoDatabase(db.to_path_buf()));
     }
-    let conn = Connection::open(db).with_context(|| format!("cannot open {}", db.display()))?;
+    let conn = Connection::open(db).map_err(|source| CursorError::Open {
+        path: db.to_path_buf(),
+        source,
+    })?;
     conn.query_row("SELECT count(*) FROM ItemTable", [], |_| Ok(()))
-        .with_context(|| {
-            format!(
-                "{} has no ItemTable; is it Cursor's state.vscdb?",
-                db.display()
-            )
+        .map_err(|source| CursorError::NoItemTable {
+            path: db.to_path_buf(),
+            source,
         })?;
     Ok(conn)
 }
@@ -185,7 +259,7 @@ pub(crate) fn install(
     token: &str,
     previous: Option<&Record>,
     dry_run: bool,
-) -> Result<(Record, Vec<String>)> {
+) -> Result<(Record, Vec<String>), CursorError> {
     let conn = open(db)?;
     let (mut settings, mut key) = read(&conn)?;
     let mut record = previous.cloned().unwrap_or_default();
@@ -231,7 +305,7 @@ pub(crate) fn install(
 }
 
 /// Puts back what `record` says was there before fcm (keys changed since are left alone).
-pub(crate) fn uninstall(db: &Path, record: &Record) -> Result<usize> {
+pub(crate) fn uninstall(db: &Path, record: &Record) -> Result<usize, CursorError> {
     let conn = open(db)?;
     let (mut settings, mut key) = read(&conn)?;
     let mut restored = 0;
@@ -263,12 +337,12 @@ pub(crate) fn uninstall(db: &Path, record: &Record) -> Result<usize> {
 }
 
 /// A new random access token (from the system's random source).
-pub(crate) fn new_token() -> Result<String> {
+pub(crate) fn new_token() -> Result<String, CursorError> {
     use std::io::Read;
     let mut bytes = [0u8; 24];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
-        .context("cannot read /dev/urandom to make an access token")?;
+        .map_err(CursorError::NoRandomness)?;
     Ok(format!(
         "fcm-{}",
         bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
@@ -348,6 +422,32 @@ mod tests {
             })
             .unwrap();
         assert_eq!(other, "kept");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn databases_fcm_cannot_read_are_refused() {
+        let dir = std::env::temp_dir().join(format!("fcm-cursor-bad-{}", std::process::id()));
+        let missing = dir.join("none.vscdb");
+        let err = install(&missing, "https://t/v1", "fcm", "tok", None, true).unwrap_err();
+        assert!(matches!(err, CursorError::NoDatabase(_)), "{err}");
+        let path = db(&dir, &json!([1, 2]));
+        let err = install(&path, "https://t/v1", "fcm", "tok", None, false).unwrap_err();
+        assert!(matches!(err, CursorError::SettingsNotObject), "{err}");
+        let empty = dir.join("empty.vscdb");
+        Connection::open(&empty)
+            .unwrap()
+            .execute("CREATE TABLE Other (k)", [])
+            .unwrap();
+        let err = uninstall(&empty, &Record::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{} has no ItemTable; is it Cursor's state.vscdb?",
+                empty.display()
+            )
+        );
+        assert!(std::error::Error::source(&err).is_some());
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -13,11 +13,10 @@ pub(crate) mod tools;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::state;
+use crate::state::{self, StateError};
 use doc::{Doc, DocError};
 use tools::{Setting, Tool, ToolContext};
 
@@ -232,8 +231,33 @@ pub(crate) fn diff(before: &str, after: &str) -> String {
     out
 }
 
+/// The original of a tool's file could not be copied aside, so fcm does not edit it.
+#[derive(Debug)]
+pub(crate) struct BackupError {
+    pub(crate) file: PathBuf,
+    pub(crate) backup: PathBuf,
+    pub(crate) source: std::io::Error,
+}
+
+impl std::fmt::Display for BackupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot back up {} to {}",
+            self.file.display(),
+            self.backup.display()
+        )
+    }
+}
+
+impl std::error::Error for BackupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
 /// Backs up `file` once (the first time fcm touches it); returns the backup's path.
-pub(crate) fn backup_once(file: &Path) -> Result<Option<PathBuf>> {
+pub(crate) fn backup_once(file: &Path) -> Result<Option<PathBuf>, BackupError> {
     if !file.exists() {
         return Ok(None);
     }
@@ -253,20 +277,25 @@ pub(crate) fn backup_once(file: &Path) -> Result<Option<PathBuf>> {
         return Ok(None);
     }
     let backup = dir.join(format!("{prefix}{}", crate::time::now_ms() / 1000));
-    std::fs::copy(file, &backup)
-        .with_context(|| format!("cannot back up {} to {}", file.display(), backup.display()))?;
-    Ok(Some(backup))
+    match std::fs::copy(file, &backup) {
+        Ok(_) => Ok(Some(backup)),
+        Err(source) => Err(BackupError {
+            file: file.to_path_buf(),
+            backup,
+            source,
+        }),
+    }
 }
 
-pub(crate) fn records_path() -> Result<PathBuf> {
+pub(crate) fn records_path() -> Result<PathBuf, StateError> {
     state::state_file("installs.json")
 }
 
-pub(crate) fn load_records() -> Result<Records> {
+pub(crate) fn load_records() -> Result<Records, StateError> {
     state::load_json(&records_path()?)
 }
 
-pub(crate) fn save_records(r: &Records) -> Result<()> {
+pub(crate) fn save_records(r: &Records) -> Result<(), StateError> {
     state::write_json_atomic(&records_path()?, r)
 }
 
