@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
 use serde_json::{json, Value};
 
 use crate::breaker::BreakerState;
@@ -127,7 +126,7 @@ fn edge_error(status: u16, message: &str, kind: &str) -> Value {
 
 /// Serves on `listener` until SIGINT/SIGTERM; returns after running requests finished (or
 /// [`DRAIN_TIMEOUT`]).
-pub fn run(listener: TcpListener, app: Arc<App>) -> Result<()> {
+pub fn run(listener: TcpListener, app: Arc<App>) -> std::io::Result<()> {
     crate::signals::install();
     let address = listener.local_addr()?;
     let a = app.clone();
