@@ -86,6 +86,11 @@ impl Candidates {
         Candidates { all, index }
     }
 
+    /// Every candidate, routable or not, in catalog order.
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Candidate> {
+        self.all.iter()
+    }
+
     pub(crate) fn get(&self, i: usize) -> &Candidate {
         &self.all[i]
     }
@@ -160,7 +165,6 @@ impl Candidates {
                 },
             ));
         }
-        drop(view);
         ranked.sort_by(|(_, a), (_, b)| compare(a, b));
         (ranked.into_iter().map(|(i, _)| i).collect(), skipped)
     }

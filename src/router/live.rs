@@ -5,6 +5,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
@@ -46,9 +47,16 @@ impl LiveWindow {
         if self.results.len() < LIVE_MIN {
             return None;
         }
-        let mut ok: Vec<u64> = self.results.iter().flatten().copied().collect();
+        // On the stack: this runs after every attempt.
+        let mut ok = [0u64; LIVE_WINDOW];
+        let mut n = 0;
+        for t in self.results.iter().flatten() {
+            ok[n] = *t;
+            n += 1;
+        }
+        let ok = &mut ok[..n];
         ok.sort_unstable();
-        let rate = ok.len() as f64 / self.results.len() as f64;
+        let rate = n as f64 / self.results.len() as f64;
         let evidence = if rate >= 0.8 {
             PROVEN
         } else if rate >= 0.5 {
@@ -56,26 +64,61 @@ impl LiveWindow {
         } else {
             FAILING
         };
-        Some((evidence, ok.get(ok.len().saturating_sub(1) / 2).copied()))
+        Some((evidence, ok.get(n.saturating_sub(1) / 2).copied()))
     }
 }
+
+/// A window's ranking packed into one word, so requests read it without a lock:
+/// 0 is "not enough results", else `(evidence + 1) << 56 | (ttft + 1)` (ttft 0: none).
+fn pack(rank: Option<(u8, Option<u64>)>) -> u64 {
+    match rank {
+        None => 0,
+        Some((evidence, ttft)) => {
+            let ttft = ttft.map_or(0, |t| t.min(TTFT_MASK - 1) + 1);
+            (u64::from(evidence) + 1) << 56 | ttft
+        }
+    }
+}
+
+fn unpack(word: u64) -> Option<(u8, Option<u64>)> {
+    if word == 0 {
+        return None;
+    }
+    let ttft = word & TTFT_MASK;
+    Some((((word >> 56) - 1) as u8, ttft.checked_sub(1)))
+}
+
+const TTFT_MASK: u64 = (1 << 56) - 1;
 
 /// The last bench run, by model: (usable, median time to first token).
 type BenchPrior = HashMap<String, (bool, Option<u64>)>;
 
 /// Live windows and the bench prior, shared by every request.
 pub(crate) struct Evidence {
-    live: Mutex<HashMap<String, LiveWindow>>,
+    /// Each model's position in `windows` and `ranks`.
+    index: HashMap<String, usize>,
+    windows: Vec<Mutex<LiveWindow>>,
+    /// Each window's ranking, [`pack`]ed: what requests read.
+    ranks: Vec<AtomicU64>,
     bench: RwLock<Arc<BenchPrior>>,
     /// `bench.json` and the modification time of the version loaded.
     bench_file: Mutex<(Option<PathBuf>, Option<SystemTime>)>,
 }
 
 impl Evidence {
-    /// Loads `bench.json` once (before the server takes requests).
-    pub(crate) fn new(bench_path: Option<PathBuf>) -> Evidence {
+    /// Windows for `models`; loads `bench.json` once (before the server takes requests).
+    pub(crate) fn new<'a>(
+        models: impl Iterator<Item = &'a str>,
+        bench_path: Option<PathBuf>,
+    ) -> Evidence {
+        let index: HashMap<String, usize> = models
+            .enumerate()
+            .map(|(i, m)| (m.to_string(), i))
+            .collect();
         let evidence = Evidence {
-            live: Mutex::new(HashMap::new()),
+            windows: (0..index.len()).map(|_| Mutex::default()).collect(),
+            ranks: (0..index.len()).map(|_| AtomicU64::new(0)).collect(),
+            index,
             bench: RwLock::new(Arc::new(HashMap::new())),
             bench_file: Mutex::new((bench_path, None)),
         };
@@ -101,28 +144,29 @@ impl Evidence {
         self.bench_file.lock().unwrap_or_else(|e| e.into_inner()).1 = modified;
     }
 
-    /// A snapshot of what ranking reads for a request: the windows stay locked only while
-    /// the candidates are ranked, never across I/O.
+    /// What ranking reads for one request: the bench prior as it is now, and the live
+    /// rankings, read without a lock.
     pub(crate) fn view(&self) -> EvidenceView<'_> {
         EvidenceView {
-            live: self.live.lock().unwrap_or_else(|e| e.into_inner()),
+            evidence: self,
             bench: self.bench.read().unwrap_or_else(|e| e.into_inner()).clone(),
         }
     }
 
     /// Adds a real result to the model's window (`None`: a failure).
     pub(crate) fn observe(&self, model: &str, ttft_ms: Option<u64>) {
-        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
-        match live.get_mut(model) {
-            Some(w) => w.push(ttft_ms),
-            None => live.entry(model.to_string()).or_default().push(ttft_ms),
-        }
+        let Some(&i) = self.index.get(model) else {
+            return;
+        };
+        let mut window = self.windows[i].lock().unwrap_or_else(|e| e.into_inner());
+        window.push(ttft_ms);
+        self.ranks[i].store(pack(window.rank()), Ordering::Release);
     }
 }
 
 /// What one request's ranking reads.
 pub(crate) struct EvidenceView<'a> {
-    live: std::sync::MutexGuard<'a, HashMap<String, LiveWindow>>,
+    evidence: &'a Evidence,
     bench: Arc<BenchPrior>,
 }
 
@@ -130,7 +174,12 @@ impl EvidenceView<'_> {
     /// (evidence, median ttft): real traffic first; the last bench run is the prior until
     /// there is enough of it; a model never benched is unknown.
     pub(crate) fn of(&self, model: &str) -> (u8, Option<u64>) {
-        match self.live.get(model).and_then(LiveWindow::rank) {
+        let live = self
+            .evidence
+            .index
+            .get(model)
+            .and_then(|&i| unpack(self.evidence.ranks[i].load(Ordering::Acquire)));
+        match live {
             Some(ranked) => ranked,
             None => match self.bench.get(model) {
                 Some((true, ttft)) => (PROVEN, *ttft),
@@ -177,6 +226,18 @@ mod tests {
     }
 
     #[test]
+    fn rankings_pack_into_a_word() {
+        for rank in [
+            None,
+            Some((PROVEN, Some(0))),
+            Some((FAILING, None)),
+            Some((UNKNOWN, Some(123_456))),
+        ] {
+            assert_eq!(unpack(pack(rank)), rank);
+        }
+    }
+
+    #[test]
     fn bench_prior_until_live_results_and_reload_on_change() {
         let dir = std::env::temp_dir().join(format!("fcm-live-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -189,7 +250,7 @@ mod tests {
             std::fs::write(&path, report.to_string()).unwrap();
         };
         write(true);
-        let e = Evidence::new(Some(path.clone()));
+        let e = Evidence::new(["p/m"].into_iter(), Some(path.clone()));
         assert_eq!(e.view().of("p/m"), (PROVEN, Some(40)));
         assert_eq!(e.view().of("p/other"), (UNKNOWN, None));
         // A newer file is picked up by the refresh, not by a request.

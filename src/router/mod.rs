@@ -88,12 +88,14 @@ impl Router {
         bench_path: Option<PathBuf>,
         session_id: &str,
     ) -> Router {
+        let pool = Candidates::new(catalog, keys, session_id);
+        let evidence = Evidence::new(pool.all().map(Candidate::key), bench_path);
         Router {
-            pool: Candidates::new(catalog, keys, session_id),
+            pool,
             sets: cfg.sets.clone(),
             active_set: cfg.active_set.clone(),
             set_counters: Mutex::new(HashMap::new()),
-            evidence: Evidence::new(bench_path),
+            evidence,
             breakers,
             history,
             failover: cfg.failover.clone(),
