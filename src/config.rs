@@ -51,6 +51,24 @@ pub struct RouterConfig {
     pub(crate) sets: BTreeMap<String, ModelSet>,
     pub(crate) active_set: Option<String>,
     pub(crate) probe: ProbeConfig,
+    pub(crate) reasoning: ReasoningConfig,
+}
+
+/// Where a model's reasoning goes on its way to the client.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct ReasoningConfig {
+    /// On `/v1/chat/completions`, a leading `<think>` block in the content moves into
+    /// `reasoning_content` (Anthropic and Responses clients always get reasoning apart).
+    pub(crate) split_think_tags: bool,
+}
+
+impl Default for ReasoningConfig {
+    fn default() -> Self {
+        ReasoningConfig {
+            split_think_tags: true,
+        }
+    }
 }
 
 /// Background probes of models whose cooldown ended. Off by default: probes spend free quota,

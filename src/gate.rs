@@ -78,18 +78,21 @@ fn error_message(v: &Value) -> Option<String> {
     None
 }
 
-fn non_blank(v: Option<&Value>) -> usize {
-    match v.and_then(Value::as_str) {
-        Some(s) if !s.trim().is_empty() => s.chars().count(),
-        _ => 0,
+fn non_blank(s: &str) -> usize {
+    if s.trim().is_empty() {
+        0
+    } else {
+        s.chars().count()
     }
 }
 
-/// Characters of useful content in a message or delta object (0 when there is none).
-/// Tool calls count even with empty arguments: a call is an answer.
+/// Characters of useful content in a message or delta object (0 when there is none):
+/// text and reasoning in any of the shapes `reasoning` knows. Tool calls count even with
+/// empty arguments: a call is an answer.
 fn useful_chars(msg: &Value) -> Option<usize> {
-    let text = non_blank(msg.get("content"));
-    let reasoning = non_blank(msg.get("reasoning_content")) + non_blank(msg.get("reasoning"));
+    let said = crate::reasoning::parts(msg);
+    let text = non_blank(&said.text);
+    let reasoning = non_blank(&said.reasoning);
     let mut tool = 0;
     let mut has_tool = false;
     if let Some(calls) = msg.get("tool_calls").and_then(Value::as_array) {

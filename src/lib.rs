@@ -25,6 +25,7 @@ pub(crate) mod persist;
 pub(crate) mod protocol;
 pub(crate) mod rank;
 pub(crate) mod readers;
+pub(crate) mod reasoning;
 pub(crate) mod resolve;
 pub mod router;
 pub(crate) mod serve;

@@ -514,7 +514,6 @@ fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
     let ask = Ask {
         body: &chat,
         stream,
-        translated: proto != Protocol::Chat,
         needs,
     };
     match app.router.route(&route, &ask, trace) {
@@ -547,6 +546,7 @@ fn deliver(
         delivery,
         mut trace,
     } = served;
+    let split_think = app.router.reasoning.split_think_tags;
     match delivery {
         Delivery::Full {
             status,
@@ -554,7 +554,7 @@ fn deliver(
             stats,
         } if !stream => {
             trace.completion_tokens = stats.completion_tokens;
-            let body = proto.answer(body, requested);
+            let body = proto.answer(body, requested, split_think);
             let reply = Reply {
                 status,
                 headers: vec![("content-type".into(), "application/json".into())],
@@ -565,22 +565,21 @@ fn deliver(
         Delivery::Full { body, stats, .. } => {
             // The provider ignored `stream: true`: give the client the stream it asked for.
             let chunks = protocol::chunks_from_completion(&body);
-            let bytes = match proto.translator(requested) {
-                Some(mut t) => {
-                    let mut bytes = t.start();
-                    bytes.extend(t.feed(&chunks));
-                    bytes.extend(t.finish(None));
-                    bytes
-                }
-                None => protocol::chat_events(&chunks),
-            };
+            let mut shape = proto.stream_shape(requested, split_think);
+            let mut bytes = shape.start();
+            bytes.extend(shape.shape(protocol::chat_events(&chunks), chunks));
+            bytes.extend(shape.finish(None));
             let mut client = StreamReply::new(conn, &trace);
             client.end(&bytes);
             trace.completion_tokens = stats.completion_tokens;
         }
         Delivery::Stream(committed) => {
             let mut client = StreamReply::new(conn, &trace);
-            committed.deliver(&mut client, proto.translator(requested), &mut trace);
+            committed.deliver(
+                &mut client,
+                proto.stream_shape(requested, split_think),
+                &mut trace,
+            );
         }
     }
     log(app, &trace, 200, started);

@@ -17,7 +17,7 @@ use crate::classify::{FailureKind, Verdict};
 use crate::failure::{failure, Failure};
 use crate::gate::AnswerStats;
 use crate::hold::{HoldBuffer, HoldStep};
-use crate::protocol::StreamTranslator;
+use crate::protocol::StreamShape;
 use crate::target::{Limits, Target};
 use crate::trace::Trace;
 use crate::upstream::{Incoming, READ_CHUNK};
@@ -258,74 +258,49 @@ pub(crate) struct Committed<'r> {
 }
 
 impl Committed<'_> {
-    /// Forwards the stream to the client, translated when `translator` is given, and
-    /// records how it ended. Dropping the stream at the end closes the upstream connection.
+    /// Forwards the stream to the client in its protocol's shape, and records how it ended.
+    /// Dropping the stream at the end closes the upstream connection.
     pub(crate) fn deliver(
         self,
         client: &mut dyn ClientSink,
-        mut translator: Option<Box<dyn StreamTranslator>>,
+        mut shape: StreamShape,
         trace: &mut Trace,
     ) {
         let Committed { mut stream, settle } = self;
-        let end = forward(&mut stream, client, &mut translator);
+        let end = forward(&mut stream, client, &mut shape);
         settle.settle(&end, stream.ttft, trace);
-    }
-}
-
-/// The bytes a client gets for bytes the hold buffer released.
-fn shaped(
-    stream: &mut OpenStream,
-    bytes: Vec<u8>,
-    translator: &mut Option<Box<dyn StreamTranslator>>,
-) -> Vec<u8> {
-    match translator {
-        Some(t) => t.feed(&stream.take_chunks()),
-        None => bytes,
     }
 }
 
 fn forward(
     stream: &mut OpenStream,
     client: &mut dyn ClientSink,
-    translator: &mut Option<Box<dyn StreamTranslator>>,
+    shape: &mut StreamShape,
 ) -> StreamEnd {
     let held = std::mem::take(&mut stream.held);
-    let first = match translator.as_mut() {
-        Some(t) => {
-            let mut b = t.start();
-            b.extend(t.feed(&stream.take_chunks()));
-            b
-        }
-        None => held,
-    };
+    let mut first = shape.start();
+    first.extend(shape.shape(held, stream.take_chunks()));
     if !client.send(&first) {
         return StreamEnd::ClientGone;
     }
     loop {
         match stream.next_item() {
             StreamItem::Data(bytes) => {
-                let out = shaped(stream, bytes, translator);
+                let out = shape.shape(bytes, stream.take_chunks());
                 if !out.is_empty() && !client.send(&out) {
                     return StreamEnd::ClientGone;
                 }
             }
             StreamItem::End => {
-                let last = match translator.as_mut() {
-                    Some(t) => t.finish(None),
-                    None => Vec::new(),
-                };
-                client.end(&last);
+                client.end(&shape.finish(None));
                 return StreamEnd::Complete {
                     completion_tokens: stream.stats().completion_tokens,
                 };
             }
             StreamItem::Failed(f, tail) => {
                 // Content already reached the client: end its stream cleanly.
-                let mut last = shaped(stream, tail, translator);
-                match translator.as_mut() {
-                    Some(t) => last.extend(t.finish(Some(&f.detail))),
-                    None => last.extend_from_slice(b"data: [DONE]\n\n"),
-                }
+                let mut last = shape.shape(tail, stream.take_chunks());
+                last.extend(shape.finish(Some(&f.detail)));
                 client.end(&last);
                 return StreamEnd::Failed(f);
             }

@@ -232,17 +232,30 @@ fn tool_input(arguments: &str) -> Value {
     }
 }
 
-/// A chat completion JSON as a Messages object.
+/// The signature fcm gives the thinking blocks it makes. Claude Code keeps a thinking block's
+/// signature and sends the block back in later turns; fcm drops thinking blocks from the
+/// history it sends upstream (no chat provider can verify or use them), so the signature
+/// only has to be present and recognisably fcm's, never a claim of Anthropic's.
+pub(crate) fn thinking_signature() -> String {
+    new_id("fcm-thinking-")
+}
+
+/// A chat completion JSON as a Messages object: reasoning (any field, or a leading
+/// `<think>` block) as a `thinking` block first, then the text, then the tool calls.
 pub fn from_chat(chat: &Value, model: &str) -> Value {
     let choice = chat.pointer("/choices/0").cloned().unwrap_or(Value::Null);
     let msg = choice.get("message").cloned().unwrap_or(Value::Null);
     let mut content = Vec::new();
-    if let Some(text) = msg
-        .get("content")
-        .and_then(Value::as_str)
-        .filter(|t| !t.is_empty())
-    {
-        content.push(json!({"type": "text", "text": text}));
+    let said = crate::reasoning::parts(&msg);
+    let split = crate::reasoning::split_think(&said.text);
+    let reasoning = format!("{}{}", said.reasoning, split.reasoning);
+    if !reasoning.is_empty() {
+        content.push(
+            json!({"type": "thinking", "thinking": reasoning, "signature": thinking_signature()}),
+        );
+    }
+    if !split.text.is_empty() {
+        content.push(json!({"type": "text", "text": split.text}));
     }
     for call in msg
         .get("tool_calls")

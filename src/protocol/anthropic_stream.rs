@@ -1,11 +1,19 @@
 //! Chat stream → Anthropic Messages event stream (Claude Code). Every event has an `event:`
-//! line (Claude Code shows nothing without them); text streams as it arrives, tool calls go
-//! out as whole `tool_use` blocks.
+//! line (Claude Code shows nothing without them); reasoning streams as `thinking` blocks
+//! (`thinking_delta`), text as `text` blocks, tool calls go out as whole `tool_use` blocks.
 
 use serde_json::{json, Value};
 
-use super::anthropic::stop_reason;
+use super::anthropic::{stop_reason, thinking_signature};
 use super::{chat_delta, new_id, sse_event, StreamTranslator, ToolCalls};
+use crate::reasoning::{Parts, ThinkTags};
+
+/// The kind of content block that is open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Block {
+    Thinking,
+    Text,
+}
 
 /// Chat stream → Messages events. Text streams as it comes; tool calls are assembled and
 /// sent as whole `tool_use` blocks at the end (only whole calls can be trusted to run).
@@ -13,8 +21,10 @@ pub struct Translator {
     model: String,
     id: String,
     next_index: usize,
-    /// The open text block's index.
-    text_block: Option<usize>,
+    /// The open thinking or text block and its index.
+    open: Option<(Block, usize)>,
+    /// Takes a leading `<think>` block out of the text.
+    tags: ThinkTags,
     calls: ToolCalls,
     finish: Option<String>,
     input_tokens: u64,
@@ -28,7 +38,8 @@ impl Translator {
             model: model.to_string(),
             id: new_id("msg_"),
             next_index: 0,
-            text_block: None,
+            open: None,
+            tags: ThinkTags::default(),
             calls: ToolCalls::default(),
             finish: None,
             input_tokens: 0,
@@ -37,13 +48,50 @@ impl Translator {
         }
     }
 
-    fn close_text(&mut self, out: &mut Vec<u8>) {
-        if let Some(index) = self.text_block.take() {
+    /// Closes the open block; a thinking block gets its signature first.
+    fn close_block(&mut self, out: &mut Vec<u8>) {
+        if let Some((kind, index)) = self.open.take() {
+            if kind == Block::Thinking {
+                out.extend(sse_event("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": thinking_signature()}})));
+            }
             out.extend(sse_event(
                 "content_block_stop",
                 &json!({"type": "content_block_stop", "index": index}),
             ));
         }
+    }
+
+    /// Sends a piece of reasoning or text, in a block of its kind.
+    fn emit(&mut self, kind: Block, piece: &str, out: &mut Vec<u8>) {
+        if piece.is_empty() {
+            return;
+        }
+        let index = match self.open {
+            Some((open, i)) if open == kind => i,
+            _ => {
+                self.close_block(out);
+                let block = match kind {
+                    Block::Thinking => json!({"type": "thinking", "thinking": ""}),
+                    Block::Text => json!({"type": "text", "text": ""}),
+                };
+                let i = self.open_block(block, out);
+                self.open = Some((kind, i));
+                i
+            }
+        };
+        let delta = match kind {
+            Block::Thinking => json!({"type": "thinking_delta", "thinking": piece}),
+            Block::Text => json!({"type": "text_delta", "text": piece}),
+        };
+        out.extend(sse_event(
+            "content_block_delta",
+            &json!({"type": "content_block_delta", "index": index, "delta": delta}),
+        ));
+    }
+
+    fn emit_parts(&mut self, parts: &Parts, out: &mut Vec<u8>) {
+        self.emit(Block::Thinking, &parts.reasoning, out);
+        self.emit(Block::Text, &parts.text, out);
     }
 
     fn open_block(&mut self, block: Value, out: &mut Vec<u8>) -> usize {
@@ -62,16 +110,12 @@ impl Translator {
             self.input_tokens = input;
             self.output_tokens = output;
         }
+        if let Some(reasoning) = &delta.reasoning {
+            self.emit(Block::Thinking, reasoning, out);
+        }
         if let Some(text) = &delta.text {
-            let index = match self.text_block {
-                Some(i) => i,
-                None => {
-                    let i = self.open_block(json!({"type": "text", "text": ""}), out);
-                    self.text_block = Some(i);
-                    i
-                }
-            };
-            out.extend(sse_event("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}})));
+            let parts = self.tags.feed(text);
+            self.emit_parts(&parts, out);
         }
         for call in &delta.tool_calls {
             self.calls.add(call);
@@ -102,7 +146,9 @@ impl StreamTranslator for Translator {
             return out;
         }
         self.finished = true;
-        self.close_text(&mut out);
+        let held = self.tags.finish();
+        self.emit_parts(&held, &mut out);
+        self.close_block(&mut out);
         if let Some(message) = error {
             // The answer broke off: say so, and never hand over a half-received tool call.
             let text = format!("the model's answer broke off: {message}");

@@ -6,6 +6,7 @@
 
 pub(crate) mod anthropic;
 mod anthropic_stream;
+pub(crate) mod chat;
 pub(crate) mod responses;
 mod responses_stream;
 
@@ -89,10 +90,10 @@ impl Protocol {
     }
 
     /// A complete chat answer in this protocol's shape.
-    pub(crate) fn answer(self, chat_body: Vec<u8>, model: &str) -> Vec<u8> {
+    pub(crate) fn answer(self, chat_body: Vec<u8>, model: &str, split_think_tags: bool) -> Vec<u8> {
         let chat = || serde_json::from_slice::<Value>(&chat_body).unwrap_or(Value::Null);
         match self {
-            Protocol::Chat => chat_body,
+            Protocol::Chat => chat::answer(chat_body, split_think_tags),
             Protocol::Anthropic => anthropic::from_chat(&chat(), model)
                 .to_string()
                 .into_bytes(),
@@ -102,12 +103,56 @@ impl Protocol {
         }
     }
 
-    /// The translator for streams; `None` passes chat bytes through.
-    pub(crate) fn translator(self, model: &str) -> Option<Box<dyn StreamTranslator>> {
+    /// What turns a chat stream into this protocol's stream.
+    pub(crate) fn stream_shape(self, model: &str, split_think_tags: bool) -> StreamShape {
         match self {
-            Protocol::Chat => None,
-            Protocol::Anthropic => Some(Box::new(anthropic_stream::Translator::new(model))),
-            Protocol::Responses => Some(Box::new(responses_stream::Translator::new(model))),
+            Protocol::Chat => StreamShape::Chat(chat::ChatStream::new(split_think_tags)),
+            Protocol::Anthropic => {
+                StreamShape::Events(Box::new(anthropic_stream::Translator::new(model)))
+            }
+            Protocol::Responses => {
+                StreamShape::Events(Box::new(responses_stream::Translator::new(model)))
+            }
+        }
+    }
+}
+
+/// A committed chat stream on its way to the client: chat bytes repaired where needed
+/// (`chat`), or translated into another protocol's events.
+pub(crate) enum StreamShape {
+    Chat(chat::ChatStream),
+    Events(Box<dyn StreamTranslator>),
+}
+
+impl StreamShape {
+    /// Bytes to send before the stream's own.
+    pub(crate) fn start(&mut self) -> Vec<u8> {
+        match self {
+            StreamShape::Chat(_) => Vec::new(),
+            StreamShape::Events(t) => t.start(),
+        }
+    }
+
+    /// The client's bytes for chat bytes the hold buffer released, and their parsed chunks.
+    pub(crate) fn shape(&mut self, bytes: Vec<u8>, chunks: Vec<Value>) -> Vec<u8> {
+        match self {
+            StreamShape::Chat(c) => c.shape(bytes, chunks),
+            StreamShape::Events(t) => t.feed(&chunks),
+        }
+    }
+
+    /// Ends the client's stream: cleanly, or after content when `error` says the upstream
+    /// broke (a chat stream then ends with `[DONE]`, the others with their error event).
+    pub(crate) fn finish(&mut self, error: Option<&str>) -> Vec<u8> {
+        match self {
+            StreamShape::Chat(c) => {
+                let mut out = c.finish();
+                if error.is_some() {
+                    out.extend_from_slice(b"data: [DONE]\n\n");
+                }
+                out
+            }
+            StreamShape::Events(t) => t.finish(error),
         }
     }
 }
@@ -361,8 +406,10 @@ pub fn new_id(prefix: &str) -> String {
 /// What one chat stream chunk says, in the parts translators need.
 #[derive(Debug, Default)]
 pub struct ChatDelta {
-    /// Non-empty text content.
+    /// Non-empty text content (still with any `<think>` markup: see `reasoning::ThinkTags`).
     pub text: Option<String>,
+    /// Non-empty reasoning from the reasoning fields or thinking parts.
+    pub reasoning: Option<String>,
     pub tool_calls: Vec<Value>,
     pub finish: Option<String>,
     /// (prompt tokens, completion tokens) when the chunk carries usage.
@@ -373,12 +420,11 @@ pub struct ChatDelta {
 pub fn chat_delta(chunk: &Value) -> ChatDelta {
     let choice = chunk.pointer("/choices/0");
     let delta = choice.and_then(|c| c.get("delta").or_else(|| c.get("message")));
+    let said = delta.map(crate::reasoning::parts).unwrap_or_default();
+    let some = |s: String| (!s.is_empty()).then_some(s);
     ChatDelta {
-        text: delta
-            .and_then(|d| d.get("content"))
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-            .map(str::to_string),
+        text: some(said.text),
+        reasoning: some(said.reasoning),
         tool_calls: delta
             .and_then(|d| d.get("tool_calls"))
             .and_then(Value::as_array)

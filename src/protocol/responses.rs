@@ -239,6 +239,11 @@ pub(super) fn message_item(id: &str, text: &str, status: &str) -> Value {
            "content": [{"type": "output_text", "text": text, "annotations": []}]})
 }
 
+/// A `reasoning` output item whose summary is the model's reasoning text.
+pub(super) fn reasoning_item(id: &str, text: &str) -> Value {
+    json!({"type": "reasoning", "id": id, "summary": [{"type": "summary_text", "text": text}]})
+}
+
 pub(super) fn call_item(
     id: &str,
     call_id: &str,
@@ -249,19 +254,22 @@ pub(super) fn call_item(
     json!({"type": "function_call", "id": id, "call_id": call_id, "name": name, "arguments": arguments, "status": status})
 }
 
-/// A chat completion JSON as a Responses object.
+/// A chat completion JSON as a Responses object: reasoning (any field, or a leading `<think>`
+/// block) as a `reasoning` item first, then the message, then the function calls.
 pub fn from_chat(chat: &Value, model: &str) -> Value {
     let msg = chat
         .pointer("/choices/0/message")
         .cloned()
         .unwrap_or(Value::Null);
     let mut output = Vec::new();
-    if let Some(text) = msg
-        .get("content")
-        .and_then(Value::as_str)
-        .filter(|t| !t.is_empty())
-    {
-        output.push(message_item(&new_id("msg_"), text, "completed"));
+    let said = crate::reasoning::parts(&msg);
+    let split = crate::reasoning::split_think(&said.text);
+    let reasoning = format!("{}{}", said.reasoning, split.reasoning);
+    if !reasoning.is_empty() {
+        output.push(reasoning_item(&new_id("rs_"), &reasoning));
+    }
+    if !split.text.is_empty() {
+        output.push(message_item(&new_id("msg_"), &split.text, "completed"));
     }
     for call in msg
         .get("tool_calls")

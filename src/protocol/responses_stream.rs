@@ -1,10 +1,13 @@
 //! Chat stream → OpenAI Responses event stream (Codex): `response.created`, the output
-//! items as they complete (`output_item.done`), and `response.completed` with usage.
+//! items as they complete (`output_item.done`): reasoning as a `reasoning` item with summary
+//! text, before the message item, then the function calls, and `response.completed` with
+//! usage.
 
 use serde_json::{json, Value};
 
-use super::responses::{call_item, message_item, response, usage};
+use super::responses::{call_item, message_item, reasoning_item, response, usage};
 use super::{chat_delta, new_id, sse_event, StreamTranslator, ToolCalls};
+use crate::reasoning::{Parts, ThinkTags};
 
 /// Chat stream → Responses events. Text streams as it comes; function calls are assembled
 /// and sent whole at the end (only whole calls can be trusted to run).
@@ -14,6 +17,10 @@ pub struct Translator {
     seq: u64,
     /// The open message item: (output index, item id, text so far).
     message: Option<(usize, String, String)>,
+    /// The open reasoning item: (output index, item id, summary text so far).
+    reasoning: Option<(usize, String, String)>,
+    /// Takes a leading `<think>` block out of the text.
+    tags: ThinkTags,
     calls: ToolCalls,
     done_items: Vec<Value>,
     incomplete: bool,
@@ -29,6 +36,8 @@ impl Translator {
             id: new_id("resp_"),
             seq: 0,
             message: None,
+            reasoning: None,
+            tags: ThinkTags::default(),
             calls: ToolCalls::default(),
             done_items: Vec::new(),
             incomplete: false,
@@ -69,31 +78,100 @@ impl Translator {
         self.done_items.push(done);
     }
 
+    fn close_reasoning(&mut self, out: &mut Vec<u8>) {
+        let Some((index, id, text)) = self.reasoning.take() else {
+            return;
+        };
+        let at = json!({"item_id": id, "output_index": index, "summary_index": 0});
+        let mut done = at.clone();
+        done["text"] = json!(text);
+        self.emit("response.reasoning_summary_text.done", done, out);
+        let mut part = at;
+        part["part"] = json!({"type": "summary_text", "text": text});
+        self.emit("response.reasoning_summary_part.done", part, out);
+        let item = reasoning_item(&id, &text);
+        self.emit(
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+            out,
+        );
+        self.done_items.push(item);
+    }
+
+    /// Streams reasoning into the open reasoning item (after closing a message item).
+    fn emit_reasoning(&mut self, piece: &str, out: &mut Vec<u8>) {
+        if piece.is_empty() {
+            return;
+        }
+        self.close_message(out);
+        if self.reasoning.is_none() {
+            let index = self.done_items.len();
+            let id = new_id("rs_");
+            self.emit(
+                "response.output_item.added",
+                json!({"output_index": index, "item": {"type": "reasoning", "id": id, "summary": []}}),
+                out,
+            );
+            self.emit(
+                "response.reasoning_summary_part.added",
+                json!({"item_id": id, "output_index": index, "summary_index": 0,
+                "part": {"type": "summary_text", "text": ""}}),
+                out,
+            );
+            self.reasoning = Some((index, id, String::new()));
+        }
+        if let Some((index, id, all)) = &mut self.reasoning {
+            all.push_str(piece);
+            let data =
+                json!({"item_id": id, "output_index": *index, "summary_index": 0, "delta": piece});
+            self.emit("response.reasoning_summary_text.delta", data, out);
+        }
+    }
+
+    /// Streams answer text into the open message item (after closing a reasoning item).
+    fn emit_text(&mut self, text: &str, out: &mut Vec<u8>) {
+        if text.is_empty() {
+            return;
+        }
+        self.close_reasoning(out);
+        if self.message.is_none() {
+            let index = self.done_items.len();
+            let id = new_id("msg_");
+            self.emit("response.output_item.added", json!({"output_index": index,
+                "item": {"type": "message", "id": id, "status": "in_progress", "role": "assistant", "content": []}}), out);
+            self.emit(
+                "response.content_part.added",
+                json!({"item_id": id, "output_index": index, "content_index": 0,
+                "part": {"type": "output_text", "text": "", "annotations": []}}),
+                out,
+            );
+            self.message = Some((index, id, String::new()));
+        }
+        if let Some((index, id, all)) = &mut self.message {
+            all.push_str(text);
+            let data =
+                json!({"item_id": id, "output_index": *index, "content_index": 0, "delta": text});
+            self.emit("response.output_text.delta", data, out);
+        }
+    }
+
+    fn emit_parts(&mut self, parts: &Parts, out: &mut Vec<u8>) {
+        self.emit_reasoning(&parts.reasoning, out);
+        self.emit_text(&parts.text, out);
+    }
+
     fn translate_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
         let delta = chat_delta(chunk);
         if let Some((input, output)) = delta.usage {
             self.input_tokens = input;
             self.output_tokens = output;
         }
+        if let Some(reasoning) = delta.reasoning.as_deref() {
+            self.emit_reasoning(reasoning, out);
+        }
         if let Some(text) = delta.text.as_deref() {
-            if self.message.is_none() {
-                let index = self.done_items.len();
-                let id = new_id("msg_");
-                self.emit("response.output_item.added", json!({"output_index": index,
-                    "item": {"type": "message", "id": id, "status": "in_progress", "role": "assistant", "content": []}}), out);
-                self.emit(
-                    "response.content_part.added",
-                    json!({"item_id": id, "output_index": index, "content_index": 0,
-                    "part": {"type": "output_text", "text": "", "annotations": []}}),
-                    out,
-                );
-                self.message = Some((index, id, String::new()));
-            }
-            if let Some((index, id, all)) = &mut self.message {
-                all.push_str(text);
-                let data = json!({"item_id": id, "output_index": *index, "content_index": 0, "delta": text});
-                self.emit("response.output_text.delta", data, out);
-            }
+            let parts = self.tags.feed(text);
+            self.emit_parts(&parts, out);
         }
         for call in &delta.tool_calls {
             self.calls.add(call);
@@ -123,6 +201,9 @@ impl StreamTranslator for Translator {
             return out;
         }
         self.finished = true;
+        let held = self.tags.finish();
+        self.emit_parts(&held, &mut out);
+        self.close_reasoning(&mut out);
         self.close_message(&mut out);
         let usage = usage(self.input_tokens, self.output_tokens);
         if let Some(message) = error {

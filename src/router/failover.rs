@@ -28,8 +28,6 @@ const SHORT_RETRY: Duration = Duration::from_secs(5);
 pub(crate) struct Ask<'a> {
     pub body: &'a Value,
     pub stream: bool,
-    /// A protocol translator will read the stream (the gate keeps its parsed chunks).
-    pub translated: bool,
     /// What the client's own request needs (read before translation).
     pub needs: Needs,
 }
@@ -72,7 +70,8 @@ impl Router {
         let job = Job {
             body: ask.body,
             stream: ask.stream,
-            limits: self.limits(deadline, ask.stream && ask.translated),
+            // Streams keep the gate's parsed chunks: the client's protocol shapes them.
+            limits: self.limits(deadline, ask.stream),
         };
         let mut details = Vec::new();
         if let Route::Pinned(key) = route {

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::breaker::Breakers;
 use crate::catalog::{Catalog, KeySource};
-use crate::config::{FailoverConfig, ModelSet, RouterConfig};
+use crate::config::{FailoverConfig, ModelSet, ReasoningConfig, RouterConfig};
 use crate::target::Limits;
 use crate::trace::{History, Trace};
 use crate::upstream::Upstream;
@@ -73,6 +73,7 @@ pub(crate) struct Router {
     pub breakers: Breakers,
     pub history: History,
     pub failover: FailoverConfig,
+    pub reasoning: ReasoningConfig,
     upstream: Upstream,
 }
 
@@ -99,6 +100,7 @@ impl Router {
             breakers,
             history,
             failover: cfg.failover.clone(),
+            reasoning: cfg.reasoning.clone(),
             upstream: Upstream::new(),
         }
     }

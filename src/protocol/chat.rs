@@ -1,0 +1,328 @@
+//! Chat completions answers, passed through with two repairs: a leading `<think>` block in
+//! the content moves into `reasoning_content` (`router.reasoning.splitThinkTags`, on by
+//! default), and tool calls get ids a client can use: unique, never empty or null, and an
+//! `index` on every streamed call (providers repeat `call_1` for parallel calls, send `""` or
+//! `null` on continuations, or leave `index` out). Bytes that need neither pass through as
+//! they came, so a plain text stream costs nothing extra.
+
+use serde_json::{json, Value};
+
+use super::new_id;
+use crate::reasoning::ThinkTags;
+
+/// A chat stream's repairs, fed the bytes the hold buffer released and their parsed chunks.
+#[derive(Debug)]
+pub(crate) struct ChatStream {
+    /// `None` when think tags are left in the content.
+    tags: Option<ThinkTags>,
+    calls: CallIds,
+}
+
+impl ChatStream {
+    pub(crate) fn new(split_think_tags: bool) -> ChatStream {
+        ChatStream {
+            tags: split_think_tags.then(ThinkTags::default),
+            calls: CallIds::default(),
+        }
+    }
+
+    /// The bytes to send for released `bytes` (whose chat chunks are `chunks`).
+    pub(crate) fn shape(&mut self, bytes: Vec<u8>, chunks: Vec<Value>) -> Vec<u8> {
+        let settled = self.tags.as_ref().is_none_or(ThinkTags::settled);
+        if settled && !chunks.iter().any(has_tool_calls) {
+            return bytes;
+        }
+        let mut out = Vec::with_capacity(bytes.len() + 64);
+        for mut chunk in chunks {
+            self.repair(&mut chunk);
+            push_event(&chunk, &mut out);
+        }
+        if contains(&bytes, b"data: [DONE]") {
+            self.flush(&mut out);
+            out.extend_from_slice(b"data: [DONE]\n\n");
+        }
+        out
+    }
+
+    /// The stream ended: text still held back (a cut tag, a block never closed) goes out.
+    pub(crate) fn finish(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.flush(&mut out);
+        out
+    }
+
+    fn flush(&mut self, out: &mut Vec<u8>) {
+        let Some(tags) = &mut self.tags else { return };
+        let held = tags.finish();
+        if held.text.is_empty() && held.reasoning.is_empty() {
+            return;
+        }
+        let mut delta = json!({});
+        if !held.text.is_empty() {
+            delta["content"] = json!(held.text);
+        }
+        if !held.reasoning.is_empty() {
+            delta["reasoning_content"] = json!(held.reasoning);
+        }
+        let chunk = json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": Value::Null}]});
+        push_event(&chunk, out);
+    }
+
+    fn repair(&mut self, chunk: &mut Value) {
+        let Some(delta) = chunk.pointer_mut("/choices/0/delta") else {
+            return;
+        };
+        if let (Some(tags), Some(Value::String(content))) = (&mut self.tags, delta.get("content")) {
+            if !tags.settled() {
+                let parts = tags.feed(content);
+                delta["content"] = json!(parts.text);
+                if !parts.reasoning.is_empty() {
+                    let mut reasoning = delta
+                        .get("reasoning_content")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
+                    reasoning.push_str(&parts.reasoning);
+                    delta["reasoning_content"] = json!(reasoning);
+                }
+            }
+        }
+        if let Some(Value::Array(calls)) = delta.get_mut("tool_calls") {
+            for call in calls {
+                self.calls.stream(call);
+            }
+        }
+    }
+}
+
+/// A complete chat answer with the same repairs.
+pub(crate) fn answer(body: Vec<u8>, split_think_tags: bool) -> Vec<u8> {
+    let tagged = split_think_tags && (contains(&body, b"<think>") || contains(&body, b"<thought>"));
+    if !tagged && !contains(&body, b"tool_calls") {
+        return body;
+    }
+    let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
+        return body;
+    };
+    let Some(msg) = v.pointer_mut("/choices/0/message") else {
+        return body;
+    };
+    if tagged {
+        if let Some(Value::String(content)) = msg.get("content") {
+            let parts = crate::reasoning::split_think(content);
+            if !parts.reasoning.is_empty() {
+                msg["content"] = json!(parts.text);
+                msg["reasoning_content"] = json!(parts.reasoning);
+            }
+        }
+    }
+    if let Some(Value::Array(calls)) = msg.get_mut("tool_calls") {
+        CallIds::whole(calls);
+    }
+    serde_json::to_vec(&v).unwrap_or(body)
+}
+
+/// Tool-call ids and indexes toward a chat client, for the calls of one answer.
+#[derive(Debug, Default)]
+struct CallIds {
+    /// Calls in the order they started (their position is the index the client sees):
+    /// the provider's index and id for each, and the id fcm gave it.
+    calls: Vec<(Option<u64>, Option<String>, String)>,
+    /// The call the last delta touched.
+    last: Option<usize>,
+}
+
+impl CallIds {
+    /// One streamed tool-call delta. A new call (a new index, a different non-empty id at a
+    /// used index, or, without an index, a delta with a name or id) gets a fresh id and the
+    /// next index; a continuation gets its call's id and index.
+    fn stream(&mut self, call: &mut Value) {
+        let Some(obj) = call.as_object_mut() else {
+            return;
+        };
+        let given = obj
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
+        let named = obj
+            .get("function")
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        let index = obj.get("index").and_then(Value::as_u64);
+        let continues = match index {
+            Some(i) => self.calls.iter().rposition(|(at, known, _)| {
+                *at == Some(i) && !(given.is_some() && known.is_some() && *known != given)
+            }),
+            None if given.is_some() || named => None,
+            None => self.last,
+        };
+        let position = match continues {
+            Some(p) => p,
+            None => {
+                self.calls.push((index, given, new_id("call_")));
+                if !obj.contains_key("type") {
+                    obj.insert("type".into(), json!("function"));
+                }
+                self.calls.len() - 1
+            }
+        };
+        obj.insert("id".into(), json!(self.calls[position].2));
+        obj.insert("index".into(), json!(position));
+        self.last = Some(position);
+    }
+
+    /// The calls of a complete answer: ids made unique and non-empty where they are not.
+    fn whole(calls: &mut [Value]) {
+        let mut seen = std::collections::HashSet::new();
+        for call in calls.iter_mut() {
+            let id = call.get("id").and_then(Value::as_str).unwrap_or("");
+            if id.is_empty() || !seen.insert(id.to_string()) {
+                call["id"] = json!(new_id("call_"));
+            }
+        }
+    }
+}
+
+fn has_tool_calls(chunk: &Value) -> bool {
+    chunk
+        .pointer("/choices/0/delta/tool_calls")
+        .is_some_and(|c| c.as_array().is_some_and(|a| !a.is_empty()))
+}
+
+fn push_event(chunk: &Value, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"data: ");
+    out.extend(serde_json::to_vec(chunk).expect("JSON values serialise"));
+    out.extend_from_slice(b"\n\n");
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::testing::chunks_of;
+
+    fn events(bytes: &[u8]) -> Vec<Value> {
+        chunks_of(bytes)
+    }
+
+    fn frame(delta: Value) -> String {
+        format!(
+            "data: {}\n\n",
+            json!({"choices": [{"index": 0, "delta": delta}]})
+        )
+    }
+
+    #[test]
+    fn plain_text_passes_through_untouched() {
+        let mut s = ChatStream::new(true);
+        let bytes = frame(json!({"content": "Hello"})).into_bytes();
+        assert_eq!(s.shape(bytes.clone(), chunks_of(&bytes)), bytes);
+        let more = format!("{}data: [DONE]\n\n", frame(json!({"content": " <think>x"})));
+        assert_eq!(
+            s.shape(more.clone().into_bytes(), chunks_of(more.as_bytes())),
+            more.into_bytes(),
+            "a tag after the answer started is text"
+        );
+    }
+
+    #[test]
+    fn a_leading_think_block_becomes_reasoning_content() {
+        let mut s = ChatStream::new(true);
+        let mut out = Vec::new();
+        for piece in ["<thi", "nk>plan", "</think>\n\nDone."] {
+            let bytes = frame(json!({"content": piece})).into_bytes();
+            out.extend(s.shape(bytes.clone(), chunks_of(&bytes)));
+        }
+        let done = b"data: [DONE]\n\n".to_vec();
+        out.extend(s.shape(done, Vec::new()));
+        let got = events(&out);
+        let text: String = got
+            .iter()
+            .filter_map(|c| {
+                c.pointer("/choices/0/delta/content")
+                    .and_then(Value::as_str)
+            })
+            .collect();
+        let reasoning: String = got
+            .iter()
+            .filter_map(|c| {
+                c.pointer("/choices/0/delta/reasoning_content")
+                    .and_then(Value::as_str)
+            })
+            .collect();
+        assert_eq!((text.as_str(), reasoning.as_str()), ("Done.", "plan"));
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .ends_with("data: [DONE]\n\n"));
+        let mut off = ChatStream::new(false);
+        let bytes = frame(json!({"content": "<think>x"})).into_bytes();
+        assert_eq!(off.shape(bytes.clone(), chunks_of(&bytes)), bytes);
+    }
+
+    #[test]
+    fn tool_call_ids_are_unique_and_indexed() {
+        let mut s = ChatStream::new(true);
+        let deltas = [
+            // Parallel calls repeating one id, then continuations with "" and null ids.
+            json!({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "a", "arguments": "{"}}]}),
+            json!({"tool_calls": [{"index": 1, "id": "call_1", "function": {"name": "b", "arguments": "{"}}]}),
+            json!({"tool_calls": [{"index": 0, "id": "", "function": {"arguments": "}"}}]}),
+            json!({"tool_calls": [{"index": 1, "id": null, "function": {"name": null, "arguments": "}"}}]}),
+            // No index at all (Mistral): two whole calls in one delta.
+            json!({"tool_calls": [{"id": "x", "function": {"name": "c", "arguments": "{}"}}, {"id": "y", "function": {"name": "d", "arguments": "{}"}}]}),
+        ];
+        let mut calls = Vec::new();
+        for d in deltas {
+            let bytes = frame(d).into_bytes();
+            for c in events(&s.shape(bytes.clone(), chunks_of(&bytes))) {
+                for call in c["choices"][0]["delta"]["tool_calls"].as_array().unwrap() {
+                    calls.push((
+                        call["index"].as_u64().unwrap(),
+                        call["id"].as_str().unwrap().to_string(),
+                    ));
+                }
+            }
+        }
+        let ids: Vec<&str> = calls.iter().map(|(_, id)| id.as_str()).collect();
+        assert_eq!(ids[0], ids[2], "a continuation keeps its call's id");
+        assert_eq!(ids[1], ids[3]);
+        assert_ne!(ids[0], ids[1], "parallel calls get their own ids");
+        let indexes: Vec<u64> = calls.iter().map(|(i, _)| *i).collect();
+        assert_eq!(indexes, [0, 1, 0, 1, 2, 3]);
+        assert!(ids.iter().all(|id| id.starts_with("call_") && id.len() > 5));
+        let unique: std::collections::HashSet<&&str> = ids.iter().collect();
+        assert_eq!(unique.len(), 4);
+    }
+
+    #[test]
+    fn complete_answers_get_the_same_repairs() {
+        let body = json!({"choices": [{"message": {"role": "assistant", "content": "<think>hm</think>Yes",
+            "tool_calls": [{"id": "", "type": "function", "function": {"name": "a", "arguments": "{}"}},
+                           {"id": "", "type": "function", "function": {"name": "b", "arguments": "{}"}}]}}]});
+        let out: Value =
+            serde_json::from_slice(&answer(body.to_string().into_bytes(), true)).unwrap();
+        let msg = &out["choices"][0]["message"];
+        assert_eq!(
+            (msg["content"].as_str(), msg["reasoning_content"].as_str()),
+            (Some("Yes"), Some("hm"))
+        );
+        let (a, b) = (
+            msg["tool_calls"][0]["id"].as_str().unwrap(),
+            msg["tool_calls"][1]["id"].as_str().unwrap(),
+        );
+        assert!(!a.is_empty() && a != b);
+        let plain = json!({"choices": [{"message": {"content": "hi"}}]})
+            .to_string()
+            .into_bytes();
+        assert_eq!(
+            answer(plain.clone(), true),
+            plain,
+            "nothing to repair: the same bytes"
+        );
+    }
+}
