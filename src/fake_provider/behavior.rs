@@ -62,6 +62,46 @@ pub enum Behavior {
     ToolRoundTrip,
     /// Streams a word every 100 ms for this long (client disconnects, many open streams).
     LongStream(Duration),
+    /// Reasoning, then the answer, in one provider's shape (see [`Thinker`]).
+    Thinks(Thinker),
+    /// Two parallel tool calls that repeat one id (`call_1`) and continue with `""` and
+    /// `null` ids, as some hosts send them.
+    RepeatedCallIds,
+}
+
+/// Where a provider puts its model's reasoning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Thinker {
+    /// `reasoning_content` (DeepSeek, Z.ai, Qwen).
+    ReasoningContent,
+    /// `reasoning` (gpt-oss on Groq and Cerebras, Ollama).
+    Reasoning,
+    /// `reasoning` and `reasoning_details` with the same text (OpenRouter).
+    ReasoningDetails,
+    /// `<think>…</think>` at the start of `content`, streamed in 3-character pieces so the
+    /// tags are cut (DeepSeek-R1 hosts).
+    ThinkTags,
+    /// `content` as an array with a `thinking` part (Mistral's Magistral).
+    ContentArray,
+}
+
+impl Thinker {
+    /// The reasoning every thinker sends, and the answer after it.
+    pub const REASONING: &'static str = "First, the user greets me.";
+
+    /// The message (or one stream delta) carrying `reasoning`.
+    fn reasoning(self, reasoning: &str) -> Value {
+        match self {
+            Thinker::ReasoningContent => json!({"content": null, "reasoning_content": reasoning}),
+            Thinker::Reasoning => json!({"content": null, "reasoning": reasoning}),
+            Thinker::ReasoningDetails => json!({"reasoning": reasoning,
+                "reasoning_details": [{"type": "reasoning.text", "text": reasoning, "format": "unknown"}]}),
+            Thinker::ThinkTags => json!({"content": reasoning}),
+            Thinker::ContentArray => {
+                json!({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": reasoning}]}]})
+            }
+        }
+    }
 }
 
 impl Behavior {
@@ -103,6 +143,12 @@ impl Behavior {
             "slow_fail" => Behavior::SlowFail(ms(300)),
             "long_stream" => Behavior::LongStream(ms(10_000)),
             "tool_round_trip" => Behavior::ToolRoundTrip,
+            "thinks_reasoning_content" => Behavior::Thinks(Thinker::ReasoningContent),
+            "thinks_reasoning" => Behavior::Thinks(Thinker::Reasoning),
+            "thinks_reasoning_details" => Behavior::Thinks(Thinker::ReasoningDetails),
+            "thinks_tags" => Behavior::Thinks(Thinker::ThinkTags),
+            "thinks_content_array" => Behavior::Thinks(Thinker::ContentArray),
+            "repeated_call_ids" => Behavior::RepeatedCallIds,
             _ => return None,
         })
     }
@@ -301,6 +347,8 @@ pub(super) fn respond(
             w.done()
         }
         Behavior::ToolCallsOnly => tool_call_answer(out, &id, &model, stream),
+        Behavior::Thinks(thinker) => thinking_answer(out, &id, &model, thinker, stream),
+        Behavior::RepeatedCallIds => repeated_call_ids(out, &id, &model, stream),
         Behavior::ToolRoundTrip => {
             let messages = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
             let last = messages.last().cloned().unwrap_or(Value::Null);
@@ -465,6 +513,97 @@ fn call_answer(
             None,
         ))?;
     }
+    w.data(&chunk(id, model, json!({}), Some("tool_calls")))?;
+    w.done()
+}
+
+/// Reasoning, then `Hello from thinks.`, in a thinker's shape.
+fn thinking_answer(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    thinker: Thinker,
+    stream: bool,
+) -> io::Result<bool> {
+    let answer = "Hello from thinks.";
+    let reasoning = Thinker::REASONING;
+    if !stream {
+        let mut message = match thinker {
+            Thinker::ThinkTags => {
+                json!({"content": format!("<think>{reasoning}</think>\n\n{answer}")})
+            }
+            Thinker::ContentArray => json!({"content": [
+                {"type": "thinking", "thinking": [{"type": "text", "text": reasoning}]},
+                {"type": "text", "text": answer}]}),
+            _ => {
+                let mut m = thinker.reasoning(reasoning);
+                m["content"] = json!(answer);
+                m
+            }
+        };
+        message["role"] = json!("assistant");
+        let b = json!({"id": id, "object": "chat.completion", "model": model,
+                       "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]});
+        return send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes());
+    }
+    let mut w = SseWriter::start(out);
+    w.data(&chunk(
+        id,
+        model,
+        json!({"role": "assistant", "content": ""}),
+        None,
+    ))?;
+    if thinker == Thinker::ThinkTags {
+        // The whole content in 3-character pieces: the tags are cut in the middle.
+        let text = format!("<think>{reasoning}</think>\n\n{answer}");
+        let chars: Vec<char> = text.chars().collect();
+        for piece in chars.chunks(3) {
+            let piece: String = piece.iter().collect();
+            w.data(&chunk(id, model, json!({"content": piece}), None))?;
+        }
+    } else {
+        for part in reasoning.split_inclusive(' ') {
+            w.data(&chunk(id, model, thinker.reasoning(part), None))?;
+        }
+        for word in answer.split_inclusive(' ') {
+            w.data(&chunk(id, model, json!({"content": word}), None))?;
+        }
+    }
+    w.data(&chunk(id, model, json!({}), Some("stop")))?;
+    w.done()
+}
+
+/// Two parallel calls of the client's shell tool (`Bash`), both with id `call_1`; their
+/// continuations carry `""` and `null` ids.
+fn repeated_call_ids(out: &mut TcpStream, id: &str, model: &str, stream: bool) -> io::Result<bool> {
+    let call = |index: u64, args: &str| json!({"index": index, "id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": args}});
+    if !stream {
+        let b = json!({"id": id, "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [
+                call(0, "{\"command\":\"echo one\"}"), call(1, "{\"command\":\"echo two\"}")]},
+                "finish_reason": "tool_calls"}]});
+        return send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes());
+    }
+    let mut w = SseWriter::start(out);
+    w.data(&chunk(
+        id,
+        model,
+        json!({"role": "assistant", "content": null, "tool_calls": [call(0, "{\"command\":")]}),
+        None,
+    ))?;
+    w.data(&chunk(
+        id,
+        model,
+        json!({"tool_calls": [call(1, "{\"command\":")]}),
+        None,
+    ))?;
+    w.data(&chunk(
+        id,
+        model,
+        json!({"tool_calls": [{"index": 0, "id": "", "function": {"arguments": "\"echo one\"}"}}]}),
+        None,
+    ))?;
+    w.data(&chunk(id, model, json!({"tool_calls": [{"index": 1, "id": null, "function": {"name": null, "arguments": "\"echo two\"}"}}]}), None))?;
     w.data(&chunk(id, model, json!({}), Some("tool_calls")))?;
     w.done()
 }

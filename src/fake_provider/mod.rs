@@ -18,8 +18,8 @@ use serde_json::Value;
 
 mod behavior;
 
-pub use behavior::Behavior;
 use behavior::{behavior_for, respond};
+pub use behavior::{Behavior, Thinker};
 
 /// How long `hang` holds a connection at most, so a forgotten test cannot hang forever.
 const HANG_LIMIT: Duration = Duration::from_secs(120);

@@ -1,6 +1,7 @@
-//! Chat completions answers, passed through with two repairs: a leading `<think>` block in
+//! Chat completions answers, passed through with three repairs: a leading `<think>` block in
 //! the content moves into `reasoning_content` (`router.reasoning.splitThinkTags`, on by
-//! default), and tool calls get ids a client can use: unique, never empty or null, and an
+//! default); a `content` array of text and thinking parts (Magistral) becomes text and
+//! `reasoning_content`; and tool calls get ids a client can use: unique, never empty or null, and an
 //! `index` on every streamed call (providers repeat `call_1` for parallel calls, send `""` or
 //! `null` on continuations, or leave `index` out). Bytes that need neither pass through as
 //! they came, so a plain text stream costs nothing extra.
@@ -29,7 +30,7 @@ impl ChatStream {
     /// The bytes to send for released `bytes` (whose chat chunks are `chunks`).
     pub(crate) fn shape(&mut self, bytes: Vec<u8>, chunks: Vec<Value>) -> Vec<u8> {
         let settled = self.tags.as_ref().is_none_or(ThinkTags::settled);
-        if settled && !chunks.iter().any(has_tool_calls) {
+        if settled && !chunks.iter().any(needs_repair) {
             return bytes;
         }
         let mut out = Vec::with_capacity(bytes.len() + 64);
@@ -72,6 +73,7 @@ impl ChatStream {
         let Some(delta) = chunk.pointer_mut("/choices/0/delta") else {
             return;
         };
+        flatten_content(delta);
         if let (Some(tags), Some(Value::String(content))) = (&mut self.tags, delta.get("content")) {
             if !tags.settled() {
                 let parts = tags.feed(content);
@@ -98,7 +100,7 @@ impl ChatStream {
 /// A complete chat answer with the same repairs.
 pub(crate) fn answer(body: Vec<u8>, split_think_tags: bool) -> Vec<u8> {
     let tagged = split_think_tags && (contains(&body, b"<think>") || contains(&body, b"<thought>"));
-    if !tagged && !contains(&body, b"tool_calls") {
+    if !tagged && !contains(&body, b"tool_calls") && !contains(&body, b"thinking") {
         return body;
     }
     let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
@@ -107,6 +109,7 @@ pub(crate) fn answer(body: Vec<u8>, split_think_tags: bool) -> Vec<u8> {
     let Some(msg) = v.pointer_mut("/choices/0/message") else {
         return body;
     };
+    flatten_content(msg);
     if tagged {
         if let Some(Value::String(content)) = msg.get("content") {
             let parts = crate::reasoning::split_think(content);
@@ -185,10 +188,33 @@ impl CallIds {
     }
 }
 
-fn has_tool_calls(chunk: &Value) -> bool {
-    chunk
-        .pointer("/choices/0/delta/tool_calls")
+/// Whether a chunk carries tool calls or a content array: those are always rewritten.
+fn needs_repair(chunk: &Value) -> bool {
+    let Some(delta) = chunk.pointer("/choices/0/delta") else {
+        return false;
+    };
+    delta
+        .get("tool_calls")
         .is_some_and(|c| c.as_array().is_some_and(|a| !a.is_empty()))
+        || delta.get("content").is_some_and(Value::is_array)
+}
+
+/// A `content` array (text and thinking parts) as text `content` plus `reasoning_content`.
+fn flatten_content(msg: &mut Value) {
+    if !msg.get("content").is_some_and(Value::is_array) {
+        return;
+    }
+    let parts = crate::reasoning::parts(msg);
+    msg["content"] = json!(parts.text);
+    if !parts.reasoning.is_empty() {
+        let mut reasoning = msg
+            .get("reasoning_content")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        reasoning.push_str(&parts.reasoning);
+        msg["reasoning_content"] = json!(reasoning);
+    }
 }
 
 fn push_event(chunk: &Value, out: &mut Vec<u8>) {
