@@ -2,9 +2,11 @@
 # End to end with the real coding tools: Claude Code, Codex and Cline, configured by
 # `fcm install`, talk to `fcm serve`, which routes to the fake provider on loopback. Each
 # tool must print the fake provider's answer for a plain reply, after a tool call round
-# trip, and when the first model's stream fails before any content (fcm fails over to the
-# next model of a set and the tool never sees the failed attempt). The npm packages are
-# pinned and cached between runs; nothing leaves the machine.
+# trip, when the first model's stream fails before any content (fcm fails over to the
+# next model of a set and the tool never sees the failed attempt), and when the model
+# thinks in `<think>` tags (the answer arrives without them). The npm packages are
+# pinned and cached between runs; nothing leaves the machine. FCM_E2E_SHOW=PREFIX keeps
+# each tool's output in PREFIX.<case>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,7 +37,7 @@ start_fake "$fcm"
 cat > "$work/catalog.json" <<JSON
 {"version":1,"providers":[{"id":"fake","name":"Fake","baseUrl":"$url","keyRequired":false,
  "models":[{"id":"ok","tier":"S","context":131072},{"id":"tool_round_trip","tier":"S","context":131072},
-  {"id":"sse_error_first","tier":"S","context":131072}]}]}
+  {"id":"sse_error_first","tier":"S","context":131072},{"id":"thinks_tags","tier":"S","context":131072}]}]}
 JSON
 export FCM_CATALOG="$work/catalog.json"
 # A set whose first model streams an error before any content.
@@ -65,15 +67,19 @@ configure() {
 passed=0
 failed=0
 check() { # name, expected text, command...
-  local name=$1 want=$2
-  shift 2
+  check_without "$1" "$2" "" "${@:3}"
+}
+check_without() { # name, expected text, text that must not appear ("" for none), command...
+  local name=$1 want=$2 unwanted=$3
+  shift 3
   local out
   out=$(cd "$work/project" && timeout "$RUN_LIMIT" "$@" 2>&1) || true
-  if grep -qF "$want" <<< "$out"; then
+  [ -n "${FCM_E2E_SHOW:-}" ] && printf "%s\n" "$out" > "$FCM_E2E_SHOW.$(echo "$name" | tr " " _)"
+  if grep -qF "$want" <<< "$out" && { [ -z "$unwanted" ] || ! grep -qF "$unwanted" <<< "$out"; }; then
     echo "PASS $name"
     passed=$((passed + 1))
   else
-    echo "FAIL $name: expected \"$want\"; output:"
+    echo "FAIL $name: expected \"$want\"${unwanted:+ and no \"$unwanted\"}; output:"
     tail -n 20 <<< "$out" | sed 's/^/    /'
     failed=$((failed + 1))
   fi
@@ -93,6 +99,17 @@ configure failover
 check "claude-code after a failover" "Hello from ok." "$bin/claude" -p "say hi"
 check "codex after a failover" "Hello from ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
 check "cline after a failover" "Hello from ok." "$bin/cline" "say hi"
+
+# The model thinks in <think> tags cut mid-tag: the answer arrives without them.
+configure fake/thinks_tags
+check_without "claude-code reasoning apart" "Hello from thinks." "<think>" "$bin/claude" -p "say hi"
+check_without "codex reasoning apart" "Hello from thinks." "<think>" "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
+check_without "cline reasoning apart" "Hello from thinks." "<think>" "$bin/cline" "say hi"
+# ... and the reasoning where each tool shows reasoning: a thinking block for Claude Code,
+# the reasoning summary Codex prints before its answer, Cline's [thinking] line.
+check "claude-code shows the thinking" '"thinking":"First, the user greets me."' "$bin/claude" -p "say hi" --output-format stream-json --verbose
+check "codex shows the reasoning" "First, the user greets me." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
+check "cline shows the thinking" "[thinking]" "$bin/cline" "say hi"
 
 served=$(grep -c '!served|' "$work/serve.log" || true)
 failed_over=$(grep -c 'fake/sse_error_first:error_payload->fake/ok:200' "$work/serve.log" || true)
