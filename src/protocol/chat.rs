@@ -224,7 +224,7 @@ fn push_event(chunk: &Value, out: &mut Vec<u8>) {
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
+    memchr::memmem::find(hay, needle).is_some()
 }
 
 #[cfg(test)]
