@@ -147,7 +147,7 @@ fn read_full(
         let detail = format!("answer larger than {} MiB", limits.max_body / (1024 * 1024));
         return Err(failure(v, Some(status), detail, started));
     }
-    let gate = check_payload(&body, limits.validation);
+    let gate = check_payload(&body, limits.validation, limits.tools.as_deref());
     let gate = match gate {
         Err(r)
             if r.kind == FailureKind::InvalidJson

@@ -69,6 +69,7 @@ pub fn ping(upstream: &Upstream, target: &Target, timeout: Duration) -> Ping {
         validation: ContentValidation::Strict,
         max_body: PING_MAX_BODY,
         keep_chunks: false,
+        tools: None,
     };
     let failed = |f: Failure| Ping::Failed {
         kind: f.kind(),

@@ -32,10 +32,13 @@ pub enum FailureKind {
     EmptyStream,
     /// The request does not fit this model's context window: a larger model may take it.
     ContextOverflow,
+    /// A tool call naming a tool the request did not offer, or whose arguments are not a
+    /// JSON object with the tool's required properties: an agent cannot run it.
+    InvalidToolCall,
 }
 
 impl FailureKind {
-    pub const ALL: [FailureKind; 17] = [
+    pub const ALL: [FailureKind; 18] = [
         FailureKind::AuthError,
         FailureKind::RateLimit,
         FailureKind::QuotaExhausted,
@@ -53,6 +56,7 @@ impl FailureKind {
         FailureKind::ErrorPayload,
         FailureKind::EmptyStream,
         FailureKind::ContextOverflow,
+        FailureKind::InvalidToolCall,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -74,6 +78,7 @@ impl FailureKind {
             FailureKind::ErrorPayload => "error_payload",
             FailureKind::EmptyStream => "empty_stream",
             FailureKind::ContextOverflow => "context_overflow",
+            FailureKind::InvalidToolCall => "invalid_tool_call",
         }
     }
 
@@ -157,7 +162,7 @@ impl Verdict {
                 (Blame::Provider, true)
             }
             ModelOverloaded | Timeout | StreamStall | InvalidJson | EmptyChoices | EmptyContent
-            | ErrorPayload | EmptyStream => (Blame::Model, true),
+            | ErrorPayload | EmptyStream | InvalidToolCall => (Blame::Model, true),
         };
         let quota_pause = kind.is_quota().then(|| {
             retry_after

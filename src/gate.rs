@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::classify::{looks_like_html, FailureKind};
 use crate::sse::{SseEvent, SseParser};
+use crate::toolcall::{Offered, ToolCalls};
 
 /// How much the gate demands of an answer (`router.failover.contentValidation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -87,15 +88,20 @@ fn non_blank(s: &str) -> usize {
 }
 
 /// Characters of useful content in a message or delta object (0 when there is none):
-/// text and reasoning in any of the shapes `reasoning` knows. Tool calls count even with
-/// empty arguments: a call is an answer.
-fn useful_chars(msg: &Value) -> Option<usize> {
+/// text and reasoning in any of the shapes `reasoning` knows, and (with `tools`) tool
+/// calls, which count even with empty arguments: a call is an answer. A stream whose calls
+/// are checked counts them only once they are whole and pass.
+fn useful_chars(msg: &Value, tools: bool) -> Option<usize> {
     let said = crate::reasoning::parts(msg);
     let text = non_blank(&said.text);
     let reasoning = non_blank(&said.reasoning);
     let mut tool = 0;
     let mut has_tool = false;
-    if let Some(calls) = msg.get("tool_calls").and_then(Value::as_array) {
+    if let Some(calls) = msg
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .filter(|_| tools)
+    {
         has_tool |= !calls.is_empty();
         for call in calls {
             tool += call
@@ -124,8 +130,13 @@ fn completion_tokens(v: &Value) -> Option<u64> {
         .and_then(Value::as_u64)
 }
 
-/// Judges a complete non-stream body.
-pub fn check_payload(body: &[u8], mode: ContentValidation) -> Result<AnswerStats, GateReject> {
+/// Judges a complete non-stream body; with `offered` (the request's tools, strict mode)
+/// every tool call must be one the client can run.
+pub fn check_payload(
+    body: &[u8],
+    mode: ContentValidation,
+    offered: Option<&Offered>,
+) -> Result<AnswerStats, GateReject> {
     if mode == ContentValidation::Off {
         return Ok(AnswerStats::default());
     }
@@ -154,7 +165,22 @@ pub fn check_payload(body: &[u8], mode: ContentValidation) -> Result<AnswerStats
     if mode == ContentValidation::Basic {
         return Ok(stats);
     }
-    match first.get("message").and_then(useful_chars) {
+    let message = first.get("message");
+    if let Some(offered) = offered {
+        for call in message
+            .and_then(|m| m.get("tool_calls"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let name = call.pointer("/function/name").and_then(Value::as_str);
+            let args = call.pointer("/function/arguments").and_then(Value::as_str);
+            if let Err(why) = offered.check(name.unwrap_or(""), args.unwrap_or("")) {
+                return Err(GateReject::new(FailureKind::InvalidToolCall, why));
+            }
+        }
+    }
+    match message.and_then(|m| useful_chars(m, true)) {
         Some(chars) => {
             stats.content_chars = chars;
             Ok(stats)
@@ -198,12 +224,25 @@ pub struct StreamTracker {
     /// Parsed chat chunks not yet taken, kept when a translator will read them (so a
     /// stream is parsed once, for the gate and the client's protocol alike).
     chunks: Option<Vec<Value>>,
+    /// The request's tools, when its calls are checked (strict mode).
+    offered: Option<std::sync::Arc<Offered>>,
+    /// Tool calls so far, checked when the turn ends.
+    calls: ToolCalls,
+    /// The calls were judged (at the first finish_reason, `[DONE]` or the end).
+    judged: bool,
+    /// A call failed the check after other content had committed the stream: the turn ends
+    /// without it, and the attempt still counts as failed.
+    tool_failure: Option<GateReject>,
 }
 
 impl StreamTracker {
     pub fn new(mode: ContentValidation) -> Self {
         StreamTracker {
             chunks: None,
+            offered: None,
+            calls: ToolCalls::default(),
+            judged: false,
+            tool_failure: None,
             mode,
             parser: SseParser::new(),
             events: Vec::new(),
@@ -271,6 +310,20 @@ impl StreamTracker {
 
     pub fn stats(&self) -> &AnswerStats {
         &self.stats
+    }
+
+    /// Checks tool calls against the request's tools (strict mode only): a call counts as
+    /// content once the turn ends and it passes; one that fails fails the stream before
+    /// commit, and is [`tool_failure`](Self::tool_failure) after.
+    pub fn check_tools(&mut self, offered: std::sync::Arc<Offered>) {
+        if self.mode == ContentValidation::Strict {
+            self.offered = Some(offered);
+        }
+    }
+
+    /// A tool call that failed the check after the stream had committed.
+    pub fn tool_failure(&self) -> Option<&GateReject> {
+        self.tool_failure.as_ref()
     }
 
     /// Keeps every parsed chat chunk (JSON object of a non-error event) for
@@ -341,6 +394,9 @@ impl StreamTracker {
                 signal = s;
             }
         }
+        if signal == StreamSignal::Pending && self.failed.is_none() {
+            signal = self.judge_calls();
+        }
         signal
     }
 
@@ -356,7 +412,7 @@ impl StreamTracker {
         let data = ev.data.trim();
         if data == "[DONE]" {
             self.done = true;
-            return StreamSignal::Pending;
+            return self.judge_calls();
         }
         let parsed: Option<Value> = serde_json::from_str(data).ok();
         if ev.event.as_deref() == Some("error") {
@@ -378,6 +434,8 @@ impl StreamTracker {
         }
         let mut chars = 0;
         let mut any_choice = false;
+        let mut finished = false;
+        let checked = self.offered.is_some();
         for choice in v
             .get("choices")
             .and_then(Value::as_array)
@@ -386,9 +444,21 @@ impl StreamTracker {
         {
             any_choice = true;
             self.saw_choice = true;
+            finished |= choice.get("finish_reason").is_some_and(|f| !f.is_null());
             for key in ["delta", "message"] {
-                if let Some(c) = choice.get(key).and_then(useful_chars) {
+                let Some(msg) = choice.get(key) else { continue };
+                if let Some(c) = useful_chars(msg, !checked) {
                     chars += c;
+                }
+                if checked && !self.judged {
+                    for call in msg
+                        .get("tool_calls")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                    {
+                        self.calls.add(call);
+                    }
                 }
             }
         }
@@ -403,9 +473,49 @@ impl StreamTracker {
         }
         if now_useful && !self.useful {
             self.useful = true;
+            if finished {
+                // Text and calls in one chunk: the calls are judged now, the text commits.
+                let _ = self.judge_calls();
+            }
             return StreamSignal::FirstUseful;
         }
+        if finished {
+            return self.judge_calls();
+        }
         StreamSignal::Pending
+    }
+
+    /// The turn's tool calls are whole: each must name an offered tool with arguments it
+    /// can take. Before commit a failing call fails the stream (it fails over unseen); after,
+    /// it is kept as [`tool_failure`](Self::tool_failure). Passing calls are the content.
+    fn judge_calls(&mut self) -> StreamSignal {
+        let Some(offered) = self.offered.clone() else {
+            return StreamSignal::Pending;
+        };
+        if self.judged {
+            return StreamSignal::Pending;
+        }
+        self.judged = true;
+        let calls = self.calls.take();
+        if calls.is_empty() {
+            return StreamSignal::Pending;
+        }
+        for call in &calls {
+            self.stats.content_chars += call.name.len() + call.arguments.len();
+            if let Err(why) = offered.check(&call.name, &call.arguments) {
+                let reject = GateReject::new(FailureKind::InvalidToolCall, why);
+                if self.useful {
+                    self.tool_failure.get_or_insert(reject);
+                    return StreamSignal::Pending;
+                }
+                return self.fail(reject);
+            }
+        }
+        if self.useful {
+            return StreamSignal::Pending;
+        }
+        self.useful = true;
+        StreamSignal::FirstUseful
     }
 }
 
@@ -416,7 +526,7 @@ mod tests {
     use FailureKind::*;
 
     fn kind(body: &str, mode: ContentValidation) -> Result<(), FailureKind> {
-        check_payload(body.as_bytes(), mode)
+        check_payload(body.as_bytes(), mode, None)
             .map(|_| ())
             .map_err(|r| r.kind)
     }
@@ -496,11 +606,12 @@ mod tests {
 
     #[test]
     fn payload_reports_usage_or_estimate() {
-        let stats = check_payload(OK.as_bytes(), Strict).unwrap();
+        let stats = check_payload(OK.as_bytes(), Strict, None).unwrap();
         assert_eq!(stats.output_tokens(), 1);
         let est = check_payload(
             br#"{"choices":[{"message":{"content":"eight ch"}}]}"#,
             Strict,
+            None,
         )
         .unwrap();
         assert_eq!((est.completion_tokens, est.output_tokens()), (None, 2));

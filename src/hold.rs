@@ -69,6 +69,12 @@ impl HoldBuffer {
         &self.tracker
     }
 
+    /// Checks the stream's tool calls against the request's tools (see
+    /// [`StreamTracker::check_tools`]).
+    pub fn check_tools(&mut self, offered: std::sync::Arc<crate::toolcall::Offered>) {
+        self.tracker.check_tools(offered);
+    }
+
     /// Keeps the parsed chat chunks for a translator: after each step,
     /// [`take_chunks`](Self::take_chunks) gives the chunks of exactly the bytes that step
     /// released (events are dispatched at the blank line that also marks a cut point).

@@ -37,5 +37,6 @@ pub(crate) mod stream;
 pub(crate) mod table;
 pub(crate) mod target;
 pub(crate) mod time;
+pub(crate) mod toolcall;
 pub(crate) mod trace;
 pub(crate) mod upstream;

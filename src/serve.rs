@@ -511,14 +511,44 @@ fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
             return reject_in(conn, app, proto, trace, started, 404, &unknown.to_string())
         }
     };
+    let tools = crate::toolcall::Offered::of(&chat).map(Arc::new);
     let ask = Ask {
         body: &chat,
         stream,
         needs,
+        tools: tools.clone(),
+    };
+    let asked = Asked {
+        proto,
+        requested: &requested,
+        stream,
+        started,
+        tools: &tools,
     };
     match app.router.route(&route, &ask, trace) {
-        Ok(served) => deliver(conn, app, served, stream, started, proto, &requested),
+        Ok(served) => deliver(conn, app, served, &asked),
         Err(refused) => refuse(conn, app, *refused, started, proto),
+    }
+}
+
+/// What delivering an answer needs to know of the request.
+struct Asked<'a> {
+    proto: Protocol,
+    /// The model name the client asked for (answers carry it back).
+    requested: &'a str,
+    stream: bool,
+    started: Instant,
+    /// The tools it offered: every call handed over must pass the check.
+    tools: &'a Option<Arc<crate::toolcall::Offered>>,
+}
+
+impl Asked<'_> {
+    fn shape(&self, app: &App) -> protocol::StreamShape {
+        self.proto.stream_shape(
+            self.requested,
+            app.router.reasoning.split_think_tags,
+            self.tools.clone(),
+        )
     }
 }
 
@@ -533,26 +563,19 @@ fn refuse(conn: &mut Conn, app: &App, refused: Refused, started: Instant, proto:
     app.router.complete(refused.trace, started);
 }
 
-fn deliver(
-    conn: &mut Conn,
-    app: &App,
-    served: Served<'_>,
-    stream: bool,
-    started: Instant,
-    proto: Protocol,
-    requested: &str,
-) {
+fn deliver(conn: &mut Conn, app: &App, served: Served<'_>, asked: &Asked<'_>) {
     let Served {
         delivery,
         mut trace,
     } = served;
+    let (proto, requested, started) = (asked.proto, asked.requested, asked.started);
     let split_think = app.router.reasoning.split_think_tags;
     match delivery {
         Delivery::Full {
             status,
             body,
             stats,
-        } if !stream => {
+        } if !asked.stream => {
             trace.completion_tokens = stats.completion_tokens;
             let body = proto.answer(body, requested, split_think);
             let reply = Reply {
@@ -565,7 +588,7 @@ fn deliver(
         Delivery::Full { body, stats, .. } => {
             // The provider ignored `stream: true`: give the client the stream it asked for.
             let chunks = protocol::chunks_from_completion(&body);
-            let mut shape = proto.stream_shape(requested, split_think);
+            let mut shape = asked.shape(app);
             let mut bytes = shape.start();
             bytes.extend(shape.shape(protocol::chat_events(&chunks), chunks));
             bytes.extend(shape.finish(None));
@@ -575,11 +598,7 @@ fn deliver(
         }
         Delivery::Stream(committed) => {
             let mut client = StreamReply::new(conn, &trace);
-            committed.deliver(
-                &mut client,
-                proto.stream_shape(requested, split_think),
-                &mut trace,
-            );
+            committed.deliver(&mut client, asked.shape(app), &mut trace);
         }
     }
     log(app, &trace, 200, started);

@@ -93,6 +93,9 @@ pub(crate) fn open(
     if limits.keep_chunks {
         hold.keep_chunks();
     }
+    if let Some(tools) = &limits.tools {
+        hold.check_tools(tools.clone());
+    }
     let mut open = OpenStream {
         status: incoming.status,
         held: Vec::new(),
@@ -144,6 +147,13 @@ pub(crate) fn open(
 impl OpenStream {
     pub fn stats(&self) -> &AnswerStats {
         self.hold.tracker().stats()
+    }
+
+    /// A tool call that failed the check after the stream had committed: the client's turn
+    /// ends without it, and the attempt counts as failed.
+    fn tool_failure(&self) -> Option<Failure> {
+        let reject = self.hold.tracker().tool_failure()?.clone();
+        Some(self.target.gate_failure(reject, self.started))
     }
 
     /// The parsed chat chunks of the bytes released so far and not yet taken (kept only
@@ -293,6 +303,9 @@ fn forward(
             }
             StreamItem::End => {
                 client.end(&shape.finish(None));
+                if let Some(f) = stream.tool_failure() {
+                    return StreamEnd::Failed(f);
+                }
                 return StreamEnd::Complete {
                     completion_tokens: stream.stats().completion_tokens,
                 };

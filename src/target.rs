@@ -131,7 +131,7 @@ fn answered_messages(messages: &[Value]) -> Vec<&Value> {
 }
 
 /// Deadlines and strictness for one attempt.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Limits {
     /// Non-stream: the whole answer must arrive within this.
     pub body_read: Duration,
@@ -146,6 +146,8 @@ pub struct Limits {
     pub max_body: usize,
     /// Streams: keep the parsed chat chunks for a protocol translator.
     pub keep_chunks: bool,
+    /// The request's tools: calls are checked against them (strict mode).
+    pub tools: Option<std::sync::Arc<crate::toolcall::Offered>>,
 }
 
 #[cfg(test)]

@@ -261,7 +261,11 @@ fn responses_tool_call_and_tool_output() {
     let w = World::new();
     ordered(&w, &fake.base_url(), &["tool_calls_only"]);
     let s = w.serve(&[]);
-    let ev = events(&s.post("/v1/responses", &responses_body(true)).body);
+    // The fake calls `Bash`: the request offers it (a call of a tool not offered fails).
+    let mut body: Value = serde_json::from_str(&responses_body(true)).unwrap();
+    body["tools"].as_array_mut().unwrap().push(json!({"type": "function", "name": "Bash",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}));
+    let ev = events(&s.post("/v1/responses", &body.to_string()).body);
     let item = ev
         .iter()
         .find(|(n, d)| n == "response.output_item.done" && d["item"]["type"] == "function_call")

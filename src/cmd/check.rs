@@ -59,7 +59,7 @@ pub fn exit_code_for(kind: FailureKind) -> i32 {
         AuthError => EXIT_KEY_REJECTED,
         RateLimit | QuotaExhausted => EXIT_RATE_LIMITED,
         InvalidRequest | HtmlMaintenance | InvalidJson | EmptyChoices | EmptyContent
-        | ErrorPayload | EmptyStream | ContextOverflow => EXIT_UNUSABLE,
+        | ErrorPayload | EmptyStream | ContextOverflow | InvalidToolCall => EXIT_UNUSABLE,
         ProviderUrlUnresolvable => EXIT_NO_KEY,
         ModelOverloaded | Timeout | StreamStall | NetworkError | ProviderServerError => {
             EXIT_UNREACHABLE
@@ -79,6 +79,7 @@ fn what(kind: FailureKind) -> &'static str {
         EmptyChoices | EmptyContent | EmptyStream => "answered with no content",
         ContextOverflow => "request too long for this model",
         ErrorPayload => "answered with an error payload",
+        InvalidToolCall => "answered with a tool call that cannot run",
         ProviderUrlUnresolvable => "URL incomplete",
         ModelOverloaded => "model overloaded",
         Timeout => "timed out",

@@ -2,11 +2,14 @@
 //! line (Claude Code shows nothing without them); reasoning streams as `thinking` blocks
 //! (`thinking_delta`), text as `text` blocks, tool calls go out as whole `tool_use` blocks.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 
 use super::anthropic::{stop_reason, thinking_signature};
 use super::{chat_delta, new_id, sse_event, StreamTranslator, ToolCalls};
 use crate::reasoning::{Parts, ThinkTags};
+use crate::toolcall::Offered;
 
 /// The kind of content block that is open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +29,8 @@ pub struct Translator {
     /// Takes a leading `<think>` block out of the text.
     tags: ThinkTags,
     calls: ToolCalls,
+    /// The request's tools: only calls that pass the check are handed over.
+    tools: Option<Arc<Offered>>,
     finish: Option<String>,
     input_tokens: u64,
     output_tokens: u64,
@@ -33,8 +38,9 @@ pub struct Translator {
 }
 
 impl Translator {
-    pub fn new(model: &str) -> Translator {
+    pub fn new(model: &str, tools: Option<Arc<Offered>>) -> Translator {
         Translator {
+            tools,
             model: model.to_string(),
             id: new_id("msg_"),
             next_index: 0,
@@ -158,7 +164,7 @@ impl StreamTranslator for Translator {
             ));
             return out;
         }
-        let calls = self.calls.take();
+        let (calls, _) = super::runnable(self.calls.take(), self.tools.as_deref());
         for call in &calls {
             let index = self.open_block(
                 json!({"type": "tool_use", "id": new_id("toolu_"), "name": call.name, "input": {}}),
@@ -172,10 +178,11 @@ impl StreamTranslator for Translator {
                 &json!({"type": "content_block_stop", "index": index}),
             ));
         }
-        let reason = if calls.is_empty() {
-            stop_reason(self.finish.as_deref())
-        } else {
-            "tool_use"
+        // `tool_calls` with no call to run (none sent, or all dropped) is a plain end.
+        let reason = match (calls.is_empty(), self.finish.as_deref()) {
+            (false, _) => "tool_use",
+            (true, Some("tool_calls" | "function_call")) => "end_turn",
+            (true, finish) => stop_reason(finish),
         };
         out.extend(sse_event(
             "message_delta",
@@ -194,7 +201,11 @@ mod tests {
     use crate::protocol::testing::chunks_of;
 
     fn translate(chat_stream: &str, size: usize) -> Vec<(String, Value)> {
-        crate::protocol::testing::translate(&mut Translator::new("claude-x"), chat_stream, size)
+        crate::protocol::testing::translate(
+            &mut Translator::new("claude-x", None),
+            chat_stream,
+            size,
+        )
     }
 
     fn frame(delta: Value, finish: Option<&str>) -> String {
@@ -314,7 +325,7 @@ mod tests {
 
     #[test]
     fn a_broken_stream_ends_with_an_error_event_and_no_half_call() {
-        let mut t = Translator::new("m");
+        let mut t = Translator::new("m", None);
         let mut bytes = t.start();
         bytes.extend(t.feed(&chunks_of(
             frame(json!({"content": "Running"}), None).as_bytes(),

@@ -3,13 +3,19 @@
 //! default); a `content` array of text and thinking parts (Magistral) becomes text and
 //! `reasoning_content`; and tool calls get ids a client can use: unique, never empty or null, and an
 //! `index` on every streamed call (providers repeat `call_1` for parallel calls, send `""` or
-//! `null` on continuations, or leave `index` out). Bytes that need neither pass through as
-//! they came, so a plain text stream costs nothing extra.
+//! `null` on continuations, or leave `index` out). When the request offered tools, a
+//! streamed call is held until the turn ends and sent only if it passes the check
+//! (`toolcall`); a call that fails is dropped and the turn ends as a plain answer
+//! (`finish_reason: stop`, as for `tool_calls` with no calls at all). Bytes that need none of
+//! this pass through as they came, so a plain text stream costs nothing extra.
 
 use serde_json::{json, Value};
 
+use std::sync::Arc;
+
 use super::new_id;
 use crate::reasoning::ThinkTags;
+use crate::toolcall::Offered;
 
 /// A chat stream's repairs, fed the bytes the hold buffer released and their parsed chunks.
 #[derive(Debug)]
@@ -17,37 +23,111 @@ pub(crate) struct ChatStream {
     /// `None` when think tags are left in the content.
     tags: Option<ThinkTags>,
     calls: CallIds,
+    /// The request's tools: calls are held until the turn ends and checked.
+    offered: Option<Arc<Offered>>,
+    /// Tool-call chunks held until the turn ends (with `offered`).
+    held: Vec<Value>,
+    /// The turn's calls were judged; positions of the calls that failed.
+    judged: Option<Vec<usize>>,
 }
 
 impl ChatStream {
-    pub(crate) fn new(split_think_tags: bool) -> ChatStream {
+    pub(crate) fn new(split_think_tags: bool, offered: Option<Arc<Offered>>) -> ChatStream {
         ChatStream {
             tags: split_think_tags.then(ThinkTags::default),
             calls: CallIds::default(),
+            offered,
+            held: Vec::new(),
+            judged: None,
         }
     }
 
     /// The bytes to send for released `bytes` (whose chat chunks are `chunks`).
     pub(crate) fn shape(&mut self, bytes: Vec<u8>, chunks: Vec<Value>) -> Vec<u8> {
         let settled = self.tags.as_ref().is_none_or(ThinkTags::settled);
-        if settled && !chunks.iter().any(needs_repair) {
+        if settled && self.held.is_empty() && !chunks.iter().any(needs_repair) {
             return bytes;
         }
         let mut out = Vec::with_capacity(bytes.len() + 64);
         for mut chunk in chunks {
             self.repair(&mut chunk);
+            let finishes = finish_reason(&chunk).is_some();
+            if self.offered.is_some() && self.judged.is_none() && has_tool_calls(&chunk) {
+                if finishes {
+                    // Calls and the finish in one chunk: judge them together.
+                    self.held.push(chunk);
+                    self.release_calls(&mut out);
+                    continue;
+                }
+                self.held.push(chunk);
+                continue;
+            }
+            if finishes {
+                self.release_calls(&mut out);
+                self.fix_finish(&mut chunk);
+            }
             push_event(&chunk, &mut out);
         }
         if contains(&bytes, b"data: [DONE]") {
+            self.release_calls(&mut out);
             self.flush(&mut out);
             out.extend_from_slice(b"data: [DONE]\n\n");
         }
         out
     }
 
-    /// The stream ended: text still held back (a cut tag, a block never closed) goes out.
+    /// The turn's calls are whole: held chunks go out without the calls that fail.
+    fn release_calls(&mut self, out: &mut Vec<u8>) {
+        let Some(offered) = &self.offered else { return };
+        if self.judged.is_some() {
+            return;
+        }
+        let bad: Vec<usize> = (0..self.calls.calls.len())
+            .filter(|&i| {
+                let (name, args) = &self.calls.assembled[i];
+                offered.check(name, args).is_err()
+            })
+            .collect();
+        self.judged = Some(bad.clone());
+        for mut chunk in std::mem::take(&mut self.held) {
+            if let Some(Value::Array(calls)) = chunk.pointer_mut("/choices/0/delta/tool_calls") {
+                calls.retain(|c| {
+                    let i = c.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+                    !bad.contains(&i)
+                });
+                if calls.is_empty() {
+                    if let Some(delta) = chunk.pointer_mut("/choices/0/delta") {
+                        if let Some(obj) = delta.as_object_mut() {
+                            obj.remove("tool_calls");
+                        }
+                    }
+                }
+            }
+            self.fix_finish(&mut chunk);
+            let empty = chunk
+                .pointer("/choices/0/delta")
+                .and_then(Value::as_object)
+                .is_some_and(|d| d.is_empty())
+                && finish_reason(&chunk).is_none();
+            if !empty {
+                push_event(&chunk, out);
+            }
+        }
+    }
+
+    /// `finish_reason: tool_calls` with no call left to run is a plain stop.
+    fn fix_finish(&self, chunk: &mut Value) {
+        let passed = self.calls.calls.len() - self.judged.as_ref().map_or(0, Vec::len);
+        if finish_reason(chunk) == Some("tool_calls") && passed == 0 {
+            chunk["choices"][0]["finish_reason"] = json!("stop");
+        }
+    }
+
+    /// The stream ended: calls and text still held back (a cut tag, a block never closed)
+    /// go out.
     pub(crate) fn finish(&mut self) -> Vec<u8> {
         let mut out = Vec::new();
+        self.release_calls(&mut out);
         self.flush(&mut out);
         out
     }
@@ -131,6 +211,8 @@ struct CallIds {
     /// Calls in the order they started (their position is the index the client sees):
     /// the provider's index and id for each, and the id fcm gave it.
     calls: Vec<(Option<u64>, Option<String>, String)>,
+    /// Each call's name and arguments so far, by position.
+    assembled: Vec<(String, String)>,
     /// The call the last delta touched.
     last: Option<usize>,
 }
@@ -165,6 +247,7 @@ impl CallIds {
             Some(p) => p,
             None => {
                 self.calls.push((index, given, new_id("call_")));
+                self.assembled.push((String::new(), String::new()));
                 if !obj.contains_key("type") {
                     obj.insert("type".into(), json!("function"));
                 }
@@ -174,6 +257,13 @@ impl CallIds {
         obj.insert("id".into(), json!(self.calls[position].2));
         obj.insert("index".into(), json!(position));
         self.last = Some(position);
+        let (name, args) = &mut self.assembled[position];
+        if let Some(f) = obj.get("function") {
+            if name.is_empty() {
+                name.push_str(f.get("name").and_then(Value::as_str).unwrap_or(""));
+            }
+            args.push_str(f.get("arguments").and_then(Value::as_str).unwrap_or(""));
+        }
     }
 
     /// The calls of a complete answer: ids made unique and non-empty where they are not.
@@ -188,15 +278,28 @@ impl CallIds {
     }
 }
 
-/// Whether a chunk carries tool calls or a content array: those are always rewritten.
+/// Whether a chunk carries tool calls, a content array or a `tool_calls` finish: those are
+/// always rewritten.
 fn needs_repair(chunk: &Value) -> bool {
+    if finish_reason(chunk) == Some("tool_calls") {
+        return true;
+    }
     let Some(delta) = chunk.pointer("/choices/0/delta") else {
         return false;
     };
-    delta
-        .get("tool_calls")
+    has_tool_calls(chunk) || delta.get("content").is_some_and(Value::is_array)
+}
+
+fn has_tool_calls(chunk: &Value) -> bool {
+    chunk
+        .pointer("/choices/0/delta/tool_calls")
         .is_some_and(|c| c.as_array().is_some_and(|a| !a.is_empty()))
-        || delta.get("content").is_some_and(Value::is_array)
+}
+
+fn finish_reason(chunk: &Value) -> Option<&str> {
+    chunk
+        .pointer("/choices/0/finish_reason")
+        .and_then(Value::as_str)
 }
 
 /// A `content` array (text and thinking parts) as text `content` plus `reasoning_content`.
@@ -245,7 +348,7 @@ mod tests {
 
     #[test]
     fn plain_text_passes_through_untouched() {
-        let mut s = ChatStream::new(true);
+        let mut s = ChatStream::new(true, None);
         let bytes = frame(json!({"content": "Hello"})).into_bytes();
         assert_eq!(s.shape(bytes.clone(), chunks_of(&bytes)), bytes);
         let more = format!("{}data: [DONE]\n\n", frame(json!({"content": " <think>x"})));
@@ -258,7 +361,7 @@ mod tests {
 
     #[test]
     fn a_leading_think_block_becomes_reasoning_content() {
-        let mut s = ChatStream::new(true);
+        let mut s = ChatStream::new(true, None);
         let mut out = Vec::new();
         for piece in ["<thi", "nk>plan", "</think>\n\nDone."] {
             let bytes = frame(json!({"content": piece})).into_bytes();
@@ -285,14 +388,14 @@ mod tests {
         assert!(String::from_utf8(out)
             .unwrap()
             .ends_with("data: [DONE]\n\n"));
-        let mut off = ChatStream::new(false);
+        let mut off = ChatStream::new(false, None);
         let bytes = frame(json!({"content": "<think>x"})).into_bytes();
         assert_eq!(off.shape(bytes.clone(), chunks_of(&bytes)), bytes);
     }
 
     #[test]
     fn tool_call_ids_are_unique_and_indexed() {
-        let mut s = ChatStream::new(true);
+        let mut s = ChatStream::new(true, None);
         let deltas = [
             // Parallel calls repeating one id, then continuations with "" and null ids.
             json!({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "a", "arguments": "{"}}]}),

@@ -12,6 +12,29 @@ mod responses_stream;
 
 use serde_json::{json, Value};
 
+use std::sync::Arc;
+
+pub(crate) use crate::toolcall::ToolCalls;
+use crate::toolcall::{Offered, ToolCall};
+
+/// The calls a client may run: with the request's tools, those that pass the check (with
+/// repaired arguments), else all of them. Returns the calls and whether any was dropped.
+pub(crate) fn runnable(calls: Vec<ToolCall>, tools: Option<&Offered>) -> (Vec<ToolCall>, bool) {
+    let Some(tools) = tools else {
+        return (calls, false);
+    };
+    let before = calls.len();
+    let kept: Vec<ToolCall> = calls
+        .into_iter()
+        .filter_map(|c| {
+            let arguments = tools.check(&c.name, &c.arguments).ok()?;
+            Some(ToolCall { arguments, ..c })
+        })
+        .collect();
+    let dropped = kept.len() < before;
+    (kept, dropped)
+}
+
 /// The protocol a client speaks; chosen by the endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Protocol {
@@ -104,14 +127,20 @@ impl Protocol {
     }
 
     /// What turns a chat stream into this protocol's stream.
-    pub(crate) fn stream_shape(self, model: &str, split_think_tags: bool) -> StreamShape {
+    /// `tools`: the request's tools, which every call the client gets must pass.
+    pub(crate) fn stream_shape(
+        self,
+        model: &str,
+        split_think_tags: bool,
+        tools: Option<Arc<Offered>>,
+    ) -> StreamShape {
         match self {
-            Protocol::Chat => StreamShape::Chat(chat::ChatStream::new(split_think_tags)),
+            Protocol::Chat => StreamShape::Chat(chat::ChatStream::new(split_think_tags, tools)),
             Protocol::Anthropic => {
-                StreamShape::Events(Box::new(anthropic_stream::Translator::new(model)))
+                StreamShape::Events(Box::new(anthropic_stream::Translator::new(model, tools)))
             }
             Protocol::Responses => {
-                StreamShape::Events(Box::new(responses_stream::Translator::new(model)))
+                StreamShape::Events(Box::new(responses_stream::Translator::new(model, tools)))
             }
         }
     }
@@ -313,7 +342,6 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn completion_becomes_a_stream() {
@@ -328,46 +356,6 @@ mod tests {
         assert!(events[1].data.contains("tool_calls"));
         assert!(events[2].data.contains("completion_tokens"));
         assert_eq!(events[3].data, "[DONE]");
-    }
-
-    fn delta(index: u64, id: Option<&str>, name: Option<&str>, args: &str) -> Value {
-        let mut f = json!({"arguments": args});
-        if let Some(n) = name {
-            f["name"] = json!(n);
-        }
-        let mut d = json!({"index": index, "function": f});
-        if let Some(i) = id {
-            d["id"] = json!(i);
-        }
-        d
-    }
-
-    #[test]
-    fn repeated_ids_and_interleaving_assemble_whole_calls() {
-        let mut calls = ToolCalls::default();
-        // The same id on every chunk, two parallel calls interleaved.
-        calls.add(&delta(0, Some("c1"), Some("Bash"), "{\"command\":"));
-        calls.add(&delta(1, Some("c2"), Some("Read"), "{\"path\":"));
-        calls.add(&delta(0, Some("c1"), None, "\"ls\"}"));
-        calls.add(&delta(1, Some(""), None, "\"a\"}"));
-        let got = calls.take();
-        assert_eq!(
-            got,
-            vec![
-                ToolCall {
-                    name: "Bash".into(),
-                    arguments: "{\"command\":\"ls\"}".into()
-                },
-                ToolCall {
-                    name: "Read".into(),
-                    arguments: "{\"path\":\"a\"}".into()
-                },
-            ]
-        );
-        // A new id at a used index is a new call.
-        calls.add(&delta(0, Some("x"), Some("A"), "{}"));
-        calls.add(&delta(0, Some("y"), Some("B"), "{}"));
-        assert_eq!(calls.take().len(), 2);
     }
 }
 
@@ -435,72 +423,6 @@ pub fn chat_delta(chunk: &Value) -> ChatDelta {
             .and_then(Value::as_str)
             .map(str::to_string),
         usage: chat_usage(chunk),
-    }
-}
-
-/// One tool call assembled from stream deltas.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolCall {
-    pub name: String,
-    pub arguments: String,
-}
-
-/// Tool calls assembled from chat stream deltas, in the order they started. A delta joins
-/// the latest call with its `index` unless it carries a different, non-empty id: providers
-/// repeat the id on every chunk, interleave parallel calls, or send none at all.
-#[derive(Debug, Default)]
-pub struct ToolCalls {
-    calls: Vec<(u64, Option<String>, ToolCall)>,
-}
-
-impl ToolCalls {
-    pub fn add(&mut self, delta: &Value) {
-        let index = delta.get("index").and_then(Value::as_u64).unwrap_or(0);
-        let id = delta
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string);
-        let name = delta
-            .pointer("/function/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let args = delta
-            .pointer("/function/arguments")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let existing = self.calls.iter_mut().rev().find(|(i, _, _)| *i == index);
-        let call = match existing {
-            Some((_, known, call)) if id.is_none() || known.is_none() || *known == id => {
-                if known.is_none() {
-                    *known = id;
-                }
-                call
-            }
-            _ => {
-                self.calls.push((
-                    index,
-                    id,
-                    ToolCall {
-                        name: String::new(),
-                        arguments: String::new(),
-                    },
-                ));
-                &mut self.calls.last_mut().expect("just pushed").2
-            }
-        };
-        if call.name.is_empty() {
-            call.name = name.to_string();
-        }
-        call.arguments.push_str(args);
-    }
-
-    /// The finished calls, in order.
-    pub fn take(&mut self) -> Vec<ToolCall> {
-        std::mem::take(&mut self.calls)
-            .into_iter()
-            .map(|(_, _, c)| c)
-            .collect()
     }
 }
 

@@ -3,11 +3,14 @@
 //! text, before the message item, then the function calls, and `response.completed` with
 //! usage.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 
 use super::responses::{call_item, message_item, reasoning_item, response, usage};
 use super::{chat_delta, new_id, sse_event, StreamTranslator, ToolCalls};
 use crate::reasoning::{Parts, ThinkTags};
+use crate::toolcall::Offered;
 
 /// Chat stream → Responses events. Text streams as it comes; function calls are assembled
 /// and sent whole at the end (only whole calls can be trusted to run).
@@ -22,6 +25,8 @@ pub struct Translator {
     /// Takes a leading `<think>` block out of the text.
     tags: ThinkTags,
     calls: ToolCalls,
+    /// The request's tools: only calls that pass the check are handed over.
+    tools: Option<Arc<Offered>>,
     done_items: Vec<Value>,
     incomplete: bool,
     input_tokens: u64,
@@ -30,8 +35,9 @@ pub struct Translator {
 }
 
 impl Translator {
-    pub fn new(model: &str) -> Translator {
+    pub fn new(model: &str, tools: Option<Arc<Offered>>) -> Translator {
         Translator {
+            tools,
             model: model.to_string(),
             id: new_id("resp_"),
             seq: 0,
@@ -219,7 +225,8 @@ impl StreamTranslator for Translator {
             self.emit("response.failed", json!({"response": r}), &mut out);
             return out;
         }
-        for call in self.calls.take() {
+        let (calls, _) = super::runnable(self.calls.take(), self.tools.as_deref());
+        for call in calls {
             let index = self.done_items.len();
             let (id, call_id) = (new_id("fc_"), new_id("call_"));
             self.emit("response.output_item.added", json!({"output_index": index, "item": call_item(&id, &call_id, &call.name, "", "in_progress")}), &mut out);
@@ -269,7 +276,7 @@ mod tests {
     use crate::protocol::testing::chunks_of;
 
     fn translate(chat_stream: &str, size: usize) -> Vec<(String, Value)> {
-        crate::protocol::testing::translate(&mut Translator::new("gpt-x"), chat_stream, size)
+        crate::protocol::testing::translate(&mut Translator::new("gpt-x", None), chat_stream, size)
     }
 
     fn frame(delta: Value) -> String {
@@ -336,7 +343,7 @@ mod tests {
 
     #[test]
     fn a_broken_stream_fails_and_drops_unfinished_calls() {
-        let mut t = Translator::new("m");
+        let mut t = Translator::new("m", None);
         let mut bytes = t.start();
         bytes.extend(t.feed(&chunks_of(frame(json!({"content": "Let me"})).as_bytes())));
         bytes.extend(t.feed(&chunks_of(frame(json!({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "exec_command", "arguments": "{\"cm"}}]})).as_bytes())));
@@ -354,7 +361,7 @@ mod tests {
 
     #[test]
     fn length_finish_is_incomplete() {
-        let mut t = Translator::new("m");
+        let mut t = Translator::new("m", None);
         let mut bytes = t.start();
         bytes.extend(t.feed(&chunks_of(format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "length"}]})).as_bytes())));
         bytes.extend(t.finish(None));

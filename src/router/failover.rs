@@ -30,6 +30,8 @@ pub(crate) struct Ask<'a> {
     pub stream: bool,
     /// What the client's own request needs (read before translation).
     pub needs: Needs,
+    /// The tools the request offers: tool calls are checked against them.
+    pub tools: Option<std::sync::Arc<crate::toolcall::Offered>>,
 }
 
 /// What a served request hands to the client.
@@ -71,7 +73,7 @@ impl Router {
             body: ask.body,
             stream: ask.stream,
             // Streams keep the gate's parsed chunks: the client's protocol shapes them.
-            limits: self.limits(deadline, ask.stream),
+            limits: self.limits(deadline, ask.stream, ask.tools.clone()),
         };
         let mut details = Vec::new();
         if let Route::Pinned(key) = route {

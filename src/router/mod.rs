@@ -168,7 +168,12 @@ impl Router {
         order
     }
 
-    fn limits(&self, deadline: Instant, keep_chunks: bool) -> Limits {
+    fn limits(
+        &self,
+        deadline: Instant,
+        keep_chunks: bool,
+        tools: Option<std::sync::Arc<crate::toolcall::Offered>>,
+    ) -> Limits {
         Limits {
             body_read: Duration::from_millis(self.failover.body_read_timeout_ms),
             first_token: Duration::from_millis(self.failover.first_token_timeout_ms),
@@ -177,6 +182,7 @@ impl Router {
             validation: self.failover.content_validation,
             max_body: MAX_ANSWER_BYTES,
             keep_chunks,
+            tools,
         }
     }
 
