@@ -511,7 +511,11 @@ fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
             return reject_in(conn, app, proto, trace, started, 404, &unknown.to_string())
         }
     };
-    let tools = crate::toolcall::Offered::of(&chat).map(Arc::new);
+    // Tool calls are checked in strict mode only (`contentValidation: basic|off` turn it off).
+    let strict = app.router.failover.content_validation == crate::gate::ContentValidation::Strict;
+    let tools = crate::toolcall::Offered::of(&chat)
+        .filter(|_| strict)
+        .map(Arc::new);
     let ask = Ask {
         body: &chat,
         stream,

@@ -263,7 +263,10 @@ fn responses_tool_call_and_tool_output() {
     let s = w.serve(&[]);
     // The fake calls `Bash`: the request offers it (a call of a tool not offered fails).
     let mut body: Value = serde_json::from_str(&responses_body(true)).unwrap();
-    body["tools"].as_array_mut().unwrap().push(json!({"type": "function", "name": "Bash",
+    body["tools"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "function", "name": "Bash",
         "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}));
     let ev = events(&s.post("/v1/responses", &body.to_string()).body);
     let item = ev

@@ -67,6 +67,14 @@ pub enum Behavior {
     /// Two parallel tool calls that repeat one id (`call_1`) and continue with `""` and
     /// `null` ids, as some hosts send them.
     RepeatedCallIds,
+    /// A call of `Bash` whose arguments are cut off (`{"command":"ec`).
+    CutToolArgs,
+    /// A call of a tool no client offers (`launch_rockets`).
+    UnknownTool,
+    /// Streams some text, then a call of `Bash` with cut-off arguments.
+    TextThenCutToolArgs,
+    /// Text with `finish_reason: tool_calls` but no call at all.
+    ToolFinishWithoutCalls,
 }
 
 /// Where a provider puts its model's reasoning.
@@ -149,6 +157,10 @@ impl Behavior {
             "thinks_tags" => Behavior::Thinks(Thinker::ThinkTags),
             "thinks_content_array" => Behavior::Thinks(Thinker::ContentArray),
             "repeated_call_ids" => Behavior::RepeatedCallIds,
+            "cut_tool_args" => Behavior::CutToolArgs,
+            "unknown_tool" => Behavior::UnknownTool,
+            "text_then_cut_tool_args" => Behavior::TextThenCutToolArgs,
+            "tool_finish_without_calls" => Behavior::ToolFinishWithoutCalls,
             _ => return None,
         })
     }
@@ -349,6 +361,20 @@ pub(super) fn respond(
         Behavior::ToolCallsOnly => tool_call_answer(out, &id, &model, stream),
         Behavior::Thinks(thinker) => thinking_answer(out, &id, &model, thinker, stream),
         Behavior::RepeatedCallIds => repeated_call_ids(out, &id, &model, stream),
+        Behavior::CutToolArgs => call_answer(out, &id, &model, stream, "Bash", r#"{"command":"ec"#),
+        Behavior::UnknownTool => call_answer(out, &id, &model, stream, "launch_rockets", "{}"),
+        Behavior::TextThenCutToolArgs => text_then_cut_call(out, &id, &model, stream),
+        Behavior::ToolFinishWithoutCalls if !stream => {
+            let b = json!({"id": id, "object": "chat.completion", "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "Nothing to run."}, "finish_reason": "tool_calls"}]});
+            send_fixed(out, 200, json_ct, &[], b.to_string().as_bytes())
+        }
+        Behavior::ToolFinishWithoutCalls => {
+            let mut w = SseWriter::start(out);
+            w.data(&chunk(&id, &model, json!({"role": "assistant", "content": "Nothing to run."}), None))?;
+            w.data(&chunk(&id, &model, json!({}), Some("tool_calls")))?;
+            w.done()
+        }
         Behavior::ToolRoundTrip => {
             let messages = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
             let last = messages.last().cloned().unwrap_or(Value::Null);
@@ -604,6 +630,32 @@ fn repeated_call_ids(out: &mut TcpStream, id: &str, model: &str, stream: bool) -
         None,
     ))?;
     w.data(&chunk(id, model, json!({"tool_calls": [{"index": 1, "id": null, "function": {"name": null, "arguments": "\"echo two\"}"}}]}), None))?;
+    w.data(&chunk(id, model, json!({}), Some("tool_calls")))?;
+    w.done()
+}
+
+/// `Let me look.`, then a call of `Bash` whose arguments are cut off.
+fn text_then_cut_call(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    stream: bool,
+) -> io::Result<bool> {
+    let call = json!({"index": 0, "id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": "{\"command\":\"ec"}});
+    if !stream {
+        let b = json!({"id": id, "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "Let me look.", "tool_calls": [call]},
+                "finish_reason": "tool_calls"}]});
+        return send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes());
+    }
+    let mut w = SseWriter::start(out);
+    w.data(&chunk(
+        id,
+        model,
+        json!({"role": "assistant", "content": "Let me look."}),
+        None,
+    ))?;
+    w.data(&chunk(id, model, json!({"tool_calls": [call]}), None))?;
     w.data(&chunk(id, model, json!({}), Some("tool_calls")))?;
     w.done()
 }

@@ -272,10 +272,15 @@ pub fn from_chat(chat: &Value, model: &str) -> Value {
         }));
     }
     let has_tools = content.iter().any(|c| c["type"] == "tool_use");
-    let mut reason = stop_reason(choice.get("finish_reason").and_then(Value::as_str));
-    if has_tools {
-        reason = "tool_use";
-    }
+    // `tool_calls` with no call to run is a plain end.
+    let reason = match (
+        has_tools,
+        choice.get("finish_reason").and_then(Value::as_str),
+    ) {
+        (true, _) => "tool_use",
+        (false, Some("tool_calls" | "function_call")) => "end_turn",
+        (false, finish) => stop_reason(finish),
+    };
     let (input, output) = chat_usage(chat).unwrap_or((0, 0));
     json!({
         "id": new_id("msg_"), "type": "message", "role": "assistant", "model": model,

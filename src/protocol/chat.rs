@@ -199,8 +199,19 @@ pub(crate) fn answer(body: Vec<u8>, split_think_tags: bool) -> Vec<u8> {
             }
         }
     }
-    if let Some(Value::Array(calls)) = msg.get_mut("tool_calls") {
-        CallIds::whole(calls);
+    let has_calls = match msg.get_mut("tool_calls") {
+        Some(Value::Array(calls)) if !calls.is_empty() => {
+            CallIds::whole(calls);
+            true
+        }
+        _ => false,
+    };
+    if !has_calls
+        && v.pointer("/choices/0/finish_reason")
+            .and_then(Value::as_str)
+            == Some("tool_calls")
+    {
+        v["choices"][0]["finish_reason"] = json!("stop");
     }
     serde_json::to_vec(&v).unwrap_or(body)
 }
