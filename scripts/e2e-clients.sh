@@ -3,8 +3,10 @@
 # `fcm install`, talk to `fcm serve`, which routes to the fake provider on loopback. Each
 # tool must print the fake provider's answer for a plain reply, after a tool call round
 # trip, when the first model's stream fails before any content (fcm fails over to the
-# next model of a set and the tool never sees the failed attempt), and when the model
-# thinks in `<think>` tags (the answer arrives without them). The npm packages are
+# next model of a set and the tool never sees the failed attempt), when the first model's
+# tool call cannot run (cut-off arguments: fcm fails over and the round trip completes),
+# and when the model thinks in `<think>` tags (the answer arrives without them, the
+# reasoning where the tool shows reasoning). The npm packages are
 # pinned and cached between runs; nothing leaves the machine. FCM_E2E_SHOW=PREFIX keeps
 # each tool's output in PREFIX.<case>.
 set -euo pipefail
@@ -37,11 +39,14 @@ start_fake "$fcm"
 cat > "$work/catalog.json" <<JSON
 {"version":1,"providers":[{"id":"fake","name":"Fake","baseUrl":"$url","keyRequired":false,
  "models":[{"id":"ok","tier":"S","context":131072},{"id":"tool_round_trip","tier":"S","context":131072},
-  {"id":"sse_error_first","tier":"S","context":131072},{"id":"thinks_tags","tier":"S","context":131072}]}]}
+  {"id":"sse_error_first","tier":"S","context":131072},{"id":"thinks_tags","tier":"S","context":131072},
+  {"id":"cut_tool_args","tier":"S","context":131072}]}]}
 JSON
 export FCM_CATALOG="$work/catalog.json"
-# A set whose first model streams an error before any content.
+# A set whose first model streams an error before any content, and one whose first model
+# sends a tool call with cut-off arguments.
 "$fcm" sets add failover fake/sse_error_first fake/ok > /dev/null
+"$fcm" sets add broken-call fake/cut_tool_args fake/tool_round_trip > /dev/null
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$fcm" serve --port "$port" 2> "$work/serve.log" &
 serve_pid=$!
@@ -100,6 +105,12 @@ check "claude-code after a failover" "Hello from ok." "$bin/claude" -p "say hi"
 check "codex after a failover" "Hello from ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
 check "cline after a failover" "Hello from ok." "$bin/cline" "say hi"
 
+# The first model's tool call cannot run: fcm fails over and the agent's round trip completes.
+configure broken-call
+check "claude-code tool round trip after a broken call" "The tool said fcm-tool-ok." "$bin/claude" -p "run the marker command" --allowedTools "Bash(echo:*)"
+check "codex tool round trip after a broken call" "The tool said fcm-tool-ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "run the marker command"
+check "cline tool round trip after a broken call" "The tool said fcm-tool-ok." "$bin/cline" -y "run the marker command"
+
 # The model thinks in <think> tags cut mid-tag: the answer arrives without them.
 configure fake/thinks_tags
 check_without "claude-code reasoning apart" "Hello from thinks." "<think>" "$bin/claude" -p "say hi"
@@ -113,10 +124,11 @@ check "cline shows the thinking" "[thinking]" "$bin/cline" "say hi"
 
 served=$(grep -c '!served|' "$work/serve.log" || true)
 failed_over=$(grep -c 'fake/sse_error_first:error_payload->fake/ok:200' "$work/serve.log" || true)
-echo "fcm served $served requests for the tools, $failed_over of them after a failover"
-if [ "$failed_over" -lt 3 ]; then
-  echo "FAIL failover: expected each tool's first request to fail over (serve log below)"
-  grep -F 'fcm:failover' "$work/serve.log" | tail -n 10 | sed 's/^/    /'
+broken_calls=$(grep -c 'fake/cut_tool_args:invalid_tool_call->fake/tool_round_trip:200' "$work/serve.log" || true)
+echo "fcm served $served requests for the tools, $failed_over after an error stream, $broken_calls after a broken tool call"
+if [ "$failed_over" -lt 3 ] || [ "$broken_calls" -lt 3 ]; then
+  echo "FAIL failover: expected each tool's first request of both sets to fail over (serve log below)"
+  grep -F -e 'fcm:failover' -e 'fcm:broken-call' "$work/serve.log" | tail -n 12 | sed 's/^/    /'
   failed=$((failed + 1))
 fi
 echo "e2e: $passed passed, $failed failed"
