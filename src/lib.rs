@@ -36,6 +36,7 @@ pub(crate) mod state;
 pub(crate) mod stream;
 pub(crate) mod table;
 pub(crate) mod target;
+pub(crate) mod textcalls;
 pub(crate) mod time;
 pub(crate) mod toolcall;
 pub(crate) mod trace;

@@ -581,7 +581,7 @@ fn deliver(conn: &mut Conn, app: &App, served: Served<'_>, asked: &Asked<'_>) {
             stats,
         } if !asked.stream => {
             trace.completion_tokens = stats.completion_tokens;
-            let body = proto.answer(body, requested, split_think);
+            let body = proto.answer(body, requested, split_think, asked.tools.as_deref());
             let reply = Reply {
                 status,
                 headers: vec![("content-type".into(), "application/json".into())],

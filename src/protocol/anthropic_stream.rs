@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::anthropic::{stop_reason, thinking_signature};
 use super::{chat_delta, new_id, sse_event, StreamTranslator, ToolCalls};
-use crate::reasoning::{Parts, ThinkTags};
+use super::{ContentParts, ContentSplit};
 use crate::toolcall::Offered;
 
 /// The kind of content block that is open.
@@ -26,8 +26,8 @@ pub struct Translator {
     next_index: usize,
     /// The open thinking or text block and its index.
     open: Option<(Block, usize)>,
-    /// Takes a leading `<think>` block out of the text.
-    tags: ThinkTags,
+    /// Takes a leading `<think>` block (and, with tools, tool-call markup) out of the text.
+    content: ContentSplit,
     calls: ToolCalls,
     /// The request's tools: only calls that pass the check are handed over.
     tools: Option<Arc<Offered>>,
@@ -40,12 +40,12 @@ pub struct Translator {
 impl Translator {
     pub fn new(model: &str, tools: Option<Arc<Offered>>) -> Translator {
         Translator {
+            content: ContentSplit::new(tools.is_some()),
             tools,
             model: model.to_string(),
             id: new_id("msg_"),
             next_index: 0,
             open: None,
-            tags: ThinkTags::default(),
             calls: ToolCalls::default(),
             finish: None,
             input_tokens: 0,
@@ -95,9 +95,12 @@ impl Translator {
         ));
     }
 
-    fn emit_parts(&mut self, parts: &Parts, out: &mut Vec<u8>) {
+    fn emit_parts(&mut self, parts: &ContentParts, out: &mut Vec<u8>) {
         self.emit(Block::Thinking, &parts.reasoning, out);
         self.emit(Block::Text, &parts.text, out);
+        for call in &parts.calls {
+            self.calls.add(call);
+        }
     }
 
     fn open_block(&mut self, block: Value, out: &mut Vec<u8>) -> usize {
@@ -120,7 +123,7 @@ impl Translator {
             self.emit(Block::Thinking, reasoning, out);
         }
         if let Some(text) = &delta.text {
-            let parts = self.tags.feed(text);
+            let parts = self.content.feed(text);
             self.emit_parts(&parts, out);
         }
         for call in &delta.tool_calls {
@@ -152,7 +155,7 @@ impl StreamTranslator for Translator {
             return out;
         }
         self.finished = true;
-        let held = self.tags.finish();
+        let held = self.content.finish();
         self.emit_parts(&held, &mut out);
         self.close_block(&mut out);
         if let Some(message) = error {

@@ -15,7 +15,11 @@ use std::sync::Arc;
 
 use super::new_id;
 use crate::reasoning::ThinkTags;
+use crate::textcalls::TextCalls;
 use crate::toolcall::Offered;
+
+/// Stream index given to calls taken out of text: far above the ones providers number.
+const TEXT_CALL_INDEX: u64 = 1 << 20;
 
 /// A chat stream's repairs, fed the bytes the hold buffer released and their parsed chunks.
 #[derive(Debug)]
@@ -25,6 +29,10 @@ pub(crate) struct ChatStream {
     calls: CallIds,
     /// The request's tools: calls are held until the turn ends and checked.
     offered: Option<Arc<Offered>>,
+    /// With tools: tool-call markup in the content becomes calls.
+    text_calls: Option<TextCalls>,
+    /// Calls taken out of text so far.
+    made: u64,
     /// Tool-call chunks held until the turn ends (with `offered`).
     held: Vec<Value>,
     /// The turn's calls were judged; positions of the calls that failed.
@@ -36,6 +44,8 @@ impl ChatStream {
         ChatStream {
             tags: split_think_tags.then(ThinkTags::default),
             calls: CallIds::default(),
+            text_calls: offered.is_some().then(TextCalls::default),
+            made: 0,
             offered,
             held: Vec::new(),
             judged: None,
@@ -44,7 +54,11 @@ impl ChatStream {
 
     /// The bytes to send for released `bytes` (whose chat chunks are `chunks`).
     pub(crate) fn shape(&mut self, bytes: Vec<u8>, chunks: Vec<Value>) -> Vec<u8> {
-        let settled = self.tags.as_ref().is_none_or(ThinkTags::settled);
+        let settled = self.tags.as_ref().is_none_or(ThinkTags::settled)
+            && self
+                .text_calls
+                .as_ref()
+                .is_none_or(|t| t.idle() && memchr::memchr(b'<', &bytes).is_none());
         if settled && self.held.is_empty() && !chunks.iter().any(needs_repair) {
             return bytes;
         }
@@ -115,11 +129,18 @@ impl ChatStream {
         }
     }
 
-    /// `finish_reason: tool_calls` with no call left to run is a plain stop.
+    /// `finish_reason: tool_calls` with no call left to run is a plain stop; a `stop` after
+    /// calls taken out of text is `tool_calls`.
     fn fix_finish(&self, chunk: &mut Value) {
         let passed = self.calls.calls.len() - self.judged.as_ref().map_or(0, Vec::len);
-        if finish_reason(chunk) == Some("tool_calls") && passed == 0 {
-            chunk["choices"][0]["finish_reason"] = json!("stop");
+        match finish_reason(chunk) {
+            Some("tool_calls") if passed == 0 => {
+                chunk["choices"][0]["finish_reason"] = json!("stop");
+            }
+            Some("stop") if passed > 0 && self.made > 0 => {
+                chunk["choices"][0]["finish_reason"] = json!("tool_calls");
+            }
+            _ => {}
         }
     }
 
@@ -133,8 +154,15 @@ impl ChatStream {
     }
 
     fn flush(&mut self, out: &mut Vec<u8>) {
-        let Some(tags) = &mut self.tags else { return };
-        let held = tags.finish();
+        let mut held = match &mut self.tags {
+            Some(tags) => tags.finish(),
+            None => crate::reasoning::Parts::default(),
+        };
+        if let Some(calls) = &mut self.text_calls {
+            let mut split = calls.feed(&held.text);
+            split.text.push_str(&calls.finish().text);
+            held.text = split.text;
+        }
         if held.text.is_empty() && held.reasoning.is_empty() {
             return;
         }
@@ -154,18 +182,49 @@ impl ChatStream {
             return;
         };
         flatten_content(delta);
-        if let (Some(tags), Some(Value::String(content))) = (&mut self.tags, delta.get("content")) {
-            if !tags.settled() {
-                let parts = tags.feed(content);
-                delta["content"] = json!(parts.text);
-                if !parts.reasoning.is_empty() {
-                    let mut reasoning = delta
+        if let Some(Value::String(content)) = delta.get("content") {
+            let mut text = content.clone();
+            let mut reasoning = String::new();
+            let mut changed = false;
+            if let Some(tags) = self.tags.as_mut().filter(|t| !t.settled()) {
+                let parts = tags.feed(&text);
+                (text, reasoning, changed) = (parts.text, parts.reasoning, true);
+            }
+            let mut made = Vec::new();
+            if let Some(calls) = self
+                .text_calls
+                .as_mut()
+                .filter(|c| !c.idle() || text.contains('<'))
+            {
+                let split = calls.feed(&text);
+                (text, made, changed) = (split.text, split.calls, true);
+            }
+            if changed {
+                delta["content"] = json!(text);
+                if !reasoning.is_empty() {
+                    let mut all = delta
                         .get("reasoning_content")
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_string();
-                    reasoning.push_str(&parts.reasoning);
-                    delta["reasoning_content"] = json!(reasoning);
+                    all.push_str(&reasoning);
+                    delta["reasoning_content"] = json!(all);
+                }
+            }
+            if !made.is_empty() {
+                let list = delta
+                    .as_object_mut()
+                    .expect("a delta with content is an object")
+                    .entry("tool_calls")
+                    .or_insert_with(|| json!([]));
+                if let Some(list) = list.as_array_mut() {
+                    for call in made {
+                        list.push(
+                            json!({"index": TEXT_CALL_INDEX + self.made, "type": "function",
+                            "function": {"name": call.name, "arguments": call.arguments}}),
+                        );
+                        self.made += 1;
+                    }
                 }
             }
         }
@@ -177,43 +236,97 @@ impl ChatStream {
     }
 }
 
-/// A complete chat answer with the same repairs.
-pub(crate) fn answer(body: Vec<u8>, split_think_tags: bool) -> Vec<u8> {
+/// A complete chat answer with the same repairs (the body is parsed only when one may
+/// apply).
+pub(crate) fn answer(body: Vec<u8>, split_think_tags: bool, tools: Option<&Offered>) -> Vec<u8> {
     let tagged = split_think_tags && (contains(&body, b"<think>") || contains(&body, b"<thought>"));
-    if !tagged && !contains(&body, b"tool_calls") && !contains(&body, b"thinking") {
+    let may_repair = tagged
+        || contains(&body, b"tool_calls")
+        || contains(&body, b"thinking")
+        || (tools.is_some() && memchr::memchr(b'<', &body).is_some());
+    if !may_repair {
         return body;
     }
     let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
         return body;
     };
+    normalize(&mut v, split_think_tags, tools);
+    serde_json::to_vec(&v).unwrap_or(body)
+}
+
+/// Repairs a complete chat answer in place: content arrays flattened, a leading `<think>`
+/// block moved into `reasoning_content` (with `split_think_tags`), tool-call markup in the
+/// text made calls and calls that fail the check dropped (with `tools`), call ids made
+/// unique, and the finish reason made to match the calls that are left.
+pub(crate) fn normalize(v: &mut Value, split_think_tags: bool, tools: Option<&Offered>) {
     let Some(msg) = v.pointer_mut("/choices/0/message") else {
-        return body;
+        return;
     };
     flatten_content(msg);
-    if tagged {
-        if let Some(Value::String(content)) = msg.get("content") {
-            let parts = crate::reasoning::split_think(content);
-            if !parts.reasoning.is_empty() {
-                msg["content"] = json!(parts.text);
-                msg["reasoning_content"] = json!(parts.reasoning);
+    let mut made = false;
+    if let Some(Value::String(content)) = msg.get("content") {
+        let mut text = content.clone();
+        let mut reasoning = String::new();
+        if split_think_tags {
+            let parts = crate::reasoning::split_think(&text);
+            (text, reasoning) = (parts.text, parts.reasoning);
+        }
+        let mut calls = Vec::new();
+        if tools.is_some() {
+            let split = crate::textcalls::split_text_calls(&text);
+            (text, calls) = (split.text, split.calls);
+        }
+        if !reasoning.is_empty() || !calls.is_empty() {
+            msg["content"] = json!(text);
+        }
+        if !reasoning.is_empty() {
+            msg["reasoning_content"] = json!(reasoning);
+        }
+        if !calls.is_empty() {
+            made = true;
+            let list = msg
+                .as_object_mut()
+                .expect("a message with content is an object")
+                .entry("tool_calls")
+                .or_insert_with(|| json!([]));
+            if let Some(list) = list.as_array_mut() {
+                for call in calls {
+                    list.push(json!({"id": "", "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments}}));
+                }
             }
         }
     }
     let has_calls = match msg.get_mut("tool_calls") {
         Some(Value::Array(calls)) if !calls.is_empty() => {
+            if let Some(tools) = tools {
+                // The gate failed answers with broken calls; what is left here are calls
+                // taken out of text, and trivial slips to repair (empty arguments: `{}`).
+                calls.retain_mut(|c| {
+                    let name = c.pointer("/function/name").and_then(Value::as_str);
+                    let args = c.pointer("/function/arguments").and_then(Value::as_str);
+                    match tools.check(name.unwrap_or(""), args.unwrap_or("")) {
+                        Ok(args) => {
+                            c["function"]["arguments"] = json!(args);
+                            true
+                        }
+                        Err(_) => false,
+                    }
+                });
+            }
             CallIds::whole(calls);
-            true
+            !calls.is_empty()
         }
         _ => false,
     };
-    if !has_calls
-        && v.pointer("/choices/0/finish_reason")
-            .and_then(Value::as_str)
-            == Some("tool_calls")
-    {
+    let finish = v
+        .pointer("/choices/0/finish_reason")
+        .and_then(Value::as_str);
+    if !has_calls && finish == Some("tool_calls") {
         v["choices"][0]["finish_reason"] = json!("stop");
+    } else if has_calls && made && finish == Some("stop") {
+        v["choices"][0]["finish_reason"] = json!("tool_calls");
     }
-    serde_json::to_vec(&v).unwrap_or(body)
 }
 
 /// Tool-call ids and indexes toward a chat client, for the calls of one answer.
@@ -445,7 +558,7 @@ mod tests {
             "tool_calls": [{"id": "", "type": "function", "function": {"name": "a", "arguments": "{}"}},
                            {"id": "", "type": "function", "function": {"name": "b", "arguments": "{}"}}]}}]});
         let out: Value =
-            serde_json::from_slice(&answer(body.to_string().into_bytes(), true)).unwrap();
+            serde_json::from_slice(&answer(body.to_string().into_bytes(), true, None)).unwrap();
         let msg = &out["choices"][0]["message"];
         assert_eq!(
             (msg["content"].as_str(), msg["reasoning_content"].as_str()),
@@ -460,7 +573,7 @@ mod tests {
             .to_string()
             .into_bytes();
         assert_eq!(
-            answer(plain.clone(), true),
+            answer(plain.clone(), true, None),
             plain,
             "nothing to repair: the same bytes"
         );

@@ -17,6 +17,76 @@ use std::sync::Arc;
 pub(crate) use crate::toolcall::ToolCalls;
 use crate::toolcall::{Offered, ToolCall};
 
+/// A stream's content on its way to a client that is not chat: a leading `<think>` block
+/// taken out as reasoning and, when the request offered tools, tool-call markup taken out as
+/// calls (see `textcalls`).
+#[derive(Debug)]
+pub(crate) struct ContentSplit {
+    tags: crate::reasoning::ThinkTags,
+    calls: Option<crate::textcalls::TextCalls>,
+    /// Calls taken out so far (their stream index is above any a provider uses).
+    made: u64,
+}
+
+/// What one piece of content holds.
+#[derive(Debug, Default)]
+pub(crate) struct ContentParts {
+    pub reasoning: String,
+    pub text: String,
+    /// Calls as chat tool-call deltas, for a [`ToolCalls`] assembler.
+    pub calls: Vec<Value>,
+}
+
+impl ContentSplit {
+    pub(crate) fn new(tools: bool) -> ContentSplit {
+        ContentSplit {
+            tags: crate::reasoning::ThinkTags::default(),
+            calls: tools.then(crate::textcalls::TextCalls::default),
+            made: 0,
+        }
+    }
+
+    pub(crate) fn feed(&mut self, content: &str) -> ContentParts {
+        let parts = self.tags.feed(content);
+        self.calls_from(parts.reasoning, parts.text, false)
+    }
+
+    pub(crate) fn finish(&mut self) -> ContentParts {
+        let parts = self.tags.finish();
+        self.calls_from(parts.reasoning, parts.text, true)
+    }
+
+    fn calls_from(&mut self, reasoning: String, text: String, last: bool) -> ContentParts {
+        let Some(calls) = &mut self.calls else {
+            return ContentParts {
+                reasoning,
+                text,
+                calls: Vec::new(),
+            };
+        };
+        let mut split = calls.feed(&text);
+        if last {
+            split.text.push_str(&calls.finish().text);
+        }
+        let mut out = ContentParts {
+            reasoning,
+            text: split.text,
+            calls: Vec::new(),
+        };
+        for call in split.calls {
+            out.calls.push(
+                json!({"index": TEXT_CALL_INDEX + self.made, "id": new_id("call_"),
+                "type": "function", "function": {"name": call.name, "arguments": call.arguments}}),
+            );
+            self.made += 1;
+        }
+        out
+    }
+}
+
+/// Stream index given to calls taken out of text: far above the ones providers number.
+const TEXT_CALL_INDEX: u64 = 1 << 20;
+
 /// The calls a client may run: with the request's tools, those that pass the check (with
 /// repaired arguments), else all of them. Returns the calls and whether any was dropped.
 pub(crate) fn runnable(calls: Vec<ToolCall>, tools: Option<&Offered>) -> (Vec<ToolCall>, bool) {
@@ -113,10 +183,21 @@ impl Protocol {
     }
 
     /// A complete chat answer in this protocol's shape.
-    pub(crate) fn answer(self, chat_body: Vec<u8>, model: &str, split_think_tags: bool) -> Vec<u8> {
-        let chat = || serde_json::from_slice::<Value>(&chat_body).unwrap_or(Value::Null);
+    pub(crate) fn answer(
+        self,
+        chat_body: Vec<u8>,
+        model: &str,
+        split_think_tags: bool,
+        tools: Option<&Offered>,
+    ) -> Vec<u8> {
+        let chat = || {
+            let mut v = serde_json::from_slice::<Value>(&chat_body).unwrap_or(Value::Null);
+            // Reasoning always goes apart for these clients; tool-call markup becomes calls.
+            chat::normalize(&mut v, true, tools);
+            v
+        };
         match self {
-            Protocol::Chat => chat::answer(chat_body, split_think_tags),
+            Protocol::Chat => chat::answer(chat_body, split_think_tags, tools),
             Protocol::Anthropic => anthropic::from_chat(&chat(), model)
                 .to_string()
                 .into_bytes(),
@@ -135,7 +216,9 @@ impl Protocol {
         tools: Option<Arc<Offered>>,
     ) -> StreamShape {
         match self {
-            Protocol::Chat => StreamShape::Chat(chat::ChatStream::new(split_think_tags, tools)),
+            Protocol::Chat => {
+                StreamShape::Chat(Box::new(chat::ChatStream::new(split_think_tags, tools)))
+            }
             Protocol::Anthropic => {
                 StreamShape::Events(Box::new(anthropic_stream::Translator::new(model, tools)))
             }
@@ -149,7 +232,7 @@ impl Protocol {
 /// A committed chat stream on its way to the client: chat bytes repaired where needed
 /// (`chat`), or translated into another protocol's events.
 pub(crate) enum StreamShape {
-    Chat(chat::ChatStream),
+    Chat(Box<chat::ChatStream>),
     Events(Box<dyn StreamTranslator>),
 }
 

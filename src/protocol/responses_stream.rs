@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::responses::{call_item, message_item, reasoning_item, response, usage};
 use super::{chat_delta, new_id, sse_event, StreamTranslator, ToolCalls};
-use crate::reasoning::{Parts, ThinkTags};
+use super::{ContentParts, ContentSplit};
 use crate::toolcall::Offered;
 
 /// Chat stream → Responses events. Text streams as it comes; function calls are assembled
@@ -22,8 +22,8 @@ pub struct Translator {
     message: Option<(usize, String, String)>,
     /// The open reasoning item: (output index, item id, summary text so far).
     reasoning: Option<(usize, String, String)>,
-    /// Takes a leading `<think>` block out of the text.
-    tags: ThinkTags,
+    /// Takes a leading `<think>` block (and, with tools, tool-call markup) out of the text.
+    content: ContentSplit,
     calls: ToolCalls,
     /// The request's tools: only calls that pass the check are handed over.
     tools: Option<Arc<Offered>>,
@@ -37,13 +37,13 @@ pub struct Translator {
 impl Translator {
     pub fn new(model: &str, tools: Option<Arc<Offered>>) -> Translator {
         Translator {
+            content: ContentSplit::new(tools.is_some()),
             tools,
             model: model.to_string(),
             id: new_id("resp_"),
             seq: 0,
             message: None,
             reasoning: None,
-            tags: ThinkTags::default(),
             calls: ToolCalls::default(),
             done_items: Vec::new(),
             incomplete: false,
@@ -161,9 +161,12 @@ impl Translator {
         }
     }
 
-    fn emit_parts(&mut self, parts: &Parts, out: &mut Vec<u8>) {
+    fn emit_parts(&mut self, parts: &ContentParts, out: &mut Vec<u8>) {
         self.emit_reasoning(&parts.reasoning, out);
         self.emit_text(&parts.text, out);
+        for call in &parts.calls {
+            self.calls.add(call);
+        }
     }
 
     fn translate_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
@@ -176,7 +179,7 @@ impl Translator {
             self.emit_reasoning(reasoning, out);
         }
         if let Some(text) = delta.text.as_deref() {
-            let parts = self.tags.feed(text);
+            let parts = self.content.feed(text);
             self.emit_parts(&parts, out);
         }
         for call in &delta.tool_calls {
@@ -207,7 +210,7 @@ impl StreamTranslator for Translator {
             return out;
         }
         self.finished = true;
-        let held = self.tags.finish();
+        let held = self.content.finish();
         self.emit_parts(&held, &mut out);
         self.close_reasoning(&mut out);
         self.close_message(&mut out);
