@@ -138,6 +138,49 @@ fn calls_received(protocol: &str, stream: bool, r: &Resp) -> Vec<(String, Value)
 
 const PROTOCOLS: [&str; 3] = ["chat", "anthropic", "responses"];
 
+/// The answer text a client received.
+fn text_received(protocol: &str, stream: bool, r: &Resp) -> String {
+    if !stream {
+        let v = r.json();
+        return match protocol {
+            "chat" => v["choices"][0]["message"]["content"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            "anthropic" => v["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect(),
+            _ => v["output"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|i| i["content"][0]["text"].as_str())
+                .collect(),
+        };
+    }
+    let mut parser = fcm::sse::SseParser::new();
+    let mut evs = Vec::new();
+    parser.feed(r.body.as_bytes(), &mut evs);
+    parser.finish(&mut evs);
+    evs.iter()
+        .filter(|e| e.data != "[DONE]")
+        .filter_map(|e| {
+            let v: Value = serde_json::from_str(&e.data).ok()?;
+            let piece = match protocol {
+                "chat" => v["choices"][0]["delta"]["content"].as_str(),
+                "anthropic" => v["delta"]["text"].as_str(),
+                _ => (e.event.as_deref() == Some("response.output_text.delta"))
+                    .then(|| v["delta"].as_str())
+                    .flatten(),
+            };
+            piece.map(str::to_string)
+        })
+        .collect()
+}
+
 #[test]
 fn broken_calls_fail_over_before_the_client_sees_anything() {
     let fake = fake();
@@ -274,5 +317,58 @@ fn tool_calls_finish_without_calls_is_a_plain_stop() {
             "stream {stream}: {}",
             r.body
         );
+    }
+}
+
+#[test]
+fn tool_calls_written_as_text_become_calls() {
+    let fake = fake();
+    for model in ["hermes_text_call", "kimi_text_call"] {
+        let w = World::new();
+        ordered(&w, &fake.base_url(), &[model]);
+        let s = w.serve(&[]);
+        for protocol in PROTOCOLS {
+            for stream in [true, false] {
+                let what = format!("{model}, {protocol}, stream {stream}");
+                let (path, req) = body(protocol, stream, true);
+                let r = s.post(&path, &req);
+                assert_eq!(r.status, 200, "{what}: {r:?}");
+                assert_eq!(
+                    calls_received(protocol, stream, &r),
+                    [(
+                        "Bash".to_string(),
+                        json!({"command": "echo fcm-tool-ok", "description": "Print a marker"})
+                    )],
+                    "{what}: {}",
+                    r.body
+                );
+                assert_eq!(
+                    text_received(protocol, stream, &r),
+                    "Running it.",
+                    "{what}: the text before the call stays"
+                );
+                assert!(
+                    !r.body.contains("tool_call>") && !r.body.contains("tool_calls_section"),
+                    "{what}: markup reached the client: {}",
+                    r.body
+                );
+                match protocol {
+                    "chat" => assert!(
+                        r.body.contains("\"finish_reason\":\"tool_calls\""),
+                        "{what}: {}",
+                        r.body
+                    ),
+                    "anthropic" => assert!(
+                        r.body.contains("\"stop_reason\":\"tool_use\""),
+                        "{what}: {}",
+                        r.body
+                    ),
+                    _ => {}
+                }
+            }
+        }
+        // Without tools offered, the text is left as the model wrote it.
+        let (path, req) = body("chat", false, false);
+        assert!(s.post(&path, &req).body.contains("Running it."));
     }
 }

@@ -75,6 +75,11 @@ pub enum Behavior {
     TextThenCutToolArgs,
     /// Text with `finish_reason: tool_calls` but no call at all.
     ToolFinishWithoutCalls,
+    /// The shell call written as text in a Hermes `<tool_call>` block, streamed in
+    /// 5-character pieces (tags cut), finish `stop`.
+    HermesTextCall,
+    /// The shell call written as text in a Kimi tool-call section.
+    KimiTextCall,
 }
 
 /// Where a provider puts its model's reasoning.
@@ -161,6 +166,8 @@ impl Behavior {
             "unknown_tool" => Behavior::UnknownTool,
             "text_then_cut_tool_args" => Behavior::TextThenCutToolArgs,
             "tool_finish_without_calls" => Behavior::ToolFinishWithoutCalls,
+            "hermes_text_call" => Behavior::HermesTextCall,
+            "kimi_text_call" => Behavior::KimiTextCall,
             _ => return None,
         })
     }
@@ -364,6 +371,15 @@ pub(super) fn respond(
         Behavior::CutToolArgs => call_answer(out, &id, &model, stream, "Bash", r#"{"command":"ec"#),
         Behavior::UnknownTool => call_answer(out, &id, &model, stream, "launch_rockets", "{}"),
         Behavior::TextThenCutToolArgs => text_then_cut_call(out, &id, &model, stream),
+        Behavior::HermesTextCall | Behavior::KimiTextCall => {
+            let (name, args) = shell_tool(&body).unwrap_or(("Bash".into(), json!({"command": "echo fcm-tool-ok"})));
+            let text = if behavior == Behavior::HermesTextCall {
+                format!("Running it.<tool_call>{}</tool_call>", json!({"name": name, "arguments": args}))
+            } else {
+                format!("Running it.<|tool_calls_section_begin|><|tool_call_begin|>functions.{name}:0<|tool_call_argument_begin|>{args}<|tool_call_end|><|tool_calls_section_end|>")
+            };
+            text_answer_in_pieces(out, &id, &model, &text, stream)
+        }
         Behavior::ToolFinishWithoutCalls if !stream => {
             let b = json!({"id": id, "object": "chat.completion", "model": model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": "Nothing to run."}, "finish_reason": "tool_calls"}]});
@@ -657,6 +673,39 @@ fn text_then_cut_call(
     ))?;
     w.data(&chunk(id, model, json!({"tool_calls": [call]}), None))?;
     w.data(&chunk(id, model, json!({}), Some("tool_calls")))?;
+    w.done()
+}
+
+/// `text` as the whole answer (finish `stop`), streamed in 5-character pieces.
+fn text_answer_in_pieces(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    text: &str,
+    stream: bool,
+) -> io::Result<bool> {
+    if !stream {
+        let b = json!({"id": id, "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]});
+        return send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes());
+    }
+    let mut w = SseWriter::start(out);
+    w.data(&chunk(
+        id,
+        model,
+        json!({"role": "assistant", "content": ""}),
+        None,
+    ))?;
+    let chars: Vec<char> = text.chars().collect();
+    for piece in chars.chunks(5) {
+        w.data(&chunk(
+            id,
+            model,
+            json!({"content": piece.iter().collect::<String>()}),
+            None,
+        ))?;
+    }
+    w.data(&chunk(id, model, json!({}), Some("stop")))?;
     w.done()
 }
 
