@@ -33,6 +33,9 @@ pub(crate) struct ChatStream {
     text_calls: Option<TextCalls>,
     /// Calls taken out of text so far.
     made: u64,
+    /// A finish reason was sent: a repeated finish chunk (some hosts send it twice) goes
+    /// out without it, so the turn ends once.
+    finished: bool,
     /// Tool-call chunks held until the turn ends (with `offered`).
     held: Vec<Value>,
     /// The turn's calls were judged; positions of the calls that failed.
@@ -46,6 +49,7 @@ impl ChatStream {
             calls: CallIds::default(),
             text_calls: offered.is_some().then(TextCalls::default),
             made: 0,
+            finished: false,
             offered,
             held: Vec::new(),
             judged: None,
@@ -59,7 +63,9 @@ impl ChatStream {
                 .text_calls
                 .as_ref()
                 .is_none_or(|t| t.idle() && memchr::memchr(b'<', &bytes).is_none());
-        if settled && self.held.is_empty() && !chunks.iter().any(needs_repair) {
+        let repeats_finish = self.finished && chunks.iter().any(|c| finish_reason(c).is_some());
+        if settled && self.held.is_empty() && !repeats_finish && !chunks.iter().any(needs_repair) {
+            self.finished |= chunks.iter().any(|c| finish_reason(c).is_some());
             return bytes;
         }
         let mut out = Vec::with_capacity(bytes.len() + 64);
@@ -79,6 +85,10 @@ impl ChatStream {
             if finishes {
                 self.release_calls(&mut out);
                 self.fix_finish(&mut chunk);
+                if self.finished {
+                    chunk["choices"][0]["finish_reason"] = Value::Null;
+                }
+                self.finished = true;
             }
             push_event(&chunk, &mut out);
         }
@@ -550,6 +560,27 @@ mod tests {
         assert!(ids.iter().all(|id| id.starts_with("call_") && id.len() > 5));
         let unique: std::collections::HashSet<&&str> = ids.iter().collect();
         assert_eq!(unique.len(), 4);
+    }
+
+    #[test]
+    fn a_repeated_finish_chunk_ends_the_turn_once() {
+        let mut s = ChatStream::new(true, None);
+        let finish = format!(
+            "data: {}\n\n",
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": {"completion_tokens": 2}})
+        );
+        let first = s.shape(finish.clone().into_bytes(), chunks_of(finish.as_bytes()));
+        assert_eq!(
+            first,
+            finish.clone().into_bytes(),
+            "the first finish passes as it came"
+        );
+        let again = events(&s.shape(finish.clone().into_bytes(), chunks_of(finish.as_bytes())));
+        assert_eq!(again[0]["choices"][0]["finish_reason"], Value::Null);
+        assert_eq!(
+            again[0]["usage"]["completion_tokens"], 2,
+            "its usage is kept"
+        );
     }
 
     #[test]
