@@ -297,6 +297,11 @@ pub struct ModelResult {
 }
 
 impl ModelResult {
+    /// Whether the last tool pings proved this model calls tools: see [`proves_tool_calls`].
+    pub fn proves_tool_calls(&self) -> bool {
+        proves_tool_calls(self.tool_pings.unwrap_or(0), self.tool_calls.unwrap_or(0))
+    }
+
     /// Keeps `older`'s tool results when this run sent no tool ping: a plain `fcm bench`
     /// does not make the router forget which models call tools.
     fn keep_tools_of(&mut self, older: &ModelResult) {
@@ -307,6 +312,13 @@ impl ModelResult {
             self.tools_measured_at = older.tools_measured_at.clone();
         }
     }
+}
+
+/// A model proves it calls tools when more than half of its tool pings produced a valid
+/// call (1 of 1, 2 of 2 or 3, 3 of 4 or 5): most, not all, because one slip is a failover
+/// away and free hosts have bad moments; never a coin toss, such as 1 of 2.
+pub fn proves_tool_calls(tool_pings: u32, valid_calls: u32) -> bool {
+    tool_pings > 0 && valid_calls * 2 > tool_pings
 }
 
 /// What one model's tool pings showed.
@@ -713,6 +725,25 @@ mod tests {
     }
 
     #[test]
+    fn most_tool_pings_must_call_to_prove_it() {
+        let cases = [
+            (0, 0, false),
+            (1, 1, true),
+            (1, 0, false),
+            (2, 1, false),
+            (2, 2, true),
+            (3, 2, true),
+            (3, 1, false),
+            (4, 2, false),
+            (4, 3, true),
+            (5, 3, true),
+        ];
+        for (pings, calls, want) in cases {
+            assert_eq!(proves_tool_calls(pings, calls), want, "{calls}/{pings}");
+        }
+    }
+
+    #[test]
     fn tool_pings_count_for_health_but_not_for_speed() {
         let p = provider();
         let m = ModelRef {
@@ -737,8 +768,10 @@ mod tests {
         assert_eq!(r.ttft_ms_p50, Some(200), "tool pings do not move the times");
         assert_eq!(r.last_failure_kind, Some(FailureKind::InvalidToolCall));
         assert_eq!(r.verdict, BenchVerdict::Unstable);
+        assert!(!r.proves_tool_calls());
         let plain = summarize(m, &sums(&[ok(1, 1)]), "t");
         assert_eq!((plain.tool_pings, plain.tool_calls), (None, None));
+        assert!(!plain.proves_tool_calls());
     }
 
     #[test]
@@ -764,6 +797,7 @@ mod tests {
         let m = &merged.models[0];
         assert_eq!((m.measured_at.as_str(), m.tool_calls), ("new", Some(1)));
         assert_eq!(m.tools_measured_at.as_deref(), Some("old"));
+        assert!(m.proves_tool_calls());
         let retested = BenchReport {
             generated_at: "new".into(),
             models: vec![summarize(
@@ -774,9 +808,9 @@ mod tests {
         };
         let m = &merge(old, &retested).models[0];
         assert_eq!((m.tool_pings, m.tool_calls), (Some(1), Some(0)));
-        assert_eq!(
-            m.tools_measured_at.as_deref(),
-            Some("new"),
+        assert_eq!(m.tools_measured_at.as_deref(), Some("new"));
+        assert!(
+            !m.proves_tool_calls(),
             "a new tool run replaces the old one"
         );
     }
@@ -788,6 +822,7 @@ mod tests {
             "pings": 1, "successes": 1, "successRate": 1.0, "measuredAt": "x"}]});
         let report: BenchReport = serde_json::from_value(old).unwrap();
         assert_eq!(report.models[0].tool_pings, None);
+        assert!(!report.models[0].proves_tool_calls());
     }
 
     #[test]
