@@ -3,7 +3,12 @@
 //! Probing goes through the same [`attempt`](crate::attempt) as the router, so a model the
 //! bench calls broken is broken for the router for the same reason. Statistics, verdicts and
 //! ranking are pure functions over ping results; I/O is the probe loop and the output.
+//!
+//! With `--tools` a second question offers one tool and asks for a call: the answer is
+//! checked as the router checks real traffic (`invalid_tool_call` for a call that cannot
+//! run), and a model whose calls pass is the router's first choice for requests with tools.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -17,6 +22,7 @@ use crate::failure::Failure;
 use crate::gate::ContentValidation;
 use crate::rank::{compare, Standing, FAILING, PROVEN};
 use crate::target::{Limits, Target};
+use crate::toolcall::Offered;
 use crate::upstream::Upstream;
 
 /// A real question with a few-word answer: cheap, and a model that cannot answer it is broken.
@@ -31,16 +37,66 @@ pub const PERFECT_TTFT_MS: u64 = 1000;
 /// Median time to first token from which a fully successful model is `Slow`.
 pub const SLOW_TTFT_MS: u64 = 2000;
 
-/// The chat request every ping sends (the model is filled in per target).
-pub fn ping_body() -> Value {
-    json!({
-        "model": "",
-        "messages": [{"role": "user", "content": PING_QUESTION}],
-        "stream": true,
-        "stream_options": {"include_usage": true},
-        "max_tokens": PING_MAX_TOKENS,
-        "temperature": 0
-    })
+/// The tool ping's question: only the offered tool can answer it, so a model that can call
+/// tools calls it rather than answering in words.
+pub const TOOL_PING_QUESTION: &str =
+    "What is the weather in Paris right now? Call the get_weather tool to find out.";
+/// The one tool a tool ping offers, with one required argument (`city`): enough to tell a
+/// well-formed call from a broken one, small enough to cost a free quota nearly nothing.
+pub const TOOL_PING_TOOL: &str = "get_weather";
+/// Room for the call (about 15 tokens) and a short preamble or reasoning before it.
+pub const TOOL_PING_MAX_TOKENS: u32 = 256;
+
+/// What a ping asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Question {
+    /// [`PING_QUESTION`]: does the model answer, and how fast.
+    Sum,
+    /// [`TOOL_PING_QUESTION`] with [`TOOL_PING_TOOL`] offered: does it call the tool.
+    ToolCall,
+}
+
+impl Question {
+    /// The chat request this question sends (the model is filled in per target).
+    pub fn body(self) -> Value {
+        let mut body = json!({
+            "model": "",
+            "messages": [{"role": "user", "content": PING_QUESTION}],
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "max_tokens": PING_MAX_TOKENS,
+            "temperature": 0
+        });
+        if self == Question::ToolCall {
+            body["messages"][0]["content"] = json!(TOOL_PING_QUESTION);
+            body["max_tokens"] = json!(TOOL_PING_MAX_TOKENS);
+            body["tools"] = json!([{"type": "function", "function": {
+                "name": TOOL_PING_TOOL,
+                "description": "The current weather in a city.",
+                "parameters": {"type": "object",
+                    "properties": {"city": {"type": "string", "description": "The city, e.g. Paris"}},
+                    "required": ["city"]}}}]);
+        }
+        body
+    }
+
+    /// The tools a call in the answer is checked against, as the router checks a client's.
+    fn offered(self) -> Option<Arc<Offered>> {
+        Offered::of(&self.body()).map(Arc::new)
+    }
+}
+
+/// What one model is asked, in order: `pings` sums, each followed by a tool ping with
+/// `tools`, so a rate limit that ends a model's pings early cuts both questions alike.
+pub fn questions(pings: u32, tools: bool) -> Vec<Question> {
+    let mut asked = Vec::new();
+    for _ in 0..pings {
+        asked.push(Question::Sum);
+        if tools {
+            asked.push(Question::ToolCall);
+        }
+    }
+    asked
 }
 
 /// One ping's result.
@@ -50,6 +106,8 @@ pub enum Ping {
         ttft_ms: u64,
         total_ms: u64,
         tokens: u64,
+        /// Tool calls in the answer that passed the check (only a tool ping offers a tool).
+        tool_calls: u32,
     },
     Failed {
         kind: FailureKind,
@@ -59,8 +117,20 @@ pub enum Ping {
     },
 }
 
-/// Runs one streaming ping through the shared attempt and drains it.
+/// Runs one streaming ping of the plain question through the shared attempt and drains it.
 pub fn ping(upstream: &Upstream, target: &Target, timeout: Duration) -> Ping {
+    ping_asking(upstream, target, Question::Sum, timeout)
+}
+
+/// Runs one streaming ping of `question` through the shared attempt and drains it. A tool
+/// ping's calls are checked against its tool (`Limits::tools`), exactly as the router checks
+/// a client's: a broken or invented call fails the ping as `invalid_tool_call`.
+pub fn ping_asking(
+    upstream: &Upstream,
+    target: &Target,
+    question: Question,
+    timeout: Duration,
+) -> Ping {
     let limits = Limits {
         body_read: timeout,
         first_token: timeout,
@@ -69,7 +139,7 @@ pub fn ping(upstream: &Upstream, target: &Target, timeout: Duration) -> Ping {
         validation: ContentValidation::Strict,
         max_body: PING_MAX_BODY,
         keep_chunks: false,
-        tools: None,
+        tools: question.offered(),
     };
     let failed = |f: Failure| Ping::Failed {
         kind: f.kind(),
@@ -77,13 +147,14 @@ pub fn ping(upstream: &Upstream, target: &Target, timeout: Duration) -> Ping {
         pause: f.verdict.quota_pause,
         detail: f.detail,
     };
-    match attempt(upstream, target, &ping_body(), true, &limits) {
+    match attempt(upstream, target, &question.body(), true, &limits) {
         Ok(Answer::Full { stats, elapsed, .. }) => {
             let ms = elapsed.as_millis() as u64;
             Ping::Ok {
                 ttft_ms: ms,
                 total_ms: ms,
                 tokens: stats.output_tokens(),
+                tool_calls: stats.tool_calls as u32,
             }
         }
         Ok(Answer::Stream(s)) => {
@@ -93,6 +164,7 @@ pub fn ping(upstream: &Upstream, target: &Target, timeout: Duration) -> Ping {
                     ttft_ms,
                     total_ms: total.as_millis() as u64,
                     tokens: stats.output_tokens(),
+                    tool_calls: stats.tool_calls as u32,
                 },
                 Err(f) => failed(f),
             }
@@ -101,14 +173,20 @@ pub fn ping(upstream: &Upstream, target: &Target, timeout: Duration) -> Ping {
     }
 }
 
-/// Pings one model `pings` times in a row, honouring rate limits and giving up early on
-/// failures that another ping cannot change (a bad key, an unresolvable URL).
-pub fn probe(upstream: &Upstream, target: &Target, pings: u32, timeout: Duration) -> Vec<Ping> {
+/// Asks one model each of `questions` in a row, honouring rate limits and giving up early on
+/// failures that another ping cannot change (a bad key, an unresolvable URL). Results come
+/// in the order they were sent.
+pub fn probe(
+    upstream: &Upstream,
+    target: &Target,
+    questions: &[Question],
+    timeout: Duration,
+) -> Vec<(Question, Ping)> {
     let mut results = Vec::new();
     let mut timeouts_in_a_row = 0;
-    for i in 0..pings {
-        let p = ping(upstream, target, timeout);
-        let last = i + 1 == pings;
+    for (i, question) in questions.iter().enumerate() {
+        let p = ping_asking(upstream, target, *question, timeout);
+        let last = i + 1 == questions.len();
         let stop = match &p {
             Ping::Failed {
                 kind: FailureKind::AuthError | FailureKind::ProviderUrlUnresolvable,
@@ -137,7 +215,7 @@ pub fn probe(upstream: &Upstream, target: &Target, pings: u32, timeout: Duration
                 false
             }
         };
-        results.push(p);
+        results.push((*question, p));
         if stop {
             break;
         }
@@ -188,9 +266,24 @@ pub struct ModelResult {
     pub swe_bench: Option<f64>,
     pub usable: bool,
     pub verdict: BenchVerdict,
+    /// Every ping sent, tool pings included; `successes` the ones answered.
     pub pings: u32,
     pub successes: u32,
     pub success_rate: f64,
+    /// Tool pings sent (`--tools`); `None` when none was. Absent from older `bench.json`
+    /// files, which still load.
+    #[serde(default)]
+    pub tool_pings: Option<u32>,
+    /// Tool pings answered with a call that passed the check.
+    #[serde(default)]
+    pub tool_calls: Option<u32>,
+    /// Tool pings that failed (`invalid_tool_call` for a broken or invented call); the
+    /// rest answered in text without a call.
+    #[serde(default)]
+    pub tool_failures: Option<u32>,
+    /// When the tool pings ran: a later run without `--tools` keeps them in `bench.json`.
+    #[serde(default)]
+    pub tools_measured_at: Option<String>,
     pub ttft_ms_p50: Option<u64>,
     pub ttft_ms_p95: Option<u64>,
     pub latency_ms_p50: Option<u64>,
@@ -201,6 +294,58 @@ pub struct ModelResult {
     pub last_failure_status: Option<u16>,
     pub last_failure: Option<String>,
     pub measured_at: String,
+}
+
+impl ModelResult {
+    /// Whether the last tool pings proved this model calls tools: see [`proves_tool_calls`].
+    pub fn proves_tool_calls(&self) -> bool {
+        proves_tool_calls(self.tool_pings.unwrap_or(0), self.tool_calls.unwrap_or(0))
+    }
+
+    /// Keeps `older`'s tool results when this run sent no tool ping: a plain `fcm bench`
+    /// does not make the router forget which models call tools.
+    fn keep_tools_of(&mut self, older: &ModelResult) {
+        if self.tool_pings.is_none() {
+            self.tool_pings = older.tool_pings;
+            self.tool_calls = older.tool_calls;
+            self.tool_failures = older.tool_failures;
+            self.tools_measured_at = older.tools_measured_at.clone();
+        }
+    }
+}
+
+/// A model proves it calls tools when more than half of its tool pings produced a valid
+/// call (1 of 1, 2 of 2 or 3, 3 of 4 or 5): most, not all, because one slip is a failover
+/// away and free hosts have bad moments; never a coin toss, such as 1 of 2.
+pub fn proves_tool_calls(tool_pings: u32, valid_calls: u32) -> bool {
+    tool_pings > 0 && valid_calls * 2 > tool_pings
+}
+
+/// What one model's tool pings showed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ToolTally {
+    pub pings: u32,
+    /// Answered with a call that passed the check.
+    pub calls: u32,
+    /// Failed, for any reason (a broken or invented call is `invalid_tool_call`).
+    pub failures: u32,
+}
+
+impl ToolTally {
+    /// Counts the tool pings among `pings`; a ping answered in text only is neither a call
+    /// nor a failure: the model answered, it just did not prove it calls tools.
+    pub fn of(pings: &[(Question, Ping)]) -> ToolTally {
+        let mut tally = ToolTally::default();
+        for (_, p) in pings.iter().filter(|(q, _)| *q == Question::ToolCall) {
+            tally.pings += 1;
+            match p {
+                Ping::Ok { tool_calls, .. } if *tool_calls > 0 => tally.calls += 1,
+                Ping::Ok { .. } => {}
+                Ping::Failed { .. } => tally.failures += 1,
+            }
+        }
+        tally
+    }
 }
 
 /// The whole document: `fcm bench --json` and `$FCM_HOME/bench.json`.
@@ -235,18 +380,22 @@ fn std_dev(values: &[u64]) -> Option<u64> {
 }
 
 /// The verdict for a set of pings (empty pings: the model was not contacted for lack of a key).
-pub fn verdict(pings: &[Ping], ttft_p50: Option<u64>) -> BenchVerdict {
-    if pings.is_empty() {
+pub fn verdict<'a>(
+    pings: impl IntoIterator<Item = &'a Ping>,
+    ttft_p50: Option<u64>,
+) -> BenchVerdict {
+    let mut sent = 0;
+    let mut failures: Vec<FailureKind> = Vec::new();
+    for p in pings {
+        sent += 1;
+        if let Ping::Failed { kind, .. } = p {
+            failures.push(*kind);
+        }
+    }
+    if sent == 0 {
         return BenchVerdict::NoKey;
     }
-    let failures: Vec<FailureKind> = pings
-        .iter()
-        .filter_map(|p| match p {
-            Ping::Failed { kind, .. } => Some(*kind),
-            Ping::Ok { .. } => None,
-        })
-        .collect();
-    let successes = pings.len() - failures.len();
+    let successes = sent - failures.len();
     if successes == 0 {
         let last = *failures.last().expect("pings is not empty");
         return if failures.contains(&FailureKind::AuthError) {
@@ -273,22 +422,29 @@ pub fn verdict(pings: &[Ping], ttft_p50: Option<u64>) -> BenchVerdict {
     }
 }
 
-/// Summarises one model's pings (rank is filled in by [`rank`]).
-pub fn summarize(m: ModelRef<'_>, pings: &[Ping], measured_at: &str) -> ModelResult {
+/// Summarises one model's pings, in the order they were sent (rank is filled in by
+/// [`rank`]). Every ping counts for health (answered, failed, verdict); times come from the
+/// plain question only, so a run with `--tools` compares with one without.
+pub fn summarize(m: ModelRef<'_>, pings: &[(Question, Ping)], measured_at: &str) -> ModelResult {
     let mut ttft = Vec::new();
     let mut total = Vec::new();
     let mut tps = Vec::new();
     let mut last_failure = None;
-    for p in pings {
+    let mut successes = 0;
+    for (question, p) in pings {
         match p {
             Ping::Ok {
                 ttft_ms,
                 total_ms,
                 tokens,
+                ..
             } => {
-                ttft.push(*ttft_ms);
-                total.push(*total_ms);
-                tps.push(*tokens as f64 * 1000.0 / (*total_ms).max(1) as f64);
+                successes += 1;
+                if *question == Question::Sum {
+                    ttft.push(*ttft_ms);
+                    total.push(*total_ms);
+                    tps.push(*tokens as f64 * 1000.0 / (*total_ms).max(1) as f64);
+                }
             }
             Ping::Failed {
                 kind,
@@ -303,8 +459,9 @@ pub fn summarize(m: ModelRef<'_>, pings: &[Ping], measured_at: &str) -> ModelRes
     total.sort_unstable();
     tps.sort_by(f64::total_cmp);
     let ttft_p50 = percentile(&ttft, 50.0);
-    let v = verdict(pings, ttft_p50);
-    let successes = ttft.len() as u32;
+    let v = verdict(pings.iter().map(|(_, p)| p), ttft_p50);
+    let tools = ToolTally::of(pings);
+    let measured = |n: u32| (tools.pings > 0).then_some(n);
     ModelResult {
         rank: 0,
         model: m.key(),
@@ -321,6 +478,10 @@ pub fn summarize(m: ModelRef<'_>, pings: &[Ping], measured_at: &str) -> ModelRes
         } else {
             successes as f64 / pings.len() as f64
         },
+        tool_pings: measured(tools.pings),
+        tool_calls: measured(tools.calls),
+        tool_failures: measured(tools.failures),
+        tools_measured_at: (tools.pings > 0).then(|| measured_at.to_string()),
         ttft_ms_p50: ttft_p50,
         ttft_ms_p95: percentile(&ttft, 95.0),
         latency_ms_p50: percentile(&total, 50.0),
@@ -360,12 +521,14 @@ fn standing(r: &ModelResult) -> Standing<'_> {
 }
 
 /// Merges a new run into the saved report: this run's models replace their old entries,
-/// models not probed this time keep theirs. Ranks are recomputed over the whole.
+/// models not probed this time keep theirs, and a model probed without tool pings keeps its
+/// last tool results. Ranks are recomputed over the whole.
 pub fn merge(previous: BenchReport, current: &BenchReport) -> BenchReport {
     let mut models = current.models.clone();
     for old in previous.models {
-        if !models.iter().any(|m| m.model == old.model) {
-            models.push(old);
+        match models.iter_mut().find(|m| m.model == old.model) {
+            Some(new) => new.keep_tools_of(&old),
+            None => models.push(old),
         }
     }
     rank(&mut models);
@@ -385,7 +548,13 @@ mod tests {
             ttft_ms: ttft,
             total_ms: total,
             tokens: 2,
+            tool_calls: 0,
         }
+    }
+
+    /// Plain pings, as a run without `--tools` sends them.
+    fn sums(pings: &[Ping]) -> Vec<(Question, Ping)> {
+        pings.iter().map(|p| (Question::Sum, p.clone())).collect()
     }
 
     fn fail(kind: FailureKind) -> Ping {
@@ -468,7 +637,7 @@ mod tests {
         };
         let r = summarize(
             m,
-            &[ok(100, 200), ok(300, 400), fail(FailureKind::Timeout)],
+            &sums(&[ok(100, 200), ok(300, 400), fail(FailureKind::Timeout)]),
             "t",
         );
         assert_eq!(r.model, "p/a");
@@ -495,11 +664,11 @@ mod tests {
         };
         let mut results = vec![
             summarize(a, &[], "t"),
-            summarize(a, &[fail(FailureKind::AuthError)], "t"),
-            summarize(b, &vec![ok(900, 950); 3], "t"),
-            summarize(a, &vec![ok(500, 700); 3], "t"),
-            summarize(a, &[ok(50, 70), fail(FailureKind::Timeout)], "t"),
-            summarize(a, &vec![ok(2500, 2600); 2], "t"),
+            summarize(a, &sums(&[fail(FailureKind::AuthError)]), "t"),
+            summarize(b, &sums(&[ok(900, 950), ok(900, 950), ok(900, 950)]), "t"),
+            summarize(a, &sums(&[ok(500, 700), ok(500, 700), ok(500, 700)]), "t"),
+            summarize(a, &sums(&[ok(50, 70), fail(FailureKind::Timeout)]), "t"),
+            summarize(a, &sums(&[ok(2500, 2600), ok(2500, 2600)]), "t"),
         ];
         results[0].model = "p/nokey".into();
         rank(&mut results);
@@ -523,6 +692,139 @@ mod tests {
         );
     }
 
+    fn tool(p: Ping) -> (Question, Ping) {
+        (Question::ToolCall, p)
+    }
+
+    fn called(ttft: u64) -> Ping {
+        Ping::Ok {
+            ttft_ms: ttft,
+            total_ms: ttft,
+            tokens: 9,
+            tool_calls: 1,
+        }
+    }
+
+    #[test]
+    fn tool_pings_follow_each_plain_ping() {
+        use Question::*;
+        assert_eq!(questions(2, false), [Sum, Sum]);
+        assert_eq!(questions(2, true), [Sum, ToolCall, Sum, ToolCall]);
+        let body = ToolCall.body();
+        assert_eq!(body["tools"][0]["function"]["name"], TOOL_PING_TOOL);
+        assert_eq!(
+            body["tools"][0]["function"]["parameters"]["required"],
+            json!(["city"])
+        );
+        assert!(Sum.body().get("tools").is_none() && Sum.offered().is_none());
+        assert!(ToolCall
+            .offered()
+            .unwrap()
+            .check(TOOL_PING_TOOL, r#"{"city":"Paris"}"#)
+            .is_ok());
+    }
+
+    #[test]
+    fn most_tool_pings_must_call_to_prove_it() {
+        let cases = [
+            (0, 0, false),
+            (1, 1, true),
+            (1, 0, false),
+            (2, 1, false),
+            (2, 2, true),
+            (3, 2, true),
+            (3, 1, false),
+            (4, 2, false),
+            (4, 3, true),
+            (5, 3, true),
+        ];
+        for (pings, calls, want) in cases {
+            assert_eq!(proves_tool_calls(pings, calls), want, "{calls}/{pings}");
+        }
+    }
+
+    #[test]
+    fn tool_pings_count_for_health_but_not_for_speed() {
+        let p = provider();
+        let m = ModelRef {
+            provider: &p,
+            model: &p.models[0],
+        };
+        let pings = [
+            (Question::Sum, ok(100, 200)),
+            tool(called(5000)),
+            (Question::Sum, ok(300, 400)),
+            tool(ok(6000, 6000)),
+            (Question::Sum, ok(200, 300)),
+            tool(fail(FailureKind::InvalidToolCall)),
+        ];
+        let r = summarize(m, &pings, "t");
+        assert_eq!((r.pings, r.successes), (6, 5));
+        assert_eq!(
+            (r.tool_pings, r.tool_calls, r.tool_failures),
+            (Some(3), Some(1), Some(1))
+        );
+        assert_eq!(r.tools_measured_at.as_deref(), Some("t"));
+        assert_eq!(r.ttft_ms_p50, Some(200), "tool pings do not move the times");
+        assert_eq!(r.last_failure_kind, Some(FailureKind::InvalidToolCall));
+        assert_eq!(r.verdict, BenchVerdict::Unstable);
+        assert!(!r.proves_tool_calls());
+        let plain = summarize(m, &sums(&[ok(1, 1)]), "t");
+        assert_eq!((plain.tool_pings, plain.tool_calls), (None, None));
+        assert!(!plain.proves_tool_calls());
+    }
+
+    #[test]
+    fn merge_keeps_tool_results_of_a_run_without_tools() {
+        let p = provider();
+        let a = ModelRef {
+            provider: &p,
+            model: &p.models[0],
+        };
+        let old = BenchReport {
+            generated_at: "old".into(),
+            models: vec![summarize(
+                a,
+                &[(Question::Sum, ok(1, 1)), tool(called(2))],
+                "old",
+            )],
+        };
+        let plain = BenchReport {
+            generated_at: "new".into(),
+            models: vec![summarize(a, &sums(&[ok(1, 1)]), "new")],
+        };
+        let merged = merge(old.clone(), &plain);
+        let m = &merged.models[0];
+        assert_eq!((m.measured_at.as_str(), m.tool_calls), ("new", Some(1)));
+        assert_eq!(m.tools_measured_at.as_deref(), Some("old"));
+        assert!(m.proves_tool_calls());
+        let retested = BenchReport {
+            generated_at: "new".into(),
+            models: vec![summarize(
+                a,
+                &[(Question::Sum, ok(1, 1)), tool(ok(1, 1))],
+                "new",
+            )],
+        };
+        let m = &merge(old, &retested).models[0];
+        assert_eq!((m.tool_pings, m.tool_calls), (Some(1), Some(0)));
+        assert_eq!(m.tools_measured_at.as_deref(), Some("new"));
+        assert!(
+            !m.proves_tool_calls(),
+            "a new tool run replaces the old one"
+        );
+    }
+
+    #[test]
+    fn a_bench_file_from_before_tool_pings_loads() {
+        let old = json!({"generatedAt": "x", "models": [{"rank": 1, "model": "p/m",
+            "provider": "p", "label": "M", "tier": "A", "usable": true, "verdict": "perfect",
+            "pings": 1, "successes": 1, "successRate": 1.0, "measuredAt": "x"}]});
+        let report: BenchReport = serde_json::from_value(old).unwrap();
+        assert_eq!(report.models[0].tool_pings, None);
+        assert!(!report.models[0].proves_tool_calls());
+    }
+
     #[test]
     fn merge_keeps_unprobed_models() {
         let p = provider();
@@ -537,13 +839,13 @@ mod tests {
         let old = BenchReport {
             generated_at: "old".into(),
             models: vec![
-                summarize(a, &[ok(1, 1)], "old"),
-                summarize(b, &[ok(1, 1)], "old"),
+                summarize(a, &sums(&[ok(1, 1)]), "old"),
+                summarize(b, &sums(&[ok(1, 1)]), "old"),
             ],
         };
         let new = BenchReport {
             generated_at: "new".into(),
-            models: vec![summarize(a, &[fail(FailureKind::Timeout)], "new")],
+            models: vec![summarize(a, &sums(&[fail(FailureKind::Timeout)]), "new")],
         };
         let merged = merge(old, &new);
         assert_eq!(merged.models.len(), 2);

@@ -34,6 +34,16 @@ impl Needs {
             .iter()
             .all(|n| capabilities.iter().any(|c| c == n))
     }
+
+    /// Like [`met_by`](Self::met_by), with a bench proof of tool calls standing in for a
+    /// `tools` claim: what a model did beats what its catalog entry says.
+    pub fn met_by_or_proven(&self, capabilities: &[String], calls_tools: bool) -> bool {
+        let rest = Needs {
+            tools: self.tools && !calls_tools,
+            ..*self
+        };
+        rest.met_by(capabilities)
+    }
 }
 
 fn is_assistant(item: &Value) -> bool {
@@ -178,5 +188,11 @@ mod tests {
         assert!(n.met_by(&["tools".into(), "vision".into()]));
         assert!(!n.met_by(&["tools".into()]));
         assert!(Needs::default().met_by(&[]));
+        assert!(n.met_by_or_proven(&["vision".into()], true));
+        assert!(!n.met_by_or_proven(&["vision".into()], false));
+        assert!(
+            !n.met_by_or_proven(&["tools".into()], true),
+            "a proof of tools is no vision"
+        );
     }
 }

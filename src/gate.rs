@@ -48,6 +48,9 @@ pub struct AnswerStats {
     pub completion_tokens: Option<u64>,
     /// Characters of text, reasoning and tool arguments: the basis of a token estimate.
     pub content_chars: usize,
+    /// Tool calls that passed the check against the request's tools (0 when none were
+    /// offered): what tells a proven tool caller from a model that only talks about tools.
+    pub tool_calls: usize,
 }
 
 impl AnswerStats {
@@ -160,7 +163,7 @@ pub fn check_payload(
     };
     let mut stats = AnswerStats {
         completion_tokens: completion_tokens(&v),
-        content_chars: 0,
+        ..AnswerStats::default()
     };
     if mode == ContentValidation::Basic {
         return Ok(stats);
@@ -178,6 +181,7 @@ pub fn check_payload(
             if let Err(why) = offered.check(name.unwrap_or(""), args.unwrap_or("")) {
                 return Err(GateReject::new(FailureKind::InvalidToolCall, why));
             }
+            stats.tool_calls += 1;
         }
     }
     match message.and_then(|m| useful_chars(m, true)) {
@@ -511,6 +515,7 @@ impl StreamTracker {
                 return self.fail(reject);
             }
         }
+        self.stats.tool_calls = calls.len();
         if self.useful {
             return StreamSignal::Pending;
         }
@@ -722,6 +727,43 @@ mod tests {
         let reasoning = "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\"}}]}\n\n";
         for input in [tool, reasoning] {
             assert_eq!(run(input, Strict, 2).0, vec![StreamSignal::FirstUseful]);
+        }
+    }
+
+    #[test]
+    fn calls_that_pass_the_check_are_counted() {
+        let offered = Offered::of(
+            &serde_json::json!({"tools": [{"type": "function", "function": {
+            "name": "get_weather", "parameters": {"type": "object",
+            "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]}),
+        )
+        .unwrap();
+        let call = r#"{"choices":[{"message":{"content":null,"tool_calls":[{"function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}}]}"#;
+        let counted = |body: &str, offered: Option<&Offered>| {
+            check_payload(body.as_bytes(), Strict, offered).map(|s| s.tool_calls)
+        };
+        assert_eq!(counted(call, Some(&offered)), Ok(1));
+        assert_eq!(counted(OK, Some(&offered)), Ok(0), "text is no call");
+        assert_eq!(
+            counted(call, None),
+            Ok(0),
+            "nothing offered, nothing checked"
+        );
+        let delta = |d: Value, finish: Option<&str>| {
+            let frame = serde_json::json!({"choices": [{"delta": d, "finish_reason": finish}]});
+            format!("data: {frame}\n\n")
+        };
+        let part = |name: Option<&str>, args: &str| serde_json::json!({"tool_calls": [{"index": 0, "function": {"name": name, "arguments": args}}]});
+        let stream_call = delta(part(Some("get_weather"), r#"{"city":"#), None)
+            + &delta(part(None, r#""Paris"}"#), Some("tool_calls"));
+        let offered = std::sync::Arc::new(offered);
+        for (input, want) in [(stream_call, 1), (format!("{TEXT}{DONE}"), 0)] {
+            let mut t = StreamTracker::new(Strict);
+            t.check_tools(offered.clone());
+            t.feed(input.as_bytes());
+            t.finish();
+            assert!(t.is_useful(), "{input}");
+            assert_eq!(t.stats().tool_calls, want, "{input}");
         }
     }
 

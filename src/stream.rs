@@ -218,7 +218,7 @@ impl OpenStream {
     }
 
     /// Reads the rest of the stream (the bench and check do not forward it), giving up at
-    /// `deadline`.
+    /// `deadline`. A tool call dropped after commit fails it, as it fails a served stream.
     pub fn drain(mut self, deadline: Instant) -> Result<(AnswerStats, Duration), Failure> {
         loop {
             if Instant::now() >= deadline {
@@ -232,7 +232,10 @@ impl OpenStream {
             }
             match self.next_item_within(deadline.saturating_duration_since(Instant::now())) {
                 StreamItem::Data(_) => {}
-                StreamItem::End => return Ok((self.stats().clone(), self.started.elapsed())),
+                StreamItem::End => match self.tool_failure() {
+                    Some(f) => return Err(f),
+                    None => return Ok((self.stats().clone(), self.started.elapsed())),
+                },
                 StreamItem::Failed(f, _) => return Err(f),
             }
         }

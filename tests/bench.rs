@@ -383,3 +383,201 @@ fn each_key_goes_only_to_its_own_provider() {
         }
     }
 }
+
+/// The cells of the table row naming `model`, trimmed.
+fn row<'a>(table: &'a str, model: &str) -> Vec<&'a str> {
+    let line = table
+        .lines()
+        .find(|l| l.contains(&format!(" {model} ")))
+        .unwrap_or_else(|| panic!("no row for {model}:\n{table}"));
+    line.trim_matches(|c| c == '│' || c == ' ')
+        .split('┆')
+        .map(str::trim)
+        .collect()
+}
+
+/// (model, verdict, pings, successes, tool calls, tool failures, last failure kind)
+type ToolPingRow = (
+    &'static str,
+    &'static str,
+    u64,
+    u64,
+    u64,
+    u64,
+    Option<&'static str>,
+);
+
+#[test]
+fn tool_pings_tell_callers_from_talkers_and_breakers() {
+    let fake = fake();
+    let models = [
+        "calls_offered_tool",
+        "describes_offered_tool",
+        "breaks_offered_tool",
+        "tool_calls_only",
+        "text_then_cut_tool_args",
+        "server_500",
+    ];
+    let w = World::new();
+    w.catalog(&[("fake", &fake.base_url(), None, &models)]);
+    let out = w.fcm(&["bench", "--json", "--tools", "--pings", "2", "--no-save"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let report = out.json();
+    let expect: &[ToolPingRow] = &[
+        ("calls_offered_tool", "perfect", 4, 4, 2, 0, None),
+        ("describes_offered_tool", "perfect", 4, 4, 0, 0, None),
+        // The right tool with cut-off arguments, before anything else was said.
+        (
+            "breaks_offered_tool",
+            "unstable",
+            4,
+            2,
+            0,
+            2,
+            Some("invalid_tool_call"),
+        ),
+        // A tool the request did not offer.
+        (
+            "tool_calls_only",
+            "unstable",
+            4,
+            2,
+            0,
+            2,
+            Some("invalid_tool_call"),
+        ),
+        // Text first, then a broken call: judged when the turn ends, as the router does.
+        (
+            "text_then_cut_tool_args",
+            "unstable",
+            4,
+            2,
+            0,
+            2,
+            Some("invalid_tool_call"),
+        ),
+        (
+            "server_500",
+            "down",
+            4,
+            0,
+            0,
+            2,
+            Some("provider_server_error"),
+        ),
+    ];
+    for (id, verdict, pings, successes, calls, failures, kind) in expect {
+        let m = model(&report, &format!("fake/{id}"));
+        assert_eq!(m["verdict"], *verdict, "{id}: {m}");
+        assert_eq!(
+            (m["pings"].as_u64(), m["successes"].as_u64()),
+            (Some(*pings), Some(*successes)),
+            "{id}: {m}"
+        );
+        assert_eq!(
+            (
+                m["toolPings"].as_u64(),
+                m["toolCalls"].as_u64(),
+                m["toolFailures"].as_u64()
+            ),
+            (Some(2), Some(*calls), Some(*failures)),
+            "{id}: {m}"
+        );
+        assert_eq!(m["lastFailureKind"].as_str(), *kind, "{id}: {m}");
+        assert_eq!(m["toolsMeasuredAt"], m["measuredAt"], "{id}");
+    }
+    assert!(model(&report, "fake/breaks_offered_tool")["lastFailure"]
+        .as_str()
+        .unwrap()
+        .contains("get_weather"));
+
+    // What fcm sent: the plain question, then one tool offered with a required argument.
+    let sent = fake.requests_for("calls_offered_tool");
+    assert_eq!(sent.len(), 4);
+    for (n, r) in sent.iter().enumerate() {
+        let body = r.json();
+        assert_eq!(body["stream"], true);
+        if n % 2 == 0 {
+            assert!(body.get("tools").is_none(), "{body}");
+        } else {
+            let tool = &body["tools"][0]["function"];
+            assert_eq!(tool["name"], "get_weather", "{body}");
+            assert_eq!(tool["parameters"]["required"], serde_json::json!(["city"]));
+            assert!(body["max_tokens"].as_u64().unwrap() <= 256);
+        }
+    }
+}
+
+#[test]
+fn tools_column_only_with_tools() {
+    let fake = fake();
+    let w = World::new();
+    w.catalog(&[(
+        "fake",
+        &fake.base_url(),
+        None,
+        &[
+            "calls_offered_tool",
+            "describes_offered_tool",
+            "breaks_offered_tool",
+        ],
+    )]);
+    let out = w.fcm(&["bench", "--tools", "--pings", "1", "--no-save"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let header = row(&out.stdout, "Model");
+    assert_eq!(&header[..5], ["#", "Model", "Verdict", "OK", "Tools"]);
+    assert_eq!(
+        &row(&out.stdout, "fake/calls_offered_tool")[3..5],
+        ["2/2", "1/1"]
+    );
+    assert_eq!(
+        &row(&out.stdout, "fake/describes_offered_tool")[3..5],
+        ["2/2", "0/1"]
+    );
+    let broken = row(&out.stdout, "fake/breaks_offered_tool");
+    assert_eq!(&broken[3..5], ["1/2", "0/1"]);
+    assert_eq!(broken.last(), Some(&"invalid_tool_call"));
+    let plain = w.fcm(&["bench", "--pings", "1", "--no-save"]);
+    assert!(!plain.stdout.contains("Tools"), "{plain:?}");
+    assert_eq!(row(&plain.stdout, "Model")[4], "TTFT p50");
+}
+
+#[test]
+fn tool_results_are_saved_and_survive_a_run_without_tools() {
+    let fake = fake();
+    let w = World::new();
+    w.catalog(&[(
+        "fake",
+        &fake.base_url(),
+        None,
+        &["calls_offered_tool", "describes_offered_tool"],
+    )]);
+    let saved = || -> Value {
+        serde_json::from_str(&std::fs::read_to_string(w.home_file("bench.json")).unwrap()).unwrap()
+    };
+    assert_eq!(w.fcm(&["bench", "--tools", "--pings", "3"]).code, 0);
+    let first = saved();
+    let caller = model(&first, "fake/calls_offered_tool");
+    assert_eq!(
+        (caller["toolPings"].as_u64(), caller["toolCalls"].as_u64()),
+        (Some(3), Some(3))
+    );
+    let tools_at = caller["toolsMeasuredAt"].clone();
+    assert!(tools_at.as_str().unwrap().ends_with('Z'));
+    // A plain run replaces the figures but keeps what the tool pings showed, and when.
+    let out = w.fcm(&["bench", "--json", "--pings", "1"]);
+    assert_eq!(
+        model(&out.json(), "fake/calls_offered_tool")["toolPings"],
+        Value::Null
+    );
+    let second = saved();
+    let caller = model(&second, "fake/calls_offered_tool");
+    assert_eq!(caller["pings"], 1);
+    assert_eq!(
+        (caller["toolPings"].as_u64(), caller["toolCalls"].as_u64()),
+        (Some(3), Some(3))
+    );
+    assert_eq!(caller["toolsMeasuredAt"], tools_at);
+    let talker = model(&second, "fake/describes_offered_tool");
+    assert_eq!(talker["toolCalls"], 0);
+}

@@ -372,3 +372,135 @@ fn token_estimate_counts_text_and_answer_room() {
     // 400 characters of text plus "user" = 404 / 4 = 101, plus 100 for the answer.
     assert_eq!(fcm::router::estimate_tokens(&body), 201);
 }
+
+/// A `bench.json` entry: usable, with its median time to first token and, when given,
+/// (tool pings, valid calls).
+fn bench_entry(model: &str, ttft_ms: u64, tools: Option<(u64, u64)>) -> Value {
+    let mut m = json!({"rank": 1, "model": model, "provider": "p", "label": model, "tier": "A",
+        "usable": true, "verdict": "perfect", "pings": 3, "successes": 3, "successRate": 1.0,
+        "ttftMsP50": ttft_ms, "measuredAt": "2026-01-01T00:00:00Z"});
+    if let Some((pings, calls)) = tools {
+        m["toolPings"] = json!(pings);
+        m["toolCalls"] = json!(calls);
+        m["toolFailures"] = json!(0);
+        m["toolsMeasuredAt"] = json!("2026-01-01T00:00:00Z");
+    }
+    m
+}
+
+/// A chat request offering one tool.
+fn tools_request(stream: bool) -> String {
+    json!({"model": "fcm", "stream": stream, "messages": [{"role": "user", "content": "weather in Oslo?"}],
+        "tools": [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object",
+            "properties": {"place": {"type": "string"}}, "required": ["place"]}}}]})
+    .to_string()
+}
+
+#[test]
+fn a_request_with_tools_goes_to_proven_tool_callers_first() {
+    let fake = fake();
+    let w = World::new();
+    catalog(
+        &w,
+        &fake.base_url(),
+        &[(
+            "p",
+            false,
+            &[
+                ("ok#fast", 131072),
+                ("describes_offered_tool", 131072),
+                ("calls_offered_tool", 131072),
+                ("ok#benched-before-tools", 131072),
+            ],
+        )],
+    );
+    std::fs::create_dir_all(&w.home).unwrap();
+    let bench = json!({"generatedAt": "2026-01-01T00:00:00Z", "models": [
+        bench_entry("p/ok#fast", 50, Some((3, 0))),
+        // 1 valid call in 3 tool pings: not proven.
+        bench_entry("p/describes_offered_tool", 60, Some((3, 1))),
+        // The slowest, but 2 of 3 tool pings made a valid call: proven.
+        bench_entry("p/calls_offered_tool", 900, Some((3, 2))),
+        bench_entry("p/ok#benched-before-tools", 70, None)]});
+    std::fs::write(w.home_file("bench.json"), bench.to_string()).unwrap();
+    let s = w.serve(&["--quiet"]);
+
+    // Without tools: the ranking as before, fastest first, nothing noted.
+    let r = s.chat("fcm", false);
+    assert_eq!(r.decision(), "p/ok#fast!served|p/ok#fast:200|skips=0");
+    assert_eq!(s.history()[0].get("notes"), None);
+
+    // With tools, stream or not: the proven tool caller first, the rest kept behind it.
+    for stream in [false, true] {
+        let r = s.post("/v1/chat/completions", &tools_request(stream));
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(
+            r.decision(),
+            "p/calls_offered_tool!served|p/calls_offered_tool:200|skips=0",
+            "stream {stream}"
+        );
+        assert!(
+            r.body.contains("lookup") && r.body.contains("place"),
+            "{r:?}"
+        );
+        let last = s.history().last().cloned().unwrap();
+        assert_eq!(
+            last["notes"],
+            json!([
+                "capability_missing:tools:3_tried_last",
+                "tool_calls_proven:1_moved_ahead"
+            ]),
+            "{last}"
+        );
+    }
+    // Claude Code's tools count too.
+    let anthropic = json!({"model": "claude-x", "max_tokens": 100, "messages": [{"role": "user", "content": "weather?"}],
+        "tools": [{"name": "lookup", "input_schema": {"type": "object", "properties": {"place": {"type": "string"}}, "required": ["place"]}}]});
+    assert_eq!(
+        s.post("/v1/messages", &anthropic.to_string())
+            .header("x-fcm-v2-model"),
+        Some("p/calls_offered_tool")
+    );
+}
+
+#[test]
+fn bench_tools_then_serve_sends_tool_requests_to_the_model_that_called() {
+    let fake = fake();
+    let w = World::new();
+    // The best tiers only talk about tools or break their calls.
+    catalog(
+        &w,
+        &fake.base_url(),
+        &[(
+            "p",
+            false,
+            &[
+                ("describes_offered_tool", 131072),
+                ("breaks_offered_tool", 131072),
+                ("calls_offered_tool", 131072),
+            ],
+        )],
+    );
+    let out = w.fcm(&["bench", "--tools", "--pings", "2"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let s = w.serve(&["--quiet"]);
+    let r = s.post("/v1/chat/completions", &tools_request(false));
+    assert_eq!(
+        r.decision(),
+        "p/calls_offered_tool!served|p/calls_offered_tool:200|skips=0"
+    );
+    let calls = &r.json()["choices"][0]["message"]["tool_calls"];
+    assert_eq!(calls[0]["function"]["name"], "lookup", "{r:?}");
+    let notes = s.history()[0]["notes"].clone();
+    assert!(
+        notes
+            .as_array()
+            .unwrap()
+            .contains(&json!("tool_calls_proven:1_moved_ahead")),
+        "{notes}"
+    );
+    // A plain request is not reordered by the proof.
+    let r = s.chat("fcm", false);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(s.history()[1].get("notes"), None);
+}

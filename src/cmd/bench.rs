@@ -8,7 +8,7 @@ use argh::FromArgs;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
-use crate::bench::{merge, probe, rank, summarize, BenchReport, ModelResult};
+use crate::bench::{merge, probe, questions, rank, summarize, BenchReport, ModelResult};
 use crate::catalog::{Catalog, KeySource, ModelRef};
 use crate::cmd::{process_id_token, require_provider, usage, Setup};
 use crate::state;
@@ -30,6 +30,9 @@ pub(crate) struct BenchArgs {
     /// pings per model, one after another (default 3)
     #[argh(option, default = "3")]
     pub(crate) pings: u32,
+    /// also ask each model, once per ping, to call an offered tool (the Tools column)
+    #[argh(switch)]
+    pub(crate) tools: bool,
     /// seconds one ping may take (default 15)
     #[argh(option, default = "15")]
     pub(crate) timeout: u64,
@@ -52,6 +55,8 @@ const MAX_TIMEOUT_SECS: u64 = 600;
 /// How to probe.
 pub struct ProbePlan {
     pub pings: u32,
+    /// Send a tool ping after each plain ping.
+    pub tools: bool,
     pub timeout: Duration,
     pub concurrency: usize,
     pub progress: bool,
@@ -94,6 +99,7 @@ pub fn validate(args: &BenchArgs) -> Result<ProbePlan> {
     }
     Ok(ProbePlan {
         pings: args.pings,
+        tools: args.tools,
         timeout: Duration::from_secs(args.timeout),
         concurrency: args.concurrency,
         progress: !args.json && std::io::stderr().is_terminal(),
@@ -166,6 +172,7 @@ pub fn execute(
     } else {
         ProgressBar::hidden()
     };
+    let asked = questions(plan.pings, plan.tools);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(plan.concurrency.min(targets.len().max(1)))
         .thread_name(|i| format!("fcm-probe-{i}"))
@@ -177,7 +184,7 @@ pub fn execute(
             .par_iter()
             .with_max_len(1)
             .map(|(m, target)| {
-                let pings = probe(&upstream, target, plan.pings, plan.timeout);
+                let pings = probe(&upstream, target, &asked, plan.timeout);
                 bar.inc(1);
                 summarize(*m, &pings, &now)
             })
@@ -208,19 +215,15 @@ pub fn save(report: &BenchReport) -> Result<()> {
     Ok(state::write_json_atomic(&path, &merge(previous, report))?)
 }
 
+/// The table; the `Tools` column shows only when this run sent tool pings.
 pub fn print_table(report: &BenchReport) {
-    let mut t = table::new(&[
-        "#",
-        "Model",
-        "Verdict",
-        "OK",
-        "TTFT p50",
-        "p50",
-        "p95",
-        "Jitter",
-        "Tok/s",
-        "Last failure",
-    ]);
+    let tools = report.models.iter().any(|m| m.tool_pings.is_some());
+    let mut header = vec!["#", "Model", "Verdict", "OK"];
+    if tools {
+        header.push("Tools");
+    }
+    header.extend(["TTFT p50", "p50", "p95", "Jitter", "Tok/s", "Last failure"]);
+    let mut t = table::new(&header);
     let (probed, no_key): (Vec<_>, Vec<_>) = report.models.iter().partition(|m| m.pings > 0);
     for m in &probed {
         let failure = match (&m.last_failure_kind, m.last_failure_status) {
@@ -228,11 +231,16 @@ pub fn print_table(report: &BenchReport) {
             (Some(k), _) => k.to_string(),
             (None, _) => String::new(),
         };
-        t.add_row(vec![
+        let mut row = vec![
             m.rank.to_string(),
             m.model.clone(),
             m.verdict.label().to_string(),
             format!("{}/{}", m.successes, m.pings),
+        ];
+        if tools {
+            row.push(tool_cell(m));
+        }
+        row.extend([
             table::ms(m.ttft_ms_p50),
             table::ms(m.latency_ms_p50),
             table::ms(m.latency_ms_p95),
@@ -240,6 +248,7 @@ pub fn print_table(report: &BenchReport) {
             m.tokens_per_sec.map_or("-".into(), |v| format!("{v:.1}")),
             failure,
         ]);
+        t.add_row(row);
     }
     if !probed.is_empty() {
         println!("{t}");
@@ -255,5 +264,13 @@ pub fn print_table(report: &BenchReport) {
             no_key.len(),
             providers.join(", ")
         );
+    }
+}
+
+/// `valid calls/tool pings`, or `-` when no tool ping was sent.
+fn tool_cell(m: &ModelResult) -> String {
+    match (m.tool_calls, m.tool_pings) {
+        (Some(calls), Some(pings)) => format!("{calls}/{pings}"),
+        _ => "-".to_string(),
     }
 }

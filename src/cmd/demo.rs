@@ -86,6 +86,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<i32> {
     }
     let plan = ProbePlan {
         pings: args.pings,
+        tools: false,
         timeout: Duration::from_secs(10),
         concurrency: all.len(),
         progress: !args.json && std::io::stderr().is_terminal(),

@@ -80,6 +80,15 @@ pub enum Behavior {
     HermesTextCall,
     /// The shell call written as text in a Kimi tool-call section.
     KimiTextCall,
+    /// With tools offered, a call of the first one holding its required properties (a
+    /// proven tool caller); without, answers like `ok`.
+    CallsOfferedTool,
+    /// With tools offered, says in words which tool it would call, with no call (a model
+    /// that cannot call tools); without, answers like `ok`.
+    DescribesOfferedTool,
+    /// With tools offered, a call of the first one whose arguments are cut off; without,
+    /// answers like `ok`.
+    BreaksOfferedTool,
 }
 
 /// Where a provider puts its model's reasoning.
@@ -168,6 +177,9 @@ impl Behavior {
             "tool_finish_without_calls" => Behavior::ToolFinishWithoutCalls,
             "hermes_text_call" => Behavior::HermesTextCall,
             "kimi_text_call" => Behavior::KimiTextCall,
+            "calls_offered_tool" => Behavior::CallsOfferedTool,
+            "describes_offered_tool" => Behavior::DescribesOfferedTool,
+            "breaks_offered_tool" => Behavior::BreaksOfferedTool,
             _ => return None,
         })
     }
@@ -437,6 +449,9 @@ pub(super) fn respond(
             w.data(&chunk(&id, &model, json!({}), Some("stop")))?;
             w.done()
         }
+        Behavior::CallsOfferedTool => offered_tool_answer(out, &id, &model, stream, usage, &body, ToolMove::Call),
+        Behavior::DescribesOfferedTool => offered_tool_answer(out, &id, &model, stream, usage, &body, ToolMove::Describe),
+        Behavior::BreaksOfferedTool => offered_tool_answer(out, &id, &model, stream, usage, &body, ToolMove::Break),
     }
 }
 
@@ -709,6 +724,84 @@ fn text_answer_in_pieces(
     w.done()
 }
 
+/// What a model does with the tool a request offers.
+enum ToolMove {
+    Call,
+    Describe,
+    Break,
+}
+
+/// Calls, describes or breaks a call of the request's first tool; without tools, the answer
+/// `ok` gives.
+fn offered_tool_answer(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    stream: bool,
+    usage: bool,
+    body: &Value,
+    tool_move: ToolMove,
+) -> io::Result<bool> {
+    let Some((name, args)) = offered_call(body) else {
+        let answer = format!("Hello from {model}.");
+        return ok_answer(out, id, model, &answer, stream, usage, Duration::ZERO);
+    };
+    let args = args.to_string();
+    match tool_move {
+        ToolMove::Call => call_answer(out, id, model, stream, &name, &args),
+        ToolMove::Describe => {
+            let text = format!("I would call {name} with {args}.");
+            ok_answer(out, id, model, &text, stream, usage, Duration::ZERO)
+        }
+        // Without its closing brace the arguments are no JSON object: a cut-off call.
+        ToolMove::Break => call_answer(out, id, model, stream, &name, &args[..args.len() - 1]),
+    }
+}
+
+/// The request's first function tool, with arguments holding each property its schema
+/// requires (the first `enum` value, else a sample of the property's type): a call the
+/// client can run, whatever tool it offered.
+fn offered_call(body: &Value) -> Option<(String, Value)> {
+    let function = body
+        .get("tools")?
+        .as_array()?
+        .iter()
+        .find_map(|t| t.get("function"))?;
+    let name = function.get("name")?.as_str()?.to_string();
+    let properties = function.pointer("/parameters/properties");
+    let required = function
+        .pointer("/parameters/required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str);
+    let args: serde_json::Map<String, Value> = required
+        .map(|key| {
+            let schema = properties.and_then(|p| p.get(key));
+            (key.to_string(), sample_value(schema))
+        })
+        .collect();
+    Some((name, Value::Object(args)))
+}
+
+/// A value a property's schema accepts.
+fn sample_value(schema: Option<&Value>) -> Value {
+    let allowed = schema
+        .and_then(|s| s.get("enum"))
+        .and_then(Value::as_array)
+        .and_then(|e| e.first());
+    if let Some(first) = allowed {
+        return first.clone();
+    }
+    match schema.and_then(|s| s.get("type")).and_then(Value::as_str) {
+        Some("integer" | "number") => json!(1),
+        Some("boolean") => json!(true),
+        Some("array") => json!([]),
+        Some("object") => json!({}),
+        _ => json!("Paris"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -726,5 +819,28 @@ mod tests {
         );
         assert_eq!(Behavior::parse("rate_limit"), Some(Behavior::RateLimit(30)));
         assert_eq!(Behavior::parse("nope"), None);
+    }
+
+    #[test]
+    fn offered_calls_hold_the_required_properties() {
+        let body = json!({"tools": [{"type": "function", "function": {"name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                "days": {"type": "integer"}, "hourly": {"type": "boolean"}},
+            "required": ["city", "unit", "days"]}}}]});
+        assert_eq!(
+            offered_call(&body),
+            Some((
+                "get_weather".to_string(),
+                json!({"city": "Paris", "unit": "celsius", "days": 1})
+            ))
+        );
+        let bare = json!({"tools": [{"type": "function", "function": {"name": "now"}}]});
+        assert_eq!(offered_call(&bare), Some(("now".to_string(), json!({}))));
+        assert_eq!(offered_call(&json!({"messages": []})), None);
+        assert_eq!(
+            Behavior::parse("calls_offered_tool#2"),
+            Some(Behavior::CallsOfferedTool)
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! Who may serve a request: the catalog models whose provider has a key, which of them are
 //! skipped before dispatch (context too small, quota paused, circuit open) and in what
-//! order the rest are tried (ranking, then the user's set, then capabilities).
+//! order the rest are tried (ranking, then the user's set, then capabilities and, for a
+//! request with tools, the models whose bench proved tool calls).
 
 use std::collections::HashMap;
 
@@ -190,29 +191,63 @@ impl Candidates {
         });
     }
 
-    /// Models claiming every capability the request needs go first; the rest keep their order
-    /// behind them (none is dropped: catalogs under-report). When none claims it, the trace
-    /// says `capability_unknown`.
-    pub(crate) fn order_by_capability(&self, order: &mut [usize], needs: Needs, trace: &mut Trace) {
+    /// Models with every capability the request needs go first; the rest keep their order
+    /// behind them (none is dropped: catalogs under-report). For a request with tools, a
+    /// model whose last bench proved tool calls counts as claiming `tools`, and within each
+    /// group such models go first (after a set's own members, which keep the set's order).
+    /// The trace says `capability_unknown` when no model has a capability,
+    /// `capability_missing` when some lack it, and `tool_calls_proven` when proofs moved
+    /// models ahead of where the catalog alone would have put them.
+    pub(crate) fn order_by_capability(
+        &self,
+        order: &mut [usize],
+        needs: Needs,
+        set: &[String],
+        evidence: &Evidence,
+        trace: &mut Trace,
+    ) {
         let names = needs.names();
         if names.is_empty() {
             return;
         }
-        let capable = |i: &usize| needs.met_by(&self.all[*i].capabilities);
-        if !order.iter().any(capable) {
-            trace
-                .notes
-                .push(format!("capability_unknown:{}", names.join(",")));
-            return;
+        // Only a request with tools reads the bench's proofs.
+        let view = needs.tools.then(|| evidence.view());
+        let proven: Vec<bool> = order
+            .iter()
+            .map(|i| {
+                view.as_ref()
+                    .is_some_and(|v| v.proves_tool_calls(self.all[*i].key()))
+            })
+            .collect();
+        let fit = |n: usize, calls_tools: bool| {
+            let c = &self.all[order[n]];
+            Fit {
+                lacking: !needs.met_by_or_proven(&c.capabilities, calls_tools),
+                outside_set: !set.iter().any(|m| m == c.key()),
+                unproven: !calls_tools,
+            }
+        };
+        let fits: Vec<Fit> = (0..order.len()).map(|n| fit(n, proven[n])).collect();
+        let by_claims = proven.contains(&true).then(|| {
+            let claims: Vec<Fit> = (0..order.len()).map(|n| fit(n, false)).collect();
+            let mut without = order.to_vec();
+            sort_by_fit(&mut without, &claims);
+            without
+        });
+        let proven_ids: Vec<usize> = (0..order.len())
+            .filter(|n| proven[*n])
+            .map(|n| order[n])
+            .collect();
+        sort_by_fit(order, &fits);
+        trace.notes.extend(capability_note(&names, &fits));
+        if let Some(without) = by_claims {
+            let moved = moved_ahead(&without, order, &proven_ids);
+            if moved > 0 {
+                trace
+                    .notes
+                    .push(format!("tool_calls_proven:{moved}_moved_ahead"));
+            }
         }
-        let missing = order.iter().filter(|i| !capable(i)).count();
-        if missing > 0 {
-            trace.notes.push(format!(
-                "capability_missing:{}:{missing}_tried_last",
-                names.join(",")
-            ));
-        }
-        order.sort_by_key(|i| !capable(i));
     }
 
     /// After `failed` failed: the same model family on another provider goes next, the rest
@@ -229,6 +264,53 @@ impl Candidates {
         });
         *queue = same.into_iter().chain(rest).collect();
     }
+}
+
+/// How one candidate fits what a request needs; candidates are tried in this order
+/// (`false` first, field by field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Fit {
+    /// It lacks a needed capability: not claimed by its catalog entry, nor (for tools)
+    /// proven by its bench.
+    lacking: bool,
+    /// Not a member of the request's set (members keep the set's order).
+    outside_set: bool,
+    /// Its bench did not prove tool calls (always so without tools).
+    unproven: bool,
+}
+
+/// Sorts `order` by each candidate's [`Fit`] (`fits[n]` is `order[n]`'s); stable, so equal
+/// fits keep the ranking's order.
+fn sort_by_fit(order: &mut [usize], fits: &[Fit]) {
+    let mut paired: Vec<(Fit, usize)> = fits.iter().copied().zip(order.iter().copied()).collect();
+    paired.sort_by_key(|(fit, _)| *fit);
+    for (slot, (_, i)) in order.iter_mut().zip(paired) {
+        *slot = i;
+    }
+}
+
+/// The trace note for an ordering by fit: `capability_unknown:NAMES` when no candidate has
+/// what is needed, `capability_missing:NAMES:N_tried_last` when N lack it.
+fn capability_note(names: &[&str], fits: &[Fit]) -> Option<String> {
+    let names = names.join(",");
+    let lacking = fits.iter().filter(|f| f.lacking).count();
+    if lacking == fits.len() {
+        Some(format!("capability_unknown:{names}"))
+    } else if lacking > 0 {
+        Some(format!("capability_missing:{names}:{lacking}_tried_last"))
+    } else {
+        None
+    }
+}
+
+/// How many of `proven` stand earlier in `with` than in `without`: the models a bench
+/// proof moved ahead of where the catalog's claims alone put them.
+fn moved_ahead(without: &[usize], with: &[usize], proven: &[usize]) -> usize {
+    let position = |order: &[usize], i: &usize| order.iter().position(|j| j == i);
+    proven
+        .iter()
+        .filter(|i| position(with, i) < position(without, i))
+        .count()
 }
 
 /// Tokens a request needs: its text (characters / 4, the usual rough rate for English and
@@ -264,6 +346,69 @@ pub(crate) fn family(model_id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn fit(lacking: bool, outside_set: bool, unproven: bool) -> Fit {
+        Fit {
+            lacking,
+            outside_set,
+            unproven,
+        }
+    }
+
+    #[test]
+    fn order_by_fit_and_its_note() {
+        let member = fit(false, false, true);
+        let proven = fit(false, true, false);
+        let claimed = fit(false, true, true);
+        let proven_lacking = fit(true, true, false);
+        let lacking = fit(true, true, true);
+        let cases: Vec<(Vec<Fit>, Vec<usize>, Option<&str>)> = vec![
+            // A proof goes ahead of a claim, a claim ahead of neither.
+            (
+                vec![lacking, claimed, proven],
+                vec![2, 1, 0],
+                Some("capability_missing:tools:1_tried_last"),
+            ),
+            // A set's members keep the head; the proof orders the rest.
+            (vec![claimed, proven, member], vec![2, 1, 0], None),
+            // Proven but lacking another capability: behind those that have it.
+            (
+                vec![proven_lacking, claimed],
+                vec![1, 0],
+                Some("capability_missing:tools:1_tried_last"),
+            ),
+            // Nobody has the capability: the proof still orders everyone.
+            (
+                vec![lacking, proven_lacking],
+                vec![1, 0],
+                Some("capability_unknown:tools"),
+            ),
+            (vec![proven, proven], vec![0, 1], None),
+        ];
+        for (fits, want, note) in cases {
+            let mut order: Vec<usize> = (0..fits.len()).collect();
+            sort_by_fit(&mut order, &fits);
+            assert_eq!(order, want, "{fits:?}");
+            assert_eq!(capability_note(&["tools"], &fits).as_deref(), note);
+        }
+    }
+
+    #[test]
+    fn models_moved_ahead_by_a_proof() {
+        // Ranking 10, 11, 12; 12 is proven.
+        assert_eq!(moved_ahead(&[10, 11, 12], &[12, 10, 11], &[12]), 1);
+        assert_eq!(
+            moved_ahead(&[12, 10, 11], &[12, 10, 11], &[12]),
+            0,
+            "first anyway"
+        );
+        assert_eq!(
+            moved_ahead(&[10, 11, 12], &[10, 12, 11], &[12]),
+            1,
+            "behind a set member"
+        );
+        assert_eq!(moved_ahead(&[10, 11, 12], &[10, 11, 12], &[]), 0);
+    }
 
     #[test]
     fn families_across_providers() {

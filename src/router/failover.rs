@@ -104,12 +104,18 @@ impl Router {
             needed,
         );
         trace.skipped = skipped;
+        let mut preferred = Vec::new();
         if let Route::Set(name) = route {
-            let preferred = self.set_order(name);
+            preferred = self.set_order(name);
             self.pool.order_by_set(&mut order, &preferred, &mut trace);
         }
-        self.pool
-            .order_by_capability(&mut order, ask.needs, &mut trace);
+        self.pool.order_by_capability(
+            &mut order,
+            ask.needs,
+            &preferred,
+            &self.evidence,
+            &mut trace,
+        );
         let mut blocked: HashSet<&str> = HashSet::new();
         let mut last_resort = self
             .failover

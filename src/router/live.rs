@@ -1,7 +1,8 @@
 //! What the router knows of each model's recent performance: a rolling window of real
 //! results per model, and the last bench run (`bench.json`) as the prior until there is
-//! enough real traffic. The bench file is read by [`Evidence::refresh_bench`], which the
-//! server calls from a timer thread: nothing here touches the disk on a request's path.
+//! enough real traffic, and the one word on which models call tools. The bench file is read
+//! by [`Evidence::refresh_bench`], which the server calls from a timer thread: nothing here
+//! touches the disk on a request's path.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -90,8 +91,17 @@ fn unpack(word: u64) -> Option<(u8, Option<u64>)> {
 
 const TTFT_MASK: u64 = (1 << 56) - 1;
 
-/// The last bench run, by model: (usable, median time to first token).
-type BenchPrior = HashMap<String, (bool, Option<u64>)>;
+/// What the last bench run said of one model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct BenchEntry {
+    usable: bool,
+    ttft_ms: Option<u64>,
+    /// Its tool pings proved it calls tools ([`crate::bench::proves_tool_calls`]).
+    calls_tools: bool,
+}
+
+/// The last bench run, by model.
+type BenchPrior = HashMap<String, BenchEntry>;
 
 /// Live windows and the bench prior, shared by every request.
 pub(crate) struct Evidence {
@@ -182,11 +192,17 @@ impl EvidenceView<'_> {
         match live {
             Some(ranked) => ranked,
             None => match self.bench.get(model) {
-                Some((true, ttft)) => (PROVEN, *ttft),
-                Some((false, _)) => (FAILING, None),
+                Some(b) if b.usable => (PROVEN, b.ttft_ms),
+                Some(_) => (FAILING, None),
                 None => (UNKNOWN, None),
             },
         }
+    }
+
+    /// Whether the last bench proved the model calls tools, and it is not failing now: a
+    /// model that broke since its bench loses the head of the line with its ranking.
+    pub(crate) fn proves_tool_calls(&self, model: &str) -> bool {
+        self.bench.get(model).is_some_and(|b| b.calls_tools) && self.of(model).0 != FAILING
     }
 }
 
@@ -195,7 +211,14 @@ fn load_bench(path: &Path) -> BenchPrior {
     report
         .models
         .into_iter()
-        .map(|m| (m.model, (m.usable, m.ttft_ms_p50)))
+        .map(|m| {
+            let entry = BenchEntry {
+                usable: m.usable,
+                ttft_ms: m.ttft_ms_p50,
+                calls_tools: m.proves_tool_calls(),
+            };
+            (m.model, entry)
+        })
         .collect()
 }
 
@@ -245,14 +268,17 @@ mod tests {
         let write = |usable: bool| {
             let report = serde_json::json!({"generatedAt": "x", "models": [
                 {"rank": 1, "model": "p/m", "provider": "p", "label": "M", "tier": "A",
-                 "usable": usable, "verdict": "perfect", "pings": 1, "successes": 1,
-                 "successRate": 1.0, "ttftMsP50": 40, "measuredAt": "x"}]});
+                 "usable": usable, "verdict": "perfect", "pings": 2, "successes": 2,
+                 "successRate": 1.0, "ttftMsP50": 40, "measuredAt": "x",
+                 "toolPings": 1, "toolCalls": 1}]});
             std::fs::write(&path, report.to_string()).unwrap();
         };
         write(true);
         let e = Evidence::new(["p/m"].into_iter(), Some(path.clone()));
         assert_eq!(e.view().of("p/m"), (PROVEN, Some(40)));
         assert_eq!(e.view().of("p/other"), (UNKNOWN, None));
+        assert!(e.view().proves_tool_calls("p/m"));
+        assert!(!e.view().proves_tool_calls("p/other"));
         // A newer file is picked up by the refresh, not by a request.
         std::thread::sleep(std::time::Duration::from_millis(20));
         write(false);
@@ -266,6 +292,10 @@ mod tests {
         assert_eq!(e.view().of("p/m"), (PROVEN, Some(40)));
         e.refresh_bench();
         assert_eq!(e.view().of("p/m"), (FAILING, None));
+        assert!(
+            !e.view().proves_tool_calls("p/m"),
+            "a proof is void while the model fails"
+        );
         for _ in 0..3 {
             e.observe("p/m", Some(7));
         }
