@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod behavior;
+mod tools;
 
 use behavior::{behavior_for, respond};
 pub use behavior::{Behavior, Thinker};

@@ -1,200 +1,14 @@
-//! The content gate: decides whether a provider's 2xx answer really carries an answer.
-//!
-//! Free providers answer 200 with `choices: []`, an `error` object, an HTML page, or a stream
-//! that opens and closes with nothing in it. The gate turns each of those into a failure kind
-//! so that it fails over instead of passing for a success. Pure: bytes in, judgement out.
+//! The stream side of the gate: follows a chat SSE stream as it arrives and says when it
+//! becomes useful (text, reasoning, or tool calls that pass the check) or fails.
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use crate::classify::{looks_like_html, FailureKind};
+use crate::classify::FailureKind;
 use crate::sse::{SseEvent, SseParser};
 use crate::toolcall::{Offered, ToolCalls};
+use serde_json::Value;
 
-/// How much the gate demands of an answer (`router.failover.contentValidation`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ContentValidation {
-    /// JSON, no `error`, non-empty `choices`, and real content in the first choice.
-    #[default]
-    Strict,
-    /// JSON, no `error`, non-empty `choices`.
-    Basic,
-    /// Anything a 2xx carries passes.
-    Off,
-}
-
-/// Why the gate refused an answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GateReject {
-    pub kind: FailureKind,
-    /// A short description, e.g. the provider's own error message.
-    pub detail: String,
-}
-
-impl GateReject {
-    fn new(kind: FailureKind, detail: impl Into<String>) -> Self {
-        GateReject {
-            kind,
-            detail: detail.into(),
-        }
-    }
-}
-
-/// What the gate learned from an accepted answer.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AnswerStats {
-    /// `usage.completion_tokens` when the provider reported it.
-    pub completion_tokens: Option<u64>,
-    /// Characters of text, reasoning and tool arguments: the basis of a token estimate.
-    pub content_chars: usize,
-    /// Tool calls that passed the check against the request's tools (0 when none were
-    /// offered): what tells a proven tool caller from a model that only talks about tools.
-    pub tool_calls: usize,
-}
-
-impl AnswerStats {
-    /// Reported output tokens, else an estimate of one token per four characters.
-    pub fn output_tokens(&self) -> u64 {
-        self.completion_tokens
-            .unwrap_or_else(|| (self.content_chars as u64).div_ceil(4))
-    }
-}
-
-/// The message of an `error` object (OpenAI style) or a vLLM `{"object":"error"}` body.
-fn error_message(v: &Value) -> Option<String> {
-    if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
-        let msg = err
-            .get("message")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .unwrap_or_else(|| err.to_string());
-        return Some(msg);
-    }
-    if v.get("object").and_then(Value::as_str) == Some("error") {
-        return Some(
-            v.get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("error")
-                .to_string(),
-        );
-    }
-    None
-}
-
-fn non_blank(s: &str) -> usize {
-    if s.trim().is_empty() {
-        0
-    } else {
-        s.chars().count()
-    }
-}
-
-/// Characters of useful content in a message or delta object (0 when there is none):
-/// text and reasoning in any of the shapes `reasoning` knows, and (with `tools`) tool
-/// calls, which count even with empty arguments: a call is an answer. A stream whose calls
-/// are checked counts them only once they are whole and pass.
-fn useful_chars(msg: &Value, tools: bool) -> Option<usize> {
-    let said = crate::reasoning::parts(msg);
-    let text = non_blank(&said.text);
-    let reasoning = non_blank(&said.reasoning);
-    let mut tool = 0;
-    let mut has_tool = false;
-    if let Some(calls) = msg
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .filter(|_| tools)
-    {
-        has_tool |= !calls.is_empty();
-        for call in calls {
-            tool += call
-                .pointer("/function/arguments")
-                .and_then(Value::as_str)
-                .map_or(0, str::len);
-            tool += call
-                .pointer("/function/name")
-                .and_then(Value::as_str)
-                .map_or(0, str::len);
-        }
-    }
-    if let Some(f) = msg.get("function_call").filter(|f| f.is_object()) {
-        has_tool = true;
-        tool += f
-            .get("arguments")
-            .and_then(Value::as_str)
-            .map_or(0, str::len);
-    }
-    let total = text + reasoning + tool;
-    (total > 0 || has_tool).then_some(total.max(1))
-}
-
-fn completion_tokens(v: &Value) -> Option<u64> {
-    v.pointer("/usage/completion_tokens")
-        .and_then(Value::as_u64)
-}
-
-/// Judges a complete non-stream body; with `offered` (the request's tools, strict mode)
-/// every tool call must be one the client can run.
-pub fn check_payload(
-    body: &[u8],
-    mode: ContentValidation,
-    offered: Option<&Offered>,
-) -> Result<AnswerStats, GateReject> {
-    if mode == ContentValidation::Off {
-        return Ok(AnswerStats::default());
-    }
-    if looks_like_html(None, body) {
-        return Err(GateReject::new(
-            FailureKind::HtmlMaintenance,
-            "an HTML page instead of JSON",
-        ));
-    }
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| GateReject::new(FailureKind::InvalidJson, format!("body is not JSON: {e}")))?;
-    if let Some(msg) = error_message(&v) {
-        return Err(GateReject::new(FailureKind::ErrorPayload, msg));
-    }
-    let choices = v.get("choices").and_then(Value::as_array);
-    let Some(first) = choices.and_then(|c| c.first()) else {
-        return Err(GateReject::new(
-            FailureKind::EmptyChoices,
-            "no choices in the answer",
-        ));
-    };
-    let mut stats = AnswerStats {
-        completion_tokens: completion_tokens(&v),
-        ..AnswerStats::default()
-    };
-    if mode == ContentValidation::Basic {
-        return Ok(stats);
-    }
-    let message = first.get("message");
-    if let Some(offered) = offered {
-        for call in message
-            .and_then(|m| m.get("tool_calls"))
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let name = call.pointer("/function/name").and_then(Value::as_str);
-            let args = call.pointer("/function/arguments").and_then(Value::as_str);
-            if let Err(why) = offered.check(name.unwrap_or(""), args.unwrap_or("")) {
-                return Err(GateReject::new(FailureKind::InvalidToolCall, why));
-            }
-            stats.tool_calls += 1;
-        }
-    }
-    match message.and_then(|m| useful_chars(m, true)) {
-        Some(chars) => {
-            stats.content_chars = chars;
-            Ok(stats)
-        }
-        None => Err(GateReject::new(
-            FailureKind::EmptyContent,
-            "first choice has no text, tool calls or reasoning",
-        )),
-    }
-}
+use super::{
+    completion_tokens, error_message, useful_chars, AnswerStats, ContentValidation, GateReject,
+};
 
 /// What feeding a chunk to a [`StreamTracker`] revealed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -527,100 +341,9 @@ impl StreamTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gate::check_payload;
     use ContentValidation::*;
     use FailureKind::*;
-
-    fn kind(body: &str, mode: ContentValidation) -> Result<(), FailureKind> {
-        check_payload(body.as_bytes(), mode, None)
-            .map(|_| ())
-            .map_err(|r| r.kind)
-    }
-
-    const OK: &str = r#"{"choices":[{"message":{"role":"assistant","content":"4"}}],"usage":{"completion_tokens":1}}"#;
-
-    #[test]
-    fn payload_table() {
-        let cases: &[(&str, ContentValidation, Result<(), FailureKind>)] = &[
-            (OK, Strict, Ok(())),
-            (r#"{"choices":[]}"#, Strict, Err(EmptyChoices)),
-            (r#"{"id":"x"}"#, Strict, Err(EmptyChoices)),
-            (r#"{"choices":[]}"#, Basic, Err(EmptyChoices)),
-            (
-                r#"{"choices":[{"message":{"content":"  "}}]}"#,
-                Strict,
-                Err(EmptyContent),
-            ),
-            (
-                r#"{"choices":[{"message":{"content":"  "}}]}"#,
-                Basic,
-                Ok(()),
-            ),
-            (
-                r#"{"choices":[{"message":{"content":null,"tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}}]}"#,
-                Strict,
-                Ok(()),
-            ),
-            (
-                r#"{"choices":[{"message":{"content":null,"tool_calls":[]}}]}"#,
-                Strict,
-                Err(EmptyContent),
-            ),
-            (
-                r#"{"choices":[{"message":{"function_call":{"name":"f","arguments":""}}}]}"#,
-                Strict,
-                Ok(()),
-            ),
-            (
-                r#"{"choices":[{"message":{"content":"","reasoning_content":"thinking"}}]}"#,
-                Strict,
-                Ok(()),
-            ),
-            (
-                r#"{"choices":[{"message":{"content":"","reasoning":"thinking"}}]}"#,
-                Strict,
-                Ok(()),
-            ),
-            (
-                r#"{"error":{"message":"upstream died"}}"#,
-                Strict,
-                Err(ErrorPayload),
-            ),
-            (
-                r#"{"error":{"message":"upstream died"}}"#,
-                Basic,
-                Err(ErrorPayload),
-            ),
-            (
-                r#"{"object":"error","message":"vllm says no"}"#,
-                Strict,
-                Err(ErrorPayload),
-            ),
-            (r#"{"choices":[{"message":"#, Strict, Err(InvalidJson)),
-            (
-                "<html><body>maintenance</body></html>",
-                Strict,
-                Err(HtmlMaintenance),
-            ),
-            ("garbage", Off, Ok(())),
-            (r#"{"choices":[]}"#, Off, Ok(())),
-        ];
-        for (body, mode, want) in cases {
-            assert_eq!(&kind(body, *mode), want, "{body} in {mode:?}");
-        }
-    }
-
-    #[test]
-    fn payload_reports_usage_or_estimate() {
-        let stats = check_payload(OK.as_bytes(), Strict, None).unwrap();
-        assert_eq!(stats.output_tokens(), 1);
-        let est = check_payload(
-            br#"{"choices":[{"message":{"content":"eight ch"}}]}"#,
-            Strict,
-            None,
-        )
-        .unwrap();
-        assert_eq!((est.completion_tokens, est.output_tokens()), (None, 2));
-    }
 
     /// Feeds the input in chunks of every size and collects (signal, chunk index) pairs.
     fn run(
@@ -643,6 +366,7 @@ mod tests {
         (signals, t)
     }
 
+    const OK: &str = r#"{"choices":[{"message":{"role":"assistant","content":"4"}}],"usage":{"completion_tokens":1}}"#;
     const ROLE: &str = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n";
     const TEXT: &str = "data: {\"choices\":[{\"delta\":{\"content\":\"héllo\"}}]}\n\n";
     const USAGE: &str = "data: {\"choices\":[],\"usage\":{\"completion_tokens\":7}}\n\n";

@@ -1,0 +1,264 @@
+//! The fake provider's tool-calling answers: whole calls of the client's shell tool, calls
+//! that are broken on purpose (cut-off arguments, repeated ids, calls written as text), and
+//! answers to the bench's tool ping.
+
+use std::io;
+use std::net::TcpStream;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::behavior::{chunk, ok_answer};
+use super::{send_fixed, SseWriter};
+
+pub(super) fn tool_call_answer(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    stream: bool,
+) -> io::Result<bool> {
+    call_answer(
+        out,
+        id,
+        model,
+        stream,
+        "Bash",
+        r#"{"command":"echo fcm-tool-ok"}"#,
+    )
+}
+
+/// The shell tool a coding client offers, with arguments that echo `fcm-tool-ok`.
+pub(super) fn shell_tool(body: &Value) -> Option<(String, Value)> {
+    let names: Vec<&str> = body
+        .get("tools")
+        .and_then(Value::as_array)?
+        .iter()
+        .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str))
+        .collect();
+    let echo = "echo fcm-tool-ok";
+    let pick = |name: &str, args: Value| names.contains(&name).then(|| (name.to_string(), args));
+    pick(
+        "Bash",
+        json!({"command": echo, "description": "Print a marker"}),
+    )
+    .or_else(|| pick("exec_command", json!({"cmd": echo})))
+    .or_else(|| pick("run_commands", json!({"commands": [echo]})))
+    .or_else(|| {
+        pick(
+            "execute_command",
+            json!({"command": echo, "requires_approval": false}),
+        )
+    })
+    .or_else(|| pick("shell", json!({"command": ["bash", "-lc", echo]})))
+}
+
+pub(super) fn call_answer(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    stream: bool,
+    name: &str,
+    args: &str,
+) -> io::Result<bool> {
+    if !stream {
+        let b = json!({"id": id, "object": "chat.completion", "model": model,
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+                           "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}]},
+                           "finish_reason": "tool_calls"}]});
+        return send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes());
+    }
+    let mut w = SseWriter::start(out);
+    w.data(&chunk(id, model, json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": name, "arguments": ""}}]}), None))?;
+    let mut mid = args.len() / 2;
+    while !args.is_char_boundary(mid) {
+        mid -= 1;
+    }
+    let (a, b) = args.split_at(mid);
+    for part in [a, b] {
+        w.data(&chunk(
+            id,
+            model,
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}),
+            None,
+        ))?;
+    }
+    w.data(&chunk(id, model, json!({}), Some("tool_calls")))?;
+    w.done()
+}
+
+/// Two parallel calls of the client's shell tool (`Bash`), both with id `call_1`; their
+/// continuations carry `""` and `null` ids.
+pub(super) fn repeated_call_ids(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    stream: bool,
+) -> io::Result<bool> {
+    let call = |index: u64, args: &str| json!({"index": index, "id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": args}});
+    if !stream {
+        let b = json!({"id": id, "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [
+                call(0, "{\"command\":\"echo one\"}"), call(1, "{\"command\":\"echo two\"}")]},
+                "finish_reason": "tool_calls"}]});
+        return send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes());
+    }
+    let mut w = SseWriter::start(out);
+    w.data(&chunk(
+        id,
+        model,
+        json!({"role": "assistant", "content": null, "tool_calls": [call(0, "{\"command\":")]}),
+        None,
+    ))?;
+    w.data(&chunk(
+        id,
+        model,
+        json!({"tool_calls": [call(1, "{\"command\":")]}),
+        None,
+    ))?;
+    w.data(&chunk(
+        id,
+        model,
+        json!({"tool_calls": [{"index": 0, "id": "", "function": {"arguments": "\"echo one\"}"}}]}),
+        None,
+    ))?;
+    w.data(&chunk(id, model, json!({"tool_calls": [{"index": 1, "id": null, "function": {"name": null, "arguments": "\"echo two\"}"}}]}), None))?;
+    w.data(&chunk(id, model, json!({}), Some("tool_calls")))?;
+    w.done()
+}
+
+/// `Let me look.`, then a call of `Bash` whose arguments are cut off.
+pub(super) fn text_then_cut_call(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    stream: bool,
+) -> io::Result<bool> {
+    let call = json!({"index": 0, "id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": "{\"command\":\"ec"}});
+    if !stream {
+        let b = json!({"id": id, "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "Let me look.", "tool_calls": [call]},
+                "finish_reason": "tool_calls"}]});
+        return send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes());
+    }
+    let mut w = SseWriter::start(out);
+    w.data(&chunk(
+        id,
+        model,
+        json!({"role": "assistant", "content": "Let me look."}),
+        None,
+    ))?;
+    w.data(&chunk(id, model, json!({"tool_calls": [call]}), None))?;
+    w.data(&chunk(id, model, json!({}), Some("tool_calls")))?;
+    w.done()
+}
+
+/// `text` as the whole answer (finish `stop`), streamed in 5-character pieces.
+pub(super) fn text_answer_in_pieces(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    text: &str,
+    stream: bool,
+) -> io::Result<bool> {
+    if !stream {
+        let b = json!({"id": id, "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]});
+        return send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes());
+    }
+    let mut w = SseWriter::start(out);
+    w.data(&chunk(
+        id,
+        model,
+        json!({"role": "assistant", "content": ""}),
+        None,
+    ))?;
+    let chars: Vec<char> = text.chars().collect();
+    for piece in chars.chunks(5) {
+        w.data(&chunk(
+            id,
+            model,
+            json!({"content": piece.iter().collect::<String>()}),
+            None,
+        ))?;
+    }
+    w.data(&chunk(id, model, json!({}), Some("stop")))?;
+    w.done()
+}
+
+/// What a model does with the tool a request offers.
+pub(super) enum ToolMove {
+    Call,
+    Describe,
+    Break,
+}
+
+/// Calls, describes or breaks a call of the request's first tool; without tools, the answer
+/// `ok` gives.
+pub(super) fn offered_tool_answer(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    stream: bool,
+    usage: bool,
+    body: &Value,
+    tool_move: ToolMove,
+) -> io::Result<bool> {
+    let Some((name, args)) = offered_call(body) else {
+        let answer = format!("Hello from {model}.");
+        return ok_answer(out, id, model, &answer, stream, usage, Duration::ZERO);
+    };
+    let args = args.to_string();
+    match tool_move {
+        ToolMove::Call => call_answer(out, id, model, stream, &name, &args),
+        ToolMove::Describe => {
+            let text = format!("I would call {name} with {args}.");
+            ok_answer(out, id, model, &text, stream, usage, Duration::ZERO)
+        }
+        // Without its closing brace the arguments are no JSON object: a cut-off call.
+        ToolMove::Break => call_answer(out, id, model, stream, &name, &args[..args.len() - 1]),
+    }
+}
+
+/// The request's first function tool, with arguments holding each property its schema
+/// requires (the first `enum` value, else a sample of the property's type): a call the
+/// client can run, whatever tool it offered.
+pub(super) fn offered_call(body: &Value) -> Option<(String, Value)> {
+    let function = body
+        .get("tools")?
+        .as_array()?
+        .iter()
+        .find_map(|t| t.get("function"))?;
+    let name = function.get("name")?.as_str()?.to_string();
+    let properties = function.pointer("/parameters/properties");
+    let required = function
+        .pointer("/parameters/required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str);
+    let args: serde_json::Map<String, Value> = required
+        .map(|key| {
+            let schema = properties.and_then(|p| p.get(key));
+            (key.to_string(), sample_value(schema))
+        })
+        .collect();
+    Some((name, Value::Object(args)))
+}
+
+/// A value a property's schema accepts.
+pub(super) fn sample_value(schema: Option<&Value>) -> Value {
+    let allowed = schema
+        .and_then(|s| s.get("enum"))
+        .and_then(Value::as_array)
+        .and_then(|e| e.first());
+    if let Some(first) = allowed {
+        return first.clone();
+    }
+    match schema.and_then(|s| s.get("type")).and_then(Value::as_str) {
+        Some("integer" | "number") => json!(1),
+        Some("boolean") => json!(true),
+        Some("array") => json!([]),
+        Some("object") => json!({}),
+        _ => json!("Paris"),
+    }
+}
