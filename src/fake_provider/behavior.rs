@@ -189,6 +189,19 @@ impl Behavior {
     }
 }
 
+/// A complete chat answer of one choice.
+pub(super) fn completion(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    message: Value,
+    finish: &str,
+) -> io::Result<bool> {
+    let b = json!({"id": id, "object": "chat.completion", "model": model,
+                   "choices": [{"index": 0, "message": message, "finish_reason": finish}]});
+    send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes())
+}
+
 pub(super) fn chunk(id: &str, model: &str, delta: Value, finish: Option<&str>) -> Value {
     json!({"id": id, "object": "chat.completion.chunk", "created": 1_700_000_000u64, "model": model,
            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
@@ -262,9 +275,7 @@ pub(super) fn respond(
             w.done()
         }
         Behavior::EmptyContent if !stream => {
-            let b = json!({"id": id, "object": "chat.completion", "model": model,
-                           "choices": [{"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": "stop"}]});
-            send_fixed(out, 200, json_ct, &[], b.to_string().as_bytes())
+            completion(out, &id, &model, json!({"role": "assistant", "content": ""}), "stop")
         }
         Behavior::EmptyContent => {
             let mut w = SseWriter::start(out);
@@ -371,9 +382,7 @@ pub(super) fn respond(
             w.done()
         }
         Behavior::ReasoningOnly if !stream => {
-            let b = json!({"id": id, "object": "chat.completion", "model": model,
-                           "choices": [{"index": 0, "message": {"role": "assistant", "content": "", "reasoning_content": "Thinking it over."}, "finish_reason": "stop"}]});
-            send_fixed(out, 200, json_ct, &[], b.to_string().as_bytes())
+            completion(out, &id, &model, json!({"role": "assistant", "content": "", "reasoning_content": "Thinking it over."}), "stop")
         }
         Behavior::ReasoningOnly => {
             let mut w = SseWriter::start(out);
@@ -397,9 +406,7 @@ pub(super) fn respond(
             text_answer_in_pieces(out, &id, &model, &text, stream)
         }
         Behavior::ToolFinishWithoutCalls if !stream => {
-            let b = json!({"id": id, "object": "chat.completion", "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": "Nothing to run."}, "finish_reason": "tool_calls"}]});
-            send_fixed(out, 200, json_ct, &[], b.to_string().as_bytes())
+            completion(out, &id, &model, json!({"role": "assistant", "content": "Nothing to run."}), "tool_calls")
         }
         Behavior::ToolFinishWithoutCalls => {
             let mut w = SseWriter::start(out);
@@ -533,9 +540,7 @@ fn thinking_answer(
             }
         };
         message["role"] = json!("assistant");
-        let b = json!({"id": id, "object": "chat.completion", "model": model,
-                       "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]});
-        return send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes());
+        return completion(out, id, model, message, "stop");
     }
     let mut w = SseWriter::start(out);
     w.data(&chunk(

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::behavior::{chunk, ok_answer};
-use super::{send_fixed, SseWriter};
+use super::behavior::{chunk, completion, ok_answer};
+use super::SseWriter;
 
 pub(super) fn tool_call_answer(
     out: &mut TcpStream,
@@ -61,11 +61,14 @@ pub(super) fn call_answer(
     args: &str,
 ) -> io::Result<bool> {
     if !stream {
-        let b = json!({"id": id, "object": "chat.completion", "model": model,
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": null,
-                           "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}]},
-                           "finish_reason": "tool_calls"}]});
-        return send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes());
+        return completion(
+            out,
+            id,
+            model,
+            json!({"role": "assistant", "content": null,
+                           "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}]}),
+            "tool_calls",
+        );
     }
     let mut w = SseWriter::start(out);
     w.data(&chunk(id, model, json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": name, "arguments": ""}}]}), None))?;
@@ -96,11 +99,14 @@ pub(super) fn repeated_call_ids(
 ) -> io::Result<bool> {
     let call = |index: u64, args: &str| json!({"index": index, "id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": args}});
     if !stream {
-        let b = json!({"id": id, "object": "chat.completion", "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [
-                call(0, "{\"command\":\"echo one\"}"), call(1, "{\"command\":\"echo two\"}")]},
-                "finish_reason": "tool_calls"}]});
-        return send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes());
+        return completion(
+            out,
+            id,
+            model,
+            json!({"role": "assistant", "content": null, "tool_calls": [
+                call(0, "{\"command\":\"echo one\"}"), call(1, "{\"command\":\"echo two\"}")]}),
+            "tool_calls",
+        );
     }
     let mut w = SseWriter::start(out);
     w.data(&chunk(
@@ -135,10 +141,13 @@ pub(super) fn text_then_cut_call(
 ) -> io::Result<bool> {
     let call = json!({"index": 0, "id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": "{\"command\":\"ec"}});
     if !stream {
-        let b = json!({"id": id, "object": "chat.completion", "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "Let me look.", "tool_calls": [call]},
-                "finish_reason": "tool_calls"}]});
-        return send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes());
+        return completion(
+            out,
+            id,
+            model,
+            json!({"role": "assistant", "content": "Let me look.", "tool_calls": [call]}),
+            "tool_calls",
+        );
     }
     let mut w = SseWriter::start(out);
     w.data(&chunk(
@@ -161,9 +170,13 @@ pub(super) fn text_answer_in_pieces(
     stream: bool,
 ) -> io::Result<bool> {
     if !stream {
-        let b = json!({"id": id, "object": "chat.completion", "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]});
-        return send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes());
+        return completion(
+            out,
+            id,
+            model,
+            json!({"role": "assistant", "content": text}),
+            "stop",
+        );
     }
     let mut w = SseWriter::start(out);
     w.data(&chunk(

@@ -211,31 +211,13 @@ impl ChatStream {
             }
             if changed {
                 delta["content"] = json!(text);
-                if !reasoning.is_empty() {
-                    let mut all = delta
-                        .get("reasoning_content")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string();
-                    all.push_str(&reasoning);
-                    delta["reasoning_content"] = json!(all);
-                }
+                append_reasoning(delta, &reasoning);
             }
-            if !made.is_empty() {
-                let list = delta
-                    .as_object_mut()
-                    .expect("a delta with content is an object")
-                    .entry("tool_calls")
-                    .or_insert_with(|| json!([]));
-                if let Some(list) = list.as_array_mut() {
-                    for call in made {
-                        list.push(
-                            json!({"index": TEXT_CALL_INDEX + self.made, "type": "function",
-                            "function": {"name": call.name, "arguments": call.arguments}}),
-                        );
-                        self.made += 1;
-                    }
-                }
+            for call in made {
+                let mut delta_call = call_value(call);
+                delta_call["index"] = json!(TEXT_CALL_INDEX + self.made);
+                push_call(delta, delta_call);
+                self.made += 1;
             }
         }
         if let Some(Value::Array(calls)) = delta.get_mut("tool_calls") {
@@ -289,22 +271,10 @@ pub(crate) fn normalize(v: &mut Value, split_think_tags: bool, tools: Option<&Of
         if !reasoning.is_empty() || !calls.is_empty() {
             msg["content"] = json!(text);
         }
-        if !reasoning.is_empty() {
-            msg["reasoning_content"] = json!(reasoning);
-        }
-        if !calls.is_empty() {
-            made = true;
-            let list = msg
-                .as_object_mut()
-                .expect("a message with content is an object")
-                .entry("tool_calls")
-                .or_insert_with(|| json!([]));
-            if let Some(list) = list.as_array_mut() {
-                for call in calls {
-                    list.push(json!({"id": "", "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments}}));
-                }
-            }
+        append_reasoning(msg, &reasoning);
+        made = !calls.is_empty();
+        for call in calls {
+            push_call(msg, call_value(call));
         }
     }
     let has_calls = match msg.get_mut("tool_calls") {
@@ -443,14 +413,39 @@ fn flatten_content(msg: &mut Value) {
     }
     let parts = crate::reasoning::parts(msg);
     msg["content"] = json!(parts.text);
-    if !parts.reasoning.is_empty() {
-        let mut reasoning = msg
-            .get("reasoning_content")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        reasoning.push_str(&parts.reasoning);
-        msg["reasoning_content"] = json!(reasoning);
+    append_reasoning(msg, &parts.reasoning);
+}
+
+/// Adds reasoning to a message's or delta's `reasoning_content`.
+fn append_reasoning(msg: &mut Value, reasoning: &str) {
+    if reasoning.is_empty() {
+        return;
+    }
+    let mut all = msg
+        .get("reasoning_content")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    all.push_str(reasoning);
+    msg["reasoning_content"] = json!(all);
+}
+
+/// A call taken out of text, as a chat tool call (its id is given later).
+fn call_value(call: crate::toolcall::ToolCall) -> Value {
+    json!({"id": "", "type": "function", "function": {"name": call.name, "arguments": call.arguments}})
+}
+
+/// Appends a call to a message's or delta's `tool_calls`.
+fn push_call(msg: &mut Value, call: Value) {
+    let Some(obj) = msg.as_object_mut() else {
+        return;
+    };
+    if let Some(list) = obj
+        .entry("tool_calls")
+        .or_insert_with(|| json!([]))
+        .as_array_mut()
+    {
+        list.push(call);
     }
 }
 
