@@ -57,6 +57,81 @@ pub(crate) fn parts(msg: &Value) -> Parts {
     out
 }
 
+/// Characters of answer text and of reasoning [`parts`] would give, each 0 when it is only
+/// whitespace, counted without copying (the gate asks this of every delta).
+pub(crate) fn useful_lengths(msg: &Value) -> (usize, usize) {
+    let mut text = Count::default();
+    let mut reasoning = Count::default();
+    match msg.get("content") {
+        Some(Value::String(s)) => text.add(s),
+        Some(Value::Array(items)) => {
+            for item in items {
+                match item.get("type").and_then(Value::as_str) {
+                    Some("thinking") => count_texts(item.get("thinking"), &mut reasoning),
+                    _ => count_texts(item.get("text"), &mut text),
+                }
+            }
+        }
+        _ => {}
+    }
+    let field = ["reasoning_content", "reasoning"].iter().find_map(|k| {
+        msg.get(*k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    });
+    match field {
+        Some(r) => reasoning.add(r),
+        None => {
+            for d in msg
+                .get("reasoning_details")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                count_texts(d.get("text").or_else(|| d.get("summary")), &mut reasoning);
+            }
+        }
+    }
+    (text.useful(), reasoning.useful())
+}
+
+/// Characters seen, and whether any was not whitespace.
+#[derive(Default)]
+struct Count {
+    chars: usize,
+    visible: bool,
+}
+
+impl Count {
+    fn add(&mut self, s: &str) {
+        self.chars += s.chars().count();
+        self.visible |= !s.trim().is_empty();
+    }
+
+    fn useful(&self) -> usize {
+        if self.visible {
+            self.chars
+        } else {
+            0
+        }
+    }
+}
+
+fn count_texts(v: Option<&Value>, out: &mut Count) {
+    match v {
+        Some(Value::String(s)) => out.add(s),
+        Some(Value::Array(items)) => {
+            for item in items {
+                match item {
+                    Value::String(s) => out.add(s),
+                    _ => count_texts(item.get("text"), out),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Appends a string, or the `text` of each part of an array.
 fn push_texts(v: Option<&Value>, out: &mut String) {
     match v {
@@ -228,6 +303,8 @@ mod tests {
         ];
         for (msg, (text, reasoning)) in cases {
             let p = parts(&msg);
+            let lengths = (text.chars().count(), reasoning.chars().count());
+            assert_eq!(useful_lengths(&msg), lengths, "{msg}");
             assert_eq!(
                 (p.text.as_str(), p.reasoning.as_str()),
                 (text, reasoning),

@@ -81,22 +81,12 @@ pub(super) fn error_message(v: &Value) -> Option<String> {
     None
 }
 
-fn non_blank(s: &str) -> usize {
-    if s.trim().is_empty() {
-        0
-    } else {
-        s.chars().count()
-    }
-}
-
 /// Characters of useful content in a message or delta object (0 when there is none):
 /// text and reasoning in any of the shapes `reasoning` knows, and (with `tools`) tool
 /// calls, which count even with empty arguments: a call is an answer. A stream whose calls
 /// are checked counts them only once they are whole and pass.
 pub(super) fn useful_chars(msg: &Value, tools: bool) -> Option<usize> {
-    let said = crate::reasoning::parts(msg);
-    let text = non_blank(&said.text);
-    let reasoning = non_blank(&said.reasoning);
+    let (text, reasoning) = crate::reasoning::useful_lengths(msg);
     let mut tool = 0;
     let mut has_tool = false;
     if let Some(calls) = msg
