@@ -182,7 +182,7 @@ fn accept(stream: TcpStream, app: &Arc<App>) {
             keep_alive: false,
             broken: false,
         };
-        overloaded(&mut conn);
+        overloaded(&mut conn, &new_request_id());
         return;
     }
     let a = app.clone();
@@ -209,8 +209,8 @@ impl Drop for ConnectionSlot {
     }
 }
 
-fn overloaded(conn: &mut Conn) {
-    let mut trace = Trace::new(&new_request_id(), "", false);
+fn overloaded(conn: &mut Conn, id: &str) {
+    let mut trace = Trace::new(id, "", false);
     trace.outcome = Outcome::Rejected;
     let msg = "fcm is at its limit of requests in flight; retry in a second";
     let mut reply = Reply::json(503, &edge_error(503, msg, "overloaded")).with_trace(&trace);
@@ -275,7 +275,8 @@ fn connection(stream: TcpStream, app: &Arc<App>) {
         conn.keep_alive = req.keep_alive && !crate::signals::stop_requested();
         if app.in_flight.fetch_add(1, Ordering::AcqRel) >= app.max_in_flight {
             app.in_flight.fetch_sub(1, Ordering::AcqRel);
-            overloaded(&mut conn);
+            // The request was read: its answer carries its id, like every other answer.
+            overloaded(&mut conn, &request_id(&req));
         } else {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 handle(&req, &mut conn, app)
@@ -488,6 +489,14 @@ fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
     let chat = serde_json::from_slice::<Value>(&req.body)
         .map_err(|e| BadRequest::NotJson(e.to_string()))
         .and_then(|parsed| {
+            // The same field in all three protocols: anything but a boolean is a mistake to
+            // name, not to guess at.
+            if parsed
+                .get("stream")
+                .is_some_and(|s| !s.is_boolean() && !s.is_null())
+            {
+                return Err(BadRequest::Shape("\"stream\" must be true or false"));
+            }
             needs = crate::capability::detect(&parsed);
             proto.to_chat(parsed)
         });

@@ -663,9 +663,18 @@ fn in_flight_limit_answers_503_fast() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(500));
-    let r = s.chat("fcm", false);
+    let r = s.post_with(
+        "/v1/chat/completions",
+        &json!({"model": "fcm", "messages": []}).to_string(),
+        &[("x-request-id", "agent-42")],
+    );
     assert_eq!(r.status, 503);
     assert_eq!(r.header("retry-after"), Some("1"));
+    assert_eq!(
+        r.header("x-request-id"),
+        Some("agent-42"),
+        "the fast 503 keeps the client's id"
+    );
     for b in busy {
         assert_eq!(b.join().unwrap(), 200);
     }
@@ -911,4 +920,43 @@ fn the_dashboard_shows_breakers_pauses_and_decisions() {
         !page.body.contains("src=") && !page.body.contains("href="),
         "self-contained"
     );
+}
+
+#[test]
+fn impossible_sizes_and_non_boolean_streams_are_refused_before_routing() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["ok"]);
+    let s = w.serve(&[]);
+    let huge = json!({"model": "fcm", "max_tokens": u64::MAX, "messages": [{"role": "user", "content": "hi"}]});
+    let r = s.post("/v1/chat/completions", &huge.to_string());
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(
+        r.body.contains("largest routable context window"),
+        "{}",
+        r.body
+    );
+    for (path, body) in [
+        (
+            "/v1/chat/completions",
+            json!({"model": "fcm", "stream": "yes", "messages": [{"role": "user", "content": "hi"}]}),
+        ),
+        (
+            "/v1/messages",
+            json!({"model": "claude-x", "max_tokens": 10, "stream": "yes", "messages": [{"role": "user", "content": "hi"}]}),
+        ),
+        (
+            "/v1/responses",
+            json!({"model": "gpt-x", "stream": 1, "input": "hi"}),
+        ),
+    ] {
+        let r = s.post(path, &body.to_string());
+        assert_eq!(r.status, 400, "{path}: {r:?}");
+        assert!(
+            r.body.contains("must be true or false"),
+            "{path}: {}",
+            r.body
+        );
+    }
+    assert!(fake.requests().is_empty(), "nothing reached the provider");
 }

@@ -326,7 +326,8 @@ pub fn estimate_tokens(body: &Value) -> u64 {
         .or_else(|| body.get("max_completion_tokens"))
         .and_then(Value::as_u64)
         .unwrap_or(0);
-    crate::protocol::estimate_tokens(chars) + answer
+    // Saturating: `max_tokens: 18446744073709551615` is larger than every window, not tiny.
+    crate::protocol::estimate_tokens(chars).saturating_add(answer)
 }
 
 /// A model's family across providers: its id without the vendor path, the `:free` tag or
