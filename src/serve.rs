@@ -413,7 +413,7 @@ fn admin_reset(req: &Request, app: &App) -> Reply {
         .unwrap_or("all")
         .replace("%2F", "/")
         .replace("%2f", "/");
-    let n = app.router.breakers.reset(if model == "all" {
+    let n = app.router.reset(if model == "all" {
         None
     } else {
         Some(model.as_str())

@@ -960,3 +960,31 @@ fn impossible_sizes_and_non_boolean_streams_are_refused_before_routing() {
     }
     assert!(fake.requests().is_empty(), "nothing reached the provider");
 }
+
+#[test]
+fn the_last_resort_is_not_sent_what_would_fail_the_same_way() {
+    let fake = fake();
+    // Every failure blamed on the request: the last resort would refuse it too.
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["bad_request_400#a", "ok#last"]);
+    config(
+        &w,
+        json!({"maxAttempts": 1, "lastResortModel": "p/ok#last"}),
+    );
+    let s = w.serve(&[]);
+    let r = s.chat("fcm", false);
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(fake.requests_for("ok#last").is_empty());
+    drop(s);
+    // A rejected key blocks its provider, the last resort included.
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["auth_401#a", "ok#last2"]);
+    config(
+        &w,
+        json!({"maxAttempts": 1, "lastResortModel": "p/ok#last2"}),
+    );
+    let s = w.serve(&[]);
+    let r = s.chat("fcm", false);
+    assert_eq!(r.status, 503, "{r:?}");
+    assert!(fake.requests_for("ok#last2").is_empty());
+}

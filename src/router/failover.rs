@@ -191,9 +191,19 @@ impl Router {
             }
             self.pool.family_first(&mut queue, i);
         }
-        if let Some(key) = last_resort {
+        // The last resort is one extra attempt, but not when every failure was the request's
+        // fault (it would fail the same way), nor on a provider whose key was just rejected.
+        let request_blamed = !details.is_empty()
+            && details
+                .iter()
+                .all(|d| d.blame == crate::classify::Blame::Client);
+        if let Some(key) = last_resort.filter(|_| !request_blamed) {
             let i = self.pool.position(&key).expect("filtered to known models");
-            if self.pool.get(i).missing_key.is_none() && Instant::now() < deadline {
+            let c = self.pool.get(i);
+            if c.missing_key.is_none()
+                && !blocked.contains(c.target.provider_id.as_str())
+                && Instant::now() < deadline
+            {
                 // Tried whatever its breaker says, like a pinned model.
                 let trial = self.breakers.admit(&key, crate::time::now_ms()) == Admission::Trial;
                 if let Ok(answer) = self.try_one(i, &job, &mut trace, &mut details, trial) {

@@ -163,6 +163,16 @@ impl Evidence {
         }
     }
 
+    /// Empties one model's window, or every window: the bench prior decides again.
+    pub(crate) fn forget(&self, model: Option<&str>) {
+        for (key, &i) in &self.index {
+            if model.is_none_or(|m| m == key) {
+                *self.windows[i].lock().unwrap_or_else(|e| e.into_inner()) = LiveWindow::default();
+                self.ranks[i].store(0, Ordering::Release);
+            }
+        }
+    }
+
     /// Adds a real result to the model's window (`None`: a failure).
     pub(crate) fn observe(&self, model: &str, ttft_ms: Option<u64>) {
         let Some(&i) = self.index.get(model) else {
@@ -246,6 +256,29 @@ mod tests {
             w.push(Some(50));
         }
         assert_eq!(w.rank(), Some((PROVEN, Some(50))), "recovered: climbs back");
+    }
+
+    #[test]
+    fn forgetting_a_model_gives_it_back_to_the_bench_prior() {
+        let e = Evidence::new(["p/a", "p/b"].into_iter(), None);
+        for _ in 0..3 {
+            e.observe("p/a", None);
+            e.observe("p/b", None);
+        }
+        assert_eq!(e.view().of("p/a"), (FAILING, None));
+        e.forget(Some("p/a"));
+        assert_eq!(
+            e.view().of("p/a"),
+            (UNKNOWN, None),
+            "a reset model is not kept at the back"
+        );
+        assert_eq!(
+            e.view().of("p/b"),
+            (FAILING, None),
+            "the others keep their record"
+        );
+        e.forget(None);
+        assert_eq!(e.view().of("p/b"), (UNKNOWN, None));
     }
 
     #[test]

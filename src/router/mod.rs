@@ -186,6 +186,14 @@ impl Router {
         }
     }
 
+    /// Resets breakers (one model, or all) and the live windows with them, so a reset model
+    /// is ranked on its bench figures again instead of staying at the back. Returns how many
+    /// breakers were reset.
+    pub(crate) fn reset(&self, model: Option<&str>) -> usize {
+        self.evidence.forget(model);
+        self.breakers.reset(model)
+    }
+
     /// Adds a finished request to the history ring.
     pub(crate) fn complete(&self, mut trace: Trace, started: Instant) {
         trace.wall_ms = started.elapsed().as_millis() as u64;
