@@ -109,21 +109,58 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
         .unwrap_or(Path::new("."));
     create_private_dir(dir)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("state");
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let mut tmp = None;
     let result = (|| -> std::io::Result<()> {
-        let mut f = open_private(&tmp)?;
+        let (mut f, at) = create_temp(dir, name)?;
+        tmp = Some(at.clone());
         f.write_all(bytes)?;
         f.write_all(b"\n")?;
         f.sync_all()?;
-        fs::rename(&tmp, path)
+        fs::rename(&at, path)?;
+        // The rename is durable only once the directory entry is on disk too.
+        sync_dir(dir)
     })();
     if let Err(source) = result {
-        let _ = fs::remove_file(&tmp);
+        if let Some(at) = tmp {
+            let _ = fs::remove_file(at);
+        }
         return Err(StateError::Write {
             path: path.to_path_buf(),
             source,
         });
     }
+    Ok(())
+}
+
+/// A new temp file beside the target, created exclusively (`O_EXCL`, mode 0600): a file or
+/// link someone left at that name is never written through; another name is tried instead.
+fn create_temp(dir: &Path, name: &str) -> std::io::Result<(fs::File, PathBuf)> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let mut last = None;
+    for _ in 0..16 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let at = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+        let mut opts = fs::OpenOptions::new();
+        opts.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+        match opts.open(&at) {
+            Ok(f) => return Ok((f, at)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free temp name")))
+}
+
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    fs::File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
@@ -163,18 +200,6 @@ fn create_private_dir(dir: &Path) -> Result<(), StateError> {
         dir: dir.to_path_buf(),
         source,
     })
-}
-
-fn open_private(path: &Path) -> std::io::Result<fs::File> {
-    let mut opts = fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-    let f = opts.open(path)?;
-    // A pre-existing file keeps its mode through open(): set it explicitly.
-    #[cfg(unix)]
-    fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-    Ok(f)
 }
 
 /// Loads a JSON state file. Missing: `T::default()`. Unreadable (permissions, a directory):
@@ -251,6 +276,24 @@ mod tests {
         assert_eq!(back, v);
         let leftovers: Vec<_> = fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temp files left");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_at_a_temp_name_is_never_written_through() {
+        let dir = temp_dir("planted");
+        fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        fs::write(&victim, "keep").unwrap();
+        // Every name the next writes could pick, planted as links to the victim.
+        for n in 0..64 {
+            let at = dir.join(format!(".x.json.tmp-{}-{n}", std::process::id()));
+            std::os::unix::fs::symlink(&victim, at).unwrap();
+        }
+        let path = dir.join("x.json");
+        let _ = write_atomic(&path, b"{}");
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
         fs::remove_dir_all(dir).unwrap();
     }
 
