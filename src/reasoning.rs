@@ -16,18 +16,25 @@ pub(crate) struct Parts {
     pub reasoning: String,
 }
 
-/// Reads a chat delta or message: `content` (a string, or an array of text and thinking
-/// parts) and the reasoning fields. `reasoning_details` counts only when neither
-/// `reasoning_content` nor `reasoning` is there (OpenRouter sends the same text in both).
-pub(crate) fn parts(msg: &Value) -> Parts {
-    let mut out = Parts::default();
+/// Which part of an answer a piece of text belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Channel {
+    Text,
+    Reasoning,
+}
+
+/// Walks a chat delta or message and hands each piece of text to `sink` with its channel:
+/// `content` (a string, or an array of text and thinking parts) and the reasoning fields.
+/// `reasoning_details` counts only when neither `reasoning_content` nor `reasoning` is there
+/// (OpenRouter sends the same text in both). The one reading of every provider shape.
+fn visit(msg: &Value, sink: &mut impl FnMut(Channel, &str)) {
     match msg.get("content") {
-        Some(Value::String(s)) => out.text.push_str(s),
+        Some(Value::String(s)) => sink(Channel::Text, s),
         Some(Value::Array(items)) => {
             for item in items {
                 match item.get("type").and_then(Value::as_str) {
-                    Some("thinking") => push_texts(item.get("thinking"), &mut out.reasoning),
-                    _ => push_texts(item.get("text"), &mut out.text),
+                    Some("thinking") => texts(item.get("thinking"), Channel::Reasoning, sink),
+                    _ => texts(item.get("text"), Channel::Text, sink),
                 }
             }
         }
@@ -39,7 +46,7 @@ pub(crate) fn parts(msg: &Value) -> Parts {
             .filter(|s| !s.is_empty())
     });
     match field {
-        Some(r) => out.reasoning.push_str(r),
+        Some(r) => sink(Channel::Reasoning, r),
         None => {
             for d in msg
                 .get("reasoning_details")
@@ -47,105 +54,54 @@ pub(crate) fn parts(msg: &Value) -> Parts {
                 .into_iter()
                 .flatten()
             {
-                push_texts(
+                texts(
                     d.get("text").or_else(|| d.get("summary")),
-                    &mut out.reasoning,
+                    Channel::Reasoning,
+                    sink,
                 );
             }
         }
     }
+}
+
+/// A string, or the `text` of each part of an array.
+fn texts(v: Option<&Value>, channel: Channel, sink: &mut impl FnMut(Channel, &str)) {
+    match v {
+        Some(Value::String(s)) => sink(channel, s),
+        Some(Value::Array(items)) => {
+            for item in items {
+                match item {
+                    Value::String(s) => sink(channel, s),
+                    _ => texts(item.get("text"), channel, sink),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The answer text and the reasoning of a chat delta or message (see [`visit`]).
+pub(crate) fn parts(msg: &Value) -> Parts {
+    let mut out = Parts::default();
+    visit(msg, &mut |channel, s| match channel {
+        Channel::Text => out.text.push_str(s),
+        Channel::Reasoning => out.reasoning.push_str(s),
+    });
     out
 }
 
 /// Characters of answer text and of reasoning [`parts`] would give, each 0 when it is only
 /// whitespace, counted without copying (the gate asks this of every delta).
 pub(crate) fn useful_lengths(msg: &Value) -> (usize, usize) {
-    let mut text = Count::default();
-    let mut reasoning = Count::default();
-    match msg.get("content") {
-        Some(Value::String(s)) => text.add(s),
-        Some(Value::Array(items)) => {
-            for item in items {
-                match item.get("type").and_then(Value::as_str) {
-                    Some("thinking") => count_texts(item.get("thinking"), &mut reasoning),
-                    _ => count_texts(item.get("text"), &mut text),
-                }
-            }
-        }
-        _ => {}
-    }
-    let field = ["reasoning_content", "reasoning"].iter().find_map(|k| {
-        msg.get(*k)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
+    // (characters, any of them visible) per channel.
+    let mut counts = [(0usize, false); 2];
+    visit(msg, &mut |channel, s| {
+        let c = &mut counts[channel as usize];
+        c.0 += s.chars().count();
+        c.1 |= !s.trim().is_empty();
     });
-    match field {
-        Some(r) => reasoning.add(r),
-        None => {
-            for d in msg
-                .get("reasoning_details")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                count_texts(d.get("text").or_else(|| d.get("summary")), &mut reasoning);
-            }
-        }
-    }
-    (text.useful(), reasoning.useful())
-}
-
-/// Characters seen, and whether any was not whitespace.
-#[derive(Default)]
-struct Count {
-    chars: usize,
-    visible: bool,
-}
-
-impl Count {
-    fn add(&mut self, s: &str) {
-        self.chars += s.chars().count();
-        self.visible |= !s.trim().is_empty();
-    }
-
-    fn useful(&self) -> usize {
-        if self.visible {
-            self.chars
-        } else {
-            0
-        }
-    }
-}
-
-fn count_texts(v: Option<&Value>, out: &mut Count) {
-    match v {
-        Some(Value::String(s)) => out.add(s),
-        Some(Value::Array(items)) => {
-            for item in items {
-                match item {
-                    Value::String(s) => out.add(s),
-                    _ => count_texts(item.get("text"), out),
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Appends a string, or the `text` of each part of an array.
-fn push_texts(v: Option<&Value>, out: &mut String) {
-    match v {
-        Some(Value::String(s)) => out.push_str(s),
-        Some(Value::Array(items)) => {
-            for item in items {
-                match item {
-                    Value::String(s) => out.push_str(s),
-                    _ => push_texts(item.get("text"), out),
-                }
-            }
-        }
-        _ => {}
-    }
+    let useful = |(chars, visible): (usize, bool)| if visible { chars } else { 0 };
+    (useful(counts[0]), useful(counts[1]))
 }
 
 /// The tags that open a reasoning block at the start of `content`, with their closers.

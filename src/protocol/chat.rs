@@ -13,26 +13,17 @@ use serde_json::{json, Value};
 
 use std::sync::Arc;
 
-use super::new_id;
-use crate::reasoning::ThinkTags;
-use crate::textcalls::TextCalls;
+use super::{new_id, ContentSplit};
 use crate::toolcall::Offered;
-
-/// Stream index given to calls taken out of text: far above the ones providers number.
-const TEXT_CALL_INDEX: u64 = 1 << 20;
 
 /// A chat stream's repairs, fed the bytes the hold buffer released and their parsed chunks.
 #[derive(Debug)]
 pub(crate) struct ChatStream {
-    /// `None` when think tags are left in the content.
-    tags: Option<ThinkTags>,
+    /// Think tags (with `splitThinkTags`) and tool-call markup (with tools) in the content.
+    content: ContentSplit,
     calls: CallIds,
     /// The request's tools: calls are held until the turn ends and checked.
     offered: Option<Arc<Offered>>,
-    /// With tools: tool-call markup in the content becomes calls.
-    text_calls: Option<TextCalls>,
-    /// Calls taken out of text so far.
-    made: u64,
     /// A finish reason was sent: a repeated finish chunk (some hosts send it twice) goes
     /// out without it, so the turn ends once.
     finished: bool,
@@ -45,10 +36,8 @@ pub(crate) struct ChatStream {
 impl ChatStream {
     pub(crate) fn new(split_think_tags: bool, offered: Option<Arc<Offered>>) -> ChatStream {
         ChatStream {
-            tags: split_think_tags.then(ThinkTags::default),
+            content: ContentSplit::new(split_think_tags, offered.is_some()),
             calls: CallIds::default(),
-            text_calls: offered.is_some().then(TextCalls::default),
-            made: 0,
             finished: false,
             offered,
             held: Vec::new(),
@@ -58,11 +47,7 @@ impl ChatStream {
 
     /// The bytes to send for released `bytes` (whose chat chunks are `chunks`).
     pub(crate) fn shape(&mut self, bytes: Vec<u8>, chunks: Vec<Value>) -> Vec<u8> {
-        let settled = self.tags.as_ref().is_none_or(ThinkTags::settled)
-            && self
-                .text_calls
-                .as_ref()
-                .is_none_or(|t| t.idle() && memchr::memchr(b'<', &bytes).is_none());
+        let settled = self.content.passes(&bytes);
         let repeats_finish = self.finished && chunks.iter().any(|c| finish_reason(c).is_some());
         if settled && self.held.is_empty() && !repeats_finish && !chunks.iter().any(needs_repair) {
             self.finished |= chunks.iter().any(|c| finish_reason(c).is_some());
@@ -147,7 +132,7 @@ impl ChatStream {
             Some("tool_calls") if passed == 0 => {
                 chunk["choices"][0]["finish_reason"] = json!("stop");
             }
-            Some("stop") if passed > 0 && self.made > 0 => {
+            Some("stop") if passed > 0 && self.content.made() > 0 => {
                 chunk["choices"][0]["finish_reason"] = json!("tool_calls");
             }
             _ => {}
@@ -164,15 +149,7 @@ impl ChatStream {
     }
 
     fn flush(&mut self, out: &mut Vec<u8>) {
-        let mut held = match &mut self.tags {
-            Some(tags) => tags.finish(),
-            None => crate::reasoning::Parts::default(),
-        };
-        if let Some(calls) = &mut self.text_calls {
-            let mut split = calls.feed(&held.text);
-            split.text.push_str(&calls.finish().text);
-            held.text = split.text;
-        }
+        let held = self.content.finish();
         if held.text.is_empty() && held.reasoning.is_empty() {
             return;
         }
@@ -192,32 +169,16 @@ impl ChatStream {
             return;
         };
         flatten_content(delta);
-        if let Some(Value::String(content)) = delta.get("content") {
-            let mut text = content.clone();
-            let mut reasoning = String::new();
-            let mut changed = false;
-            if let Some(tags) = self.tags.as_mut().filter(|t| !t.settled()) {
-                let parts = tags.feed(&text);
-                (text, reasoning, changed) = (parts.text, parts.reasoning, true);
-            }
-            let mut made = Vec::new();
-            if let Some(calls) = self
-                .text_calls
-                .as_mut()
-                .filter(|c| !c.idle() || text.contains('<'))
-            {
-                let split = calls.feed(&text);
-                (text, made, changed) = (split.text, split.calls, true);
-            }
-            if changed {
-                delta["content"] = json!(text);
-                append_reasoning(delta, &reasoning);
-            }
-            for call in made {
-                let mut delta_call = call_value(call);
-                delta_call["index"] = json!(TEXT_CALL_INDEX + self.made);
-                push_call(delta, delta_call);
-                self.made += 1;
+        let content = match delta.get("content") {
+            Some(Value::String(c)) if !self.content.passes(c.as_bytes()) => Some(c.clone()),
+            _ => None,
+        };
+        if let Some(content) = content {
+            let parts = self.content.feed(&content);
+            delta["content"] = json!(parts.text);
+            append_reasoning(delta, &parts.reasoning);
+            for call in parts.calls {
+                push_call(delta, call);
             }
         }
         if let Some(Value::Array(calls)) = delta.get_mut("tool_calls") {
@@ -431,7 +392,7 @@ fn append_reasoning(msg: &mut Value, reasoning: &str) {
 }
 
 /// A call taken out of text, as a chat tool call (its id is given later).
-fn call_value(call: crate::toolcall::ToolCall) -> Value {
+pub(super) fn call_value(call: crate::toolcall::ToolCall) -> Value {
     json!({"id": "", "type": "function", "function": {"name": call.name, "arguments": call.arguments}})
 }
 

@@ -17,12 +17,12 @@ use std::sync::Arc;
 pub(crate) use crate::toolcall::ToolCalls;
 use crate::toolcall::{Offered, ToolCall};
 
-/// A stream's content on its way to a client that is not chat: a leading `<think>` block
-/// taken out as reasoning and, when the request offered tools, tool-call markup taken out as
-/// calls (see `textcalls`).
+/// A stream's content on its way to a client: a leading `<think>` block taken out as
+/// reasoning (always for Anthropic and Responses clients, with `splitThinkTags` for chat) and,
+/// when the request offered tools, tool-call markup taken out as calls (see `textcalls`).
 #[derive(Debug)]
 pub(crate) struct ContentSplit {
-    tags: crate::reasoning::ThinkTags,
+    tags: Option<crate::reasoning::ThinkTags>,
     calls: Option<crate::textcalls::TextCalls>,
     /// Calls taken out so far (their stream index is above any a provider uses).
     made: u64,
@@ -38,21 +38,47 @@ pub(crate) struct ContentParts {
 }
 
 impl ContentSplit {
-    pub(crate) fn new(tools: bool) -> ContentSplit {
+    pub(crate) fn new(split_think_tags: bool, tools: bool) -> ContentSplit {
         ContentSplit {
-            tags: crate::reasoning::ThinkTags::default(),
+            tags: split_think_tags.then(crate::reasoning::ThinkTags::default),
             calls: tools.then(crate::textcalls::TextCalls::default),
             made: 0,
         }
     }
 
+    /// Whether `text` would pass through unchanged: no block open or held back, and no `<`
+    /// that could start markup.
+    pub(crate) fn passes(&self, text: &[u8]) -> bool {
+        self.tags
+            .as_ref()
+            .is_none_or(crate::reasoning::ThinkTags::settled)
+            && self
+                .calls
+                .as_ref()
+                .is_none_or(|c| c.idle() && memchr::memchr(b'<', text).is_none())
+    }
+
+    /// Calls taken out of text so far.
+    pub(crate) fn made(&self) -> u64 {
+        self.made
+    }
+
     pub(crate) fn feed(&mut self, content: &str) -> ContentParts {
-        let parts = self.tags.feed(content);
+        let parts = match &mut self.tags {
+            Some(tags) => tags.feed(content),
+            None => crate::reasoning::Parts {
+                text: content.to_string(),
+                reasoning: String::new(),
+            },
+        };
         self.calls_from(parts.reasoning, parts.text, false)
     }
 
     pub(crate) fn finish(&mut self) -> ContentParts {
-        let parts = self.tags.finish();
+        let parts = match &mut self.tags {
+            Some(tags) => tags.finish(),
+            None => crate::reasoning::Parts::default(),
+        };
         self.calls_from(parts.reasoning, parts.text, true)
     }
 
@@ -68,16 +94,16 @@ impl ContentSplit {
         if last {
             split.text.push_str(&calls.finish().text);
         }
+        // Ids are given by whoever assembles the calls (the translators, or chat's CallIds).
         let mut out = ContentParts {
             reasoning,
             text: split.text,
             calls: Vec::new(),
         };
         for call in split.calls {
-            out.calls.push(
-                json!({"index": TEXT_CALL_INDEX + self.made, "id": new_id("call_"),
-                "type": "function", "function": {"name": call.name, "arguments": call.arguments}}),
-            );
+            let mut delta = chat::call_value(call);
+            delta["index"] = json!(TEXT_CALL_INDEX + self.made);
+            out.calls.push(delta);
             self.made += 1;
         }
         out

@@ -37,7 +37,7 @@ pub struct Translator {
 impl Translator {
     pub fn new(model: &str, tools: Option<Arc<Offered>>) -> Translator {
         Translator {
-            content: ContentSplit::new(tools.is_some()),
+            content: ContentSplit::new(true, tools.is_some()),
             tools,
             model: model.to_string(),
             id: new_id("resp_"),
