@@ -189,6 +189,26 @@ impl Behavior {
     }
 }
 
+/// A stream of one choice: `deltas` in order (the first also says `role: assistant`), then
+/// a chunk with `finish` and `[DONE]`.
+pub(super) fn stream_deltas(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    deltas: impl IntoIterator<Item = Value>,
+    finish: &str,
+) -> io::Result<bool> {
+    let mut w = SseWriter::start(out);
+    for (n, mut delta) in deltas.into_iter().enumerate() {
+        if n == 0 {
+            delta["role"] = json!("assistant");
+        }
+        w.data(&chunk(id, model, delta, None))?;
+    }
+    w.data(&chunk(id, model, json!({}), Some(finish)))?;
+    w.done()
+}
+
 /// A complete chat answer of one choice.
 pub(super) fn completion(
     out: &mut TcpStream,
@@ -409,10 +429,7 @@ pub(super) fn respond(
             completion(out, &id, &model, json!({"role": "assistant", "content": "Nothing to run."}), "tool_calls")
         }
         Behavior::ToolFinishWithoutCalls => {
-            let mut w = SseWriter::start(out);
-            w.data(&chunk(&id, &model, json!({"role": "assistant", "content": "Nothing to run."}), None))?;
-            w.data(&chunk(&id, &model, json!({}), Some("tool_calls")))?;
-            w.done()
+            stream_deltas(out, &id, &model, [json!({"content": "Nothing to run."})], "tool_calls")
         }
         Behavior::ToolRoundTrip => {
             let messages = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -542,31 +559,29 @@ fn thinking_answer(
         message["role"] = json!("assistant");
         return completion(out, id, model, message, "stop");
     }
-    let mut w = SseWriter::start(out);
-    w.data(&chunk(
-        id,
-        model,
-        json!({"role": "assistant", "content": ""}),
-        None,
-    ))?;
+    let mut deltas = vec![json!({"content": ""})];
     if thinker == Thinker::ThinkTags {
         // The whole content in 3-character pieces: the tags are cut in the middle.
         let text = format!("<think>{reasoning}</think>\n\n{answer}");
         let chars: Vec<char> = text.chars().collect();
-        for piece in chars.chunks(3) {
-            let piece: String = piece.iter().collect();
-            w.data(&chunk(id, model, json!({"content": piece}), None))?;
-        }
+        deltas.extend(
+            chars
+                .chunks(3)
+                .map(|piece| json!({"content": piece.iter().collect::<String>()})),
+        );
     } else {
-        for part in reasoning.split_inclusive(' ') {
-            w.data(&chunk(id, model, thinker.reasoning(part), None))?;
-        }
-        for word in answer.split_inclusive(' ') {
-            w.data(&chunk(id, model, json!({"content": word}), None))?;
-        }
+        deltas.extend(
+            reasoning
+                .split_inclusive(' ')
+                .map(|part| thinker.reasoning(part)),
+        );
+        deltas.extend(
+            answer
+                .split_inclusive(' ')
+                .map(|word| json!({"content": word})),
+        );
     }
-    w.data(&chunk(id, model, json!({}), Some("stop")))?;
-    w.done()
+    stream_deltas(out, id, model, deltas, "stop")
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::behavior::{chunk, completion, ok_answer};
+use super::behavior::{chunk, completion, ok_answer, stream_deltas};
 use super::SseWriter;
 
 pub(super) fn tool_call_answer(
@@ -108,28 +108,13 @@ pub(super) fn repeated_call_ids(
             "tool_calls",
         );
     }
-    let mut w = SseWriter::start(out);
-    w.data(&chunk(
-        id,
-        model,
-        json!({"role": "assistant", "content": null, "tool_calls": [call(0, "{\"command\":")]}),
-        None,
-    ))?;
-    w.data(&chunk(
-        id,
-        model,
+    let deltas = [
+        json!({"content": null, "tool_calls": [call(0, "{\"command\":")]}),
         json!({"tool_calls": [call(1, "{\"command\":")]}),
-        None,
-    ))?;
-    w.data(&chunk(
-        id,
-        model,
         json!({"tool_calls": [{"index": 0, "id": "", "function": {"arguments": "\"echo one\"}"}}]}),
-        None,
-    ))?;
-    w.data(&chunk(id, model, json!({"tool_calls": [{"index": 1, "id": null, "function": {"name": null, "arguments": "\"echo two\"}"}}]}), None))?;
-    w.data(&chunk(id, model, json!({}), Some("tool_calls")))?;
-    w.done()
+        json!({"tool_calls": [{"index": 1, "id": null, "function": {"name": null, "arguments": "\"echo two\"}"}}]}),
+    ];
+    stream_deltas(out, id, model, deltas, "tool_calls")
 }
 
 /// `Let me look.`, then a call of `Bash` whose arguments are cut off.
@@ -149,16 +134,11 @@ pub(super) fn text_then_cut_call(
             "tool_calls",
         );
     }
-    let mut w = SseWriter::start(out);
-    w.data(&chunk(
-        id,
-        model,
-        json!({"role": "assistant", "content": "Let me look."}),
-        None,
-    ))?;
-    w.data(&chunk(id, model, json!({"tool_calls": [call]}), None))?;
-    w.data(&chunk(id, model, json!({}), Some("tool_calls")))?;
-    w.done()
+    let deltas = [
+        json!({"content": "Let me look."}),
+        json!({"tool_calls": [call]}),
+    ];
+    stream_deltas(out, id, model, deltas, "tool_calls")
 }
 
 /// `text` as the whole answer (finish `stop`), streamed in 5-character pieces.
@@ -178,24 +158,17 @@ pub(super) fn text_answer_in_pieces(
             "stop",
         );
     }
-    let mut w = SseWriter::start(out);
-    w.data(&chunk(
+    let chars: Vec<char> = text.chars().collect();
+    let pieces = chars
+        .chunks(5)
+        .map(|piece| json!({"content": piece.iter().collect::<String>()}));
+    stream_deltas(
+        out,
         id,
         model,
-        json!({"role": "assistant", "content": ""}),
-        None,
-    ))?;
-    let chars: Vec<char> = text.chars().collect();
-    for piece in chars.chunks(5) {
-        w.data(&chunk(
-            id,
-            model,
-            json!({"content": piece.iter().collect::<String>()}),
-            None,
-        ))?;
-    }
-    w.data(&chunk(id, model, json!({}), Some("stop")))?;
-    w.done()
+        std::iter::once(json!({"content": ""})).chain(pieces),
+        "stop",
+    )
 }
 
 /// What a model does with the tool a request offers.
