@@ -26,6 +26,8 @@ pub enum Answer {
     Full {
         status: u16,
         body: Vec<u8>,
+        /// The body as the gate parsed it (`None` when validation is off).
+        parsed: Option<Value>,
         stats: AnswerStats,
         elapsed: Duration,
     },
@@ -161,9 +163,10 @@ fn read_full(
         other => other,
     };
     match gate {
-        Ok(stats) => Ok(Answer::Full {
+        Ok((stats, parsed)) => Ok(Answer::Full {
             status,
             body,
+            parsed,
             stats,
             elapsed: started.elapsed(),
         }),

@@ -587,10 +587,11 @@ fn deliver(conn: &mut Conn, app: &App, served: Served<'_>, asked: &Asked<'_>) {
         Delivery::Full {
             status,
             body,
+            parsed,
             stats,
         } if !asked.stream => {
             trace.completion_tokens = stats.completion_tokens;
-            let body = proto.answer(body, requested, split_think, asked.tools.as_deref());
+            let body = proto.answer(body, parsed, requested, split_think, asked.tools.as_deref());
             let reply = Reply {
                 status,
                 headers: vec![("content-type".into(), "application/json".into())],
@@ -598,9 +599,15 @@ fn deliver(conn: &mut Conn, app: &App, served: Served<'_>, asked: &Asked<'_>) {
             };
             conn.send(reply.with_trace(&trace), false);
         }
-        Delivery::Full { body, stats, .. } => {
+        Delivery::Full {
+            body,
+            parsed,
+            stats,
+            ..
+        } => {
             // The provider ignored `stream: true`: give the client the stream it asked for.
-            let chunks = protocol::chunks_from_completion(&body);
+            let v = parsed.unwrap_or_else(|| serde_json::from_slice(&body).unwrap_or(Value::Null));
+            let chunks = protocol::chunks_from_completion(&v);
             let mut shape = asked.shape(app);
             let mut bytes = shape.start();
             bytes.extend(shape.shape(protocol::chat_events(&chunks), chunks));

@@ -123,14 +123,15 @@ pub(super) fn completion_tokens(v: &Value) -> Option<u64> {
 }
 
 /// Judges a complete non-stream body; with `offered` (the request's tools, strict mode)
-/// every tool call must be one the client can run.
+/// every tool call must be one the client can run. A passing body comes back parsed (except
+/// in `off` mode, which does not read it), so the answer is parsed once on its way out.
 pub fn check_payload(
     body: &[u8],
     mode: ContentValidation,
     offered: Option<&Offered>,
-) -> Result<AnswerStats, GateReject> {
+) -> Result<(AnswerStats, Option<Value>), GateReject> {
     if mode == ContentValidation::Off {
-        return Ok(AnswerStats::default());
+        return Ok((AnswerStats::default(), None));
     }
     if looks_like_html(None, body) {
         return Err(GateReject::new(
@@ -155,7 +156,7 @@ pub fn check_payload(
         ..AnswerStats::default()
     };
     if mode == ContentValidation::Basic {
-        return Ok(stats);
+        return Ok((stats, Some(v)));
     }
     let message = first.get("message");
     if let Some(offered) = offered {
@@ -176,7 +177,7 @@ pub fn check_payload(
     match message.and_then(|m| useful_chars(m, true)) {
         Some(chars) => {
             stats.content_chars = chars;
-            Ok(stats)
+            Ok((stats, Some(v)))
         }
         None => Err(GateReject::new(
             FailureKind::EmptyContent,
@@ -276,14 +277,15 @@ mod tests {
 
     #[test]
     fn payload_reports_usage_or_estimate() {
-        let stats = check_payload(OK.as_bytes(), Strict, None).unwrap();
+        let (stats, _) = check_payload(OK.as_bytes(), Strict, None).unwrap();
         assert_eq!(stats.output_tokens(), 1);
         let est = check_payload(
             br#"{"choices":[{"message":{"content":"eight ch"}}]}"#,
             Strict,
             None,
         )
-        .unwrap();
+        .unwrap()
+        .0;
         assert_eq!((est.completion_tokens, est.output_tokens()), (None, 2));
     }
 }

@@ -464,7 +464,7 @@ mod tests {
         .unwrap();
         let call = r#"{"choices":[{"message":{"content":null,"tool_calls":[{"function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}}]}"#;
         let counted = |body: &str, offered: Option<&Offered>| {
-            check_payload(body.as_bytes(), Strict, offered).map(|s| s.tool_calls)
+            check_payload(body.as_bytes(), Strict, offered).map(|(s, _)| s.tool_calls)
         };
         assert_eq!(counted(call, Some(&offered)), Ok(1));
         assert_eq!(counted(OK, Some(&offered)), Ok(0), "text is no call");

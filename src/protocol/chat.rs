@@ -189,33 +189,30 @@ impl ChatStream {
     }
 }
 
-/// A complete chat answer with the same repairs (the body is parsed only when one may
-/// apply).
-pub(crate) fn answer(body: Vec<u8>, split_think_tags: bool, tools: Option<&Offered>) -> Vec<u8> {
-    let tagged = split_think_tags && (contains(&body, b"<think>") || contains(&body, b"<thought>"));
-    let may_repair = tagged
-        || contains(&body, b"tool_calls")
-        || contains(&body, b"thinking")
-        || (tools.is_some() && memchr::memchr(b'<', &body).is_some());
-    if !may_repair {
+/// A complete chat answer with the same repairs: the provider's bytes when none applies.
+/// `parsed` is the body as the gate parsed it.
+pub(crate) fn answer(
+    body: Vec<u8>,
+    mut parsed: Value,
+    split_think_tags: bool,
+    tools: Option<&Offered>,
+) -> Vec<u8> {
+    if !normalize(&mut parsed, split_think_tags, tools) {
         return body;
     }
-    let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
-        return body;
-    };
-    normalize(&mut v, split_think_tags, tools);
-    serde_json::to_vec(&v).unwrap_or(body)
+    serde_json::to_vec(&parsed).unwrap_or(body)
 }
 
 /// Repairs a complete chat answer in place: content arrays flattened, a leading `<think>`
 /// block moved into `reasoning_content` (with `split_think_tags`), tool-call markup in the
 /// text made calls and calls that fail the check dropped (with `tools`), call ids made
-/// unique, and the finish reason made to match the calls that are left.
-pub(crate) fn normalize(v: &mut Value, split_think_tags: bool, tools: Option<&Offered>) {
+/// unique, and the finish reason made to match the calls that are left. Returns whether
+/// anything changed.
+pub(crate) fn normalize(v: &mut Value, split_think_tags: bool, tools: Option<&Offered>) -> bool {
     let Some(msg) = v.pointer_mut("/choices/0/message") else {
-        return;
+        return false;
     };
-    flatten_content(msg);
+    let mut changed = flatten_content(msg);
     let mut made = false;
     if let Some(Value::String(content)) = msg.get("content") {
         let mut text = content.clone();
@@ -231,6 +228,7 @@ pub(crate) fn normalize(v: &mut Value, split_think_tags: bool, tools: Option<&Of
         }
         if !reasoning.is_empty() || !calls.is_empty() {
             msg["content"] = json!(text);
+            changed = true;
         }
         append_reasoning(msg, &reasoning);
         made = !calls.is_empty();
@@ -243,19 +241,24 @@ pub(crate) fn normalize(v: &mut Value, split_think_tags: bool, tools: Option<&Of
             if let Some(tools) = tools {
                 // The gate failed answers with broken calls; what is left here are calls
                 // taken out of text, and trivial slips to repair (empty arguments: `{}`).
+                let before = calls.len();
                 calls.retain_mut(|c| {
                     let name = c.pointer("/function/name").and_then(Value::as_str);
                     let args = c.pointer("/function/arguments").and_then(Value::as_str);
                     match tools.check(name.unwrap_or(""), args.unwrap_or("")) {
-                        Ok(args) => {
-                            c["function"]["arguments"] = json!(args);
+                        Ok(checked) => {
+                            if Some(checked.as_str()) != args {
+                                c["function"]["arguments"] = json!(checked);
+                                changed = true;
+                            }
                             true
                         }
                         Err(_) => false,
                     }
                 });
+                changed |= calls.len() != before;
             }
-            CallIds::whole(calls);
+            changed |= CallIds::whole(calls);
             !calls.is_empty()
         }
         _ => false,
@@ -265,9 +268,12 @@ pub(crate) fn normalize(v: &mut Value, split_think_tags: bool, tools: Option<&Of
         .and_then(Value::as_str);
     if !has_calls && finish == Some("tool_calls") {
         v["choices"][0]["finish_reason"] = json!("stop");
+        changed = true;
     } else if has_calls && made && finish == Some("stop") {
         v["choices"][0]["finish_reason"] = json!("tool_calls");
+        changed = true;
     }
+    changed
 }
 
 /// Tool-call ids and indexes toward a chat client, for the calls of one answer.
@@ -332,14 +338,18 @@ impl CallIds {
     }
 
     /// The calls of a complete answer: ids made unique and non-empty where they are not.
-    fn whole(calls: &mut [Value]) {
+    /// Returns whether an id changed.
+    fn whole(calls: &mut [Value]) -> bool {
         let mut seen = std::collections::HashSet::new();
+        let mut changed = false;
         for call in calls.iter_mut() {
             let id = call.get("id").and_then(Value::as_str).unwrap_or("");
             if id.is_empty() || !seen.insert(id.to_string()) {
                 call["id"] = json!(new_id("call_"));
+                changed = true;
             }
         }
+        changed
     }
 }
 
@@ -368,13 +378,15 @@ fn finish_reason(chunk: &Value) -> Option<&str> {
 }
 
 /// A `content` array (text and thinking parts) as text `content` plus `reasoning_content`.
-fn flatten_content(msg: &mut Value) {
+/// Returns whether there was an array to flatten.
+fn flatten_content(msg: &mut Value) -> bool {
     if !msg.get("content").is_some_and(Value::is_array) {
-        return;
+        return false;
     }
     let parts = crate::reasoning::parts(msg);
     msg["content"] = json!(parts.text);
     append_reasoning(msg, &parts.reasoning);
+    true
 }
 
 /// Adds reasoning to a message's or delta's `reasoning_content`.
@@ -544,8 +556,13 @@ mod tests {
         let body = json!({"choices": [{"message": {"role": "assistant", "content": "<think>hm</think>Yes",
             "tool_calls": [{"id": "", "type": "function", "function": {"name": "a", "arguments": "{}"}},
                            {"id": "", "type": "function", "function": {"name": "b", "arguments": "{}"}}]}}]});
-        let out: Value =
-            serde_json::from_slice(&answer(body.to_string().into_bytes(), true, None)).unwrap();
+        let out: Value = serde_json::from_slice(&answer(
+            body.to_string().into_bytes(),
+            body.clone(),
+            true,
+            None,
+        ))
+        .unwrap();
         let msg = &out["choices"][0]["message"];
         assert_eq!(
             (msg["content"].as_str(), msg["reasoning_content"].as_str()),
@@ -560,7 +577,12 @@ mod tests {
             .to_string()
             .into_bytes();
         assert_eq!(
-            answer(plain.clone(), true, None),
+            answer(
+                plain.clone(),
+                serde_json::from_slice(&plain).unwrap(),
+                true,
+                None
+            ),
             plain,
             "nothing to repair: the same bytes"
         );

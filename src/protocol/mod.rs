@@ -209,28 +209,28 @@ impl Protocol {
     }
 
     /// A complete chat answer in this protocol's shape.
+    /// `parsed`: the body as the gate parsed it, when it did (it is not parsed again).
     pub(crate) fn answer(
         self,
         chat_body: Vec<u8>,
+        parsed: Option<Value>,
         model: &str,
         split_think_tags: bool,
         tools: Option<&Offered>,
     ) -> Vec<u8> {
-        let chat = || {
-            let mut v = serde_json::from_slice::<Value>(&chat_body).unwrap_or(Value::Null);
-            // Reasoning always goes apart for these clients; tool-call markup becomes calls.
-            chat::normalize(&mut v, true, tools);
-            v
-        };
-        match self {
-            Protocol::Chat => chat::answer(chat_body, split_think_tags, tools),
-            Protocol::Anthropic => anthropic::from_chat(&chat(), model)
-                .to_string()
-                .into_bytes(),
-            Protocol::Responses => responses::from_chat(&chat(), model)
-                .to_string()
-                .into_bytes(),
+        let parsed =
+            parsed.unwrap_or_else(|| serde_json::from_slice(&chat_body).unwrap_or(Value::Null));
+        if self == Protocol::Chat {
+            return chat::answer(chat_body, parsed, split_think_tags, tools);
         }
+        let mut chat = parsed;
+        // Reasoning always goes apart for these clients; tool-call markup becomes calls.
+        chat::normalize(&mut chat, true, tools);
+        let answer = match self {
+            Protocol::Anthropic => anthropic::from_chat(&chat, model),
+            _ => responses::from_chat(&chat, model),
+        };
+        answer.to_string().into_bytes()
     }
 
     /// What turns a chat stream into this protocol's stream.
@@ -334,8 +334,7 @@ pub(crate) trait StreamTranslator: Send {
 
 /// A complete chat completion re-expressed as chat stream chunks, for a client that asked
 /// for a stream from a provider that answered in one piece.
-pub(crate) fn chunks_from_completion(body: &[u8]) -> Vec<Value> {
-    let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+pub(crate) fn chunks_from_completion(v: &Value) -> Vec<Value> {
     let id = v.get("id").cloned().unwrap_or(Value::Null);
     let model = v.get("model").cloned().unwrap_or(Value::Null);
     let mut out = Vec::new();
@@ -455,7 +454,8 @@ mod tests {
     #[test]
     fn completion_becomes_a_stream() {
         let body = br#"{"id":"x","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"completion_tokens":3}}"#;
-        let stream = chat_events(&chunks_from_completion(body));
+        let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        let stream = chat_events(&chunks_from_completion(&v));
         let mut events = Vec::new();
         crate::sse::SseParser::new().feed(&stream, &mut events);
         assert_eq!(events.len(), 4);

@@ -40,6 +40,8 @@ pub(crate) enum Delivery<'r> {
     Full {
         status: u16,
         body: Vec<u8>,
+        /// The body as the gate parsed it (`None` when validation is off).
+        parsed: Option<Value>,
         stats: AnswerStats,
     },
     /// A committed stream: its end is recorded when it has been delivered.
@@ -297,11 +299,13 @@ impl Router {
             Answer::Full {
                 status,
                 body,
+                parsed,
                 stats,
                 ..
             } => Delivery::Full {
                 status,
                 body,
+                parsed,
                 stats,
             },
             Answer::Stream(stream) => Delivery::Stream(Box::new(Committed {
