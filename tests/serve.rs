@@ -454,7 +454,7 @@ fn settings_from_config_take_effect() {
     assert!(fake.requests_for("ok#max").is_empty());
     drop(s);
 
-    // lastResortModel: one extra attempt when all else failed.
+    // lastResortModel: the last of maxAttempts is kept for it when all else failed.
     let w = World::new();
     ordered(
         &w,
@@ -463,7 +463,7 @@ fn settings_from_config_take_effect() {
     );
     config(
         &w,
-        json!({"maxAttempts": 1, "lastResortModel": "p/ok#last"}),
+        json!({"maxAttempts": 2, "lastResortModel": "p/ok#last"}),
     );
     let s = w.serve(&[]);
     let r = s.chat("fcm", false);
@@ -471,6 +471,20 @@ fn settings_from_config_take_effect() {
         r.decision(),
         "p/ok#last!served|p/server_500#c:500->p/ok#last:200|skips=0"
     );
+    assert_eq!(r.header("x-fcm-v2-attempts"), Some("2"));
+    assert!(fake.requests_for("server_500#d").is_empty());
+    drop(s);
+    // With one attempt allowed there is no slot to keep: never more than maxAttempts.
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["server_500#e", "ok#last1"]);
+    config(
+        &w,
+        json!({"maxAttempts": 1, "lastResortModel": "p/ok#last1"}),
+    );
+    let s = w.serve(&[]);
+    let r = s.chat("fcm", false);
+    assert_eq!((r.status, r.header("x-fcm-v2-attempts")), (503, Some("1")));
+    assert!(fake.requests_for("ok#last1").is_empty());
     drop(s);
 
     // contentValidation: basic accepts a blank answer; off accepts empty choices.
@@ -969,7 +983,7 @@ fn the_last_resort_is_not_sent_what_would_fail_the_same_way() {
     ordered(&w, &fake.base_url(), &["bad_request_400#a", "ok#last"]);
     config(
         &w,
-        json!({"maxAttempts": 1, "lastResortModel": "p/ok#last"}),
+        json!({"maxAttempts": 2, "lastResortModel": "p/ok#last"}),
     );
     let s = w.serve(&[]);
     let r = s.chat("fcm", false);
@@ -981,7 +995,7 @@ fn the_last_resort_is_not_sent_what_would_fail_the_same_way() {
     ordered(&w, &fake.base_url(), &["auth_401#a", "ok#last2"]);
     config(
         &w,
-        json!({"maxAttempts": 1, "lastResortModel": "p/ok#last2"}),
+        json!({"maxAttempts": 2, "lastResortModel": "p/ok#last2"}),
     );
     let s = w.serve(&[]);
     let r = s.chat("fcm", false);

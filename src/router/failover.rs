@@ -128,7 +128,7 @@ impl Router {
         let mut waited = false;
         while let Some(i) = queue.pop_front() {
             let c = self.pool.get(i);
-            if trace.attempts.len() >= self.failover.max_attempts as usize
+            if trace.attempts.len() >= self.ordinary_attempts(last_resort.is_some())
                 || Instant::now() >= deadline
             {
                 break;
@@ -193,13 +193,15 @@ impl Router {
             }
             self.pool.family_first(&mut queue, i);
         }
-        // The last resort is one extra attempt, but not when every failure was the request's
-        // fault (it would fail the same way), nor on a provider whose key was just rejected.
+        // The last resort takes the slot kept for it, but not when every failure was the
+        // request's fault (it would fail the same way), nor on a provider whose key was just
+        // rejected.
         let request_blamed = !details.is_empty()
             && details
                 .iter()
                 .all(|d| d.blame == crate::classify::Blame::Client);
-        if let Some(key) = last_resort.filter(|_| !request_blamed) {
+        let has_slot = trace.attempts.len() < self.failover.max_attempts as usize;
+        if let Some(key) = last_resort.filter(|_| !request_blamed && has_slot) {
             let i = self.pool.position(&key).expect("filtered to known models");
             let c = self.pool.get(i);
             if c.missing_key.is_none()
@@ -214,6 +216,18 @@ impl Router {
             }
         }
         Err(Box::new(self.refuse_all(trace, details, needed)))
+    }
+
+    /// How many attempts the ordered candidates may use. `maxAttempts` bounds every request;
+    /// a configured last resort keeps the final one of them for itself (with `maxAttempts: 1`
+    /// there is no slot to keep, and the one attempt goes to the best candidate).
+    fn ordinary_attempts(&self, last_resort: bool) -> usize {
+        let max = self.failover.max_attempts as usize;
+        if last_resort && max >= 2 {
+            max - 1
+        } else {
+            max
+        }
     }
 
     /// One attempt and its trace record; the outcome is recorded here, except for a
