@@ -30,12 +30,35 @@ FROM = re.compile(r"from ([A-Za-z0-9_:#.\-]+?)\.?(?:$|\s|\")")
 MESSAGES = [{"role": "user", "content": "What is 17 + 25?"}]
 
 
-def body_for(protocol, model, stream):
+SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+OFFERED = {"Bash"}
+CHECK_CALLS = threading.local()
+
+
+def body_for(protocol, model, stream, tools):
     if protocol == "chat":
-        return "/v1/chat/completions", {"model": model, "stream": stream, "messages": MESSAGES}
+        body = {"model": model, "stream": stream, "messages": MESSAGES}
+        if tools:
+            body["tools"] = [{"type": "function", "function": {"name": "Bash", "parameters": SCHEMA}}]
+        return "/v1/chat/completions", body
     if protocol == "messages":
-        return "/v1/messages", {"model": model, "stream": stream, "max_tokens": 256, "messages": MESSAGES}
+        body = {"model": model, "stream": stream, "max_tokens": 256, "messages": MESSAGES}
+        if tools:
+            body["tools"] = [{"name": "Bash", "description": "Run a command", "input_schema": SCHEMA}]
+        return "/v1/messages", body
     return "/v1/responses", {"model": model, "stream": stream, "input": "What is 17 + 25?"}
+
+
+def check_call(name, arguments):
+    """A tool call the client can run: an offered tool, arguments a JSON object. (Calls in
+    answers to requests that offered no tools are not judged by fcm, nor here.)"""
+    if not CHECK_CALLS.on:
+        return
+    if name not in OFFERED:
+        raise ValueError(f"a call to {name!r}, which was not offered")
+    args = json.loads(arguments) if isinstance(arguments, str) else arguments
+    if not isinstance(args, dict):
+        raise ValueError(f"tool arguments are not an object: {arguments!r}")
 
 
 def sse_events(raw):
@@ -60,8 +83,14 @@ def sse_events(raw):
 def text_of_answer(protocol, answer):
     if protocol == "chat":
         choices = answer.get("choices") or []
+        for c in choices:
+            for call in (c.get("message") or {}).get("tool_calls") or []:
+                check_call(call["function"]["name"], call["function"]["arguments"])
         return "".join((c.get("message") or {}).get("content") or "" for c in choices)
     if protocol == "messages":
+        for b in answer.get("content", []):
+            if b.get("type") == "tool_use":
+                check_call(b["name"], b["input"])
         return "".join(b.get("text", "") for b in answer.get("content", []) if b.get("type") == "text")
     out = []
     for item in answer.get("output", []):
@@ -80,19 +109,36 @@ def check_stream(protocol, raw):
     if protocol == "chat":
         if events[-1][1] != "[DONE]":
             raise ValueError("chat stream does not end with [DONE]")
+        calls = {}
         for _, data in events[:-1]:
             chunk = json.loads(data)
             for c in chunk.get("choices", []):
-                text.append((c.get("delta") or {}).get("content") or "")
+                delta = c.get("delta") or {}
+                text.append(delta.get("content") or "")
+                for call in delta.get("tool_calls") or []:
+                    slot = calls.setdefault(call["index"], {"name": "", "arguments": ""})
+                    f = call.get("function") or {}
+                    slot["name"] += f.get("name") or ""
+                    slot["arguments"] += f.get("arguments") or ""
+        for call in calls.values():
+            check_call(call["name"], call["arguments"])
         return "".join(text)
     if protocol == "messages":
         # A stream that fails after its content ends with an `error` event.
         if events[-1][0] not in ("message_stop", "error") or events[0][0] != "message_start":
             raise ValueError(f"messages stream runs {events[0][0]} .. {events[-1][0]}")
+        blocks = {}
         for name, data in events:
             e = json.loads(data)
+            if name == "content_block_start" and e["content_block"]["type"] == "tool_use":
+                blocks[e["index"]] = [e["content_block"]["name"], ""]
             if name == "content_block_delta" and e["delta"].get("type") == "text_delta":
                 text.append(e["delta"]["text"])
+            if name == "content_block_delta" and e["delta"].get("type") == "input_json_delta":
+                blocks[e["index"]][1] += e["delta"]["partial_json"]
+        if events[-1][0] == "message_stop":
+            for tool, arguments in blocks.values():
+                check_call(tool, arguments or "{}")
         return "".join(text)
     names = [json.loads(d).get("type") for _, d in events]
     if names[0] != "response.created" or names[-1] not in (
@@ -126,11 +172,12 @@ class Tally:
                     self.problems.append(problem)
 
 
-def one(address, protocol, model, stream, abort, tally, timeout=120):
+def one(address, protocol, model, stream, abort, tally, tools=False, timeout=120):
     host, port = address.rsplit(":", 1)
-    path, body = body_for(protocol, model, stream)
+    path, body = body_for(protocol, model, stream, tools)
     conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
-    what = f"{protocol} {model} stream={stream}"
+    what = f"{protocol} {model} stream={stream} tools={tools}"
+    CHECK_CALLS.on = tools
     try:
         conn.request("POST", path, json.dumps(body), {"content-type": "application/json"})
         resp = conn.getresponse()
@@ -179,7 +226,8 @@ def main():
             protocol = rng.choice(["chat", "chat", "messages", "responses"])
             model = "fcm" if rng.random() < 0.6 else "fcm:" + rng.choice(pinned)
             stream = rng.random() < 0.5
-            one(address, protocol, model, stream, stream and rng.random() < 0.05, tally)
+            tools = protocol != "responses" and rng.random() < 0.25
+            one(address, protocol, model, stream, stream and rng.random() < 0.05, tally, tools)
 
     def streamer(seed):
         rng = random.Random(seed)

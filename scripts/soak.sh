@@ -2,7 +2,8 @@
 # Soak: `fcm serve` under a long random mix of every fault the fake provider can script,
 # 64 clients plus 256 concurrent long streams plus client aborts (scripts/soak-load.py), for
 # SECONDS (default 600). At the end it checks that
-#   - every answer read to its end was whole, in its protocol, and from one model;
+#   - every answer read to its end was whole, in its protocol, and from one model, and every
+#     tool call in it names the offered tool with arguments that parse;
 #   - the server's RSS, threads and open file descriptors came back near where they started
 #     once the load stopped (parked reader threads and idle upstream connections are let go
 #     first: both expire after 30 s);
@@ -34,12 +35,13 @@ start_fake "$fcm"
 good="ok ok_stream slow:150 sse_keepalive_then_ok thinks_reasoning_content thinks_tags long_stream:3000 tool_round_trip"
 flaky="empty_choices empty_content invalid_json html sse_empty sse_error_first server_500 drop_connection garbage:20000 slow_fail:200 busy_once reasoning_only tool_calls_only context_overflow"
 late="sse_error_after_content stall_after_content:1500"
+tools="calls_offered_tool repeated_call_ids cut_tool_args unknown_tool text_then_cut_tool_args tool_finish_without_calls hermes_text_call kimi_text_call breaks_offered_tool describes_offered_tool"
 models() { for m in $1; do printf '{"id":"%s","tier":"%s","context":131072},' "$m" "$2"; done | sed 's/,$//'; }
 provider() { printf '{"id":"%s","name":"%s","baseUrl":"%s","keyRequired":false,"models":[%s]}' "$1" "$1" "$url" "$(models "$2" "$3")"; }
 cat > "$work/catalog.json" <<JSON
 {"version":1,"providers":[
  $(provider good "$good" A), $(provider flaky "$flaky" S), $(provider late "$late" S),
- $(provider hangs "hang" S), $(provider limited "rate_limit:2" S), $(provider denied "auth_401" S)]}
+ $(provider tools "$tools" S), $(provider hangs "hang" S), $(provider limited "rate_limit:2" S), $(provider denied "auth_401" S)]}
 JSON
 export FCM_HOME="$work/home" FCM_CATALOG="$work/catalog.json"
 mkdir -p "$FCM_HOME"
@@ -74,7 +76,7 @@ python3 scripts/soak-load.py "$proxy" 2 4 0 good/ok >/dev/null || true
 sleep 1
 rss0=$(rss) threads0=$(threads) fds0=$(fds)
 
-pinned="good/ok good/ok_stream good/thinks_tags flaky/empty_choices flaky/sse_empty flaky/garbage:20000 late/sse_error_after_content late/stall_after_content:1500 hangs/hang limited/rate_limit:2 denied/auth_401"
+pinned="good/ok good/ok_stream good/thinks_tags flaky/empty_choices flaky/sse_empty flaky/garbage:20000 late/sse_error_after_content late/stall_after_content:1500 tools/cut_tool_args tools/unknown_tool tools/hermes_text_call tools/repeated_call_ids hangs/hang limited/rate_limit:2 denied/auth_401"
 status=0
 # shellcheck disable=SC2086
 python3 scripts/soak-load.py "$proxy" "$seconds" "$clients" "$streams" $pinned > "$work/load.json" &
