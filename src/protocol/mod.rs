@@ -7,6 +7,8 @@
 pub(crate) mod anthropic;
 mod anthropic_stream;
 pub(crate) mod chat;
+#[cfg(test)]
+mod prop;
 pub(crate) mod responses;
 mod responses_stream;
 
