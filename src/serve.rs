@@ -3,19 +3,27 @@
 //! written by hand, head and first bytes in one write, so a stream's first event is not held
 //! back by delayed ACKs; streams are forwarded chunk by chunk as they arrive.
 //!
+//! A connection cannot hold its slot by being slow: a request's head and body must arrive
+//! within `serve.requestTimeoutMs` of its first byte (else 408), an idle keep-alive
+//! connection closes after `serve.idleTimeoutMs`, and when every slot is taken the
+//! connections without a request in progress are shed, oldest first, so a real request
+//! still gets in. A request is admitted (`access`) as soon as its head is read, before a
+//! byte of its body is.
+//!
 //! What to try and how to judge it lives in `router`, `attempt` and `gate`; request framing
 //! in `http`; state files are written by the flusher in `persist`.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::breaker::BreakerState;
-use crate::http::{self, chunk, ReadError, Request, LAST_CHUNK};
+use crate::http::{self, chunk, Head, ReadError, Request, LAST_CHUNK};
 use crate::protocol::{self, BadRequest, ErrorReport, Protocol};
 use crate::router::{Ask, Delivery, Refused, Router, Served};
 use crate::stream::ClientSink;
@@ -27,12 +35,10 @@ pub const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
 const CONNECTIONS_PER_REQUEST: usize = 4;
 /// How long shutdown waits for running streams.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
-/// An idle keep-alive connection is closed after this long.
-const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(120);
 /// A write to a client that takes longer than this means the client is gone.
 const CLIENT_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
-/// A request's headers and body must arrive within this once started.
-const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a refused request's unread bytes are drained before the connection closes.
+const LINGER: Duration = Duration::from_secs(2);
 
 /// A running server's shared state.
 pub struct App {
@@ -40,8 +46,12 @@ pub struct App {
     pub address: SocketAddr,
     pub started: Instant,
     pub in_flight: AtomicUsize,
-    pub connections: AtomicUsize,
+    pub connections: Connections,
     pub max_in_flight: usize,
+    /// A request's head and body must arrive within this from its first byte.
+    pub request_timeout: Duration,
+    /// A connection waits this long for the next request before it closes.
+    pub idle_timeout: Duration,
     pub quiet: bool,
     /// Required on every request but `/health` when set (`Authorization: Bearer` or `x-api-key`).
     pub token: Option<String>,
@@ -174,9 +184,10 @@ fn accept(stream: TcpStream, app: &Arc<App>) {
     let _ = stream.set_nodelay(true);
     // A client that stops reading must not hold its slot (and the upstream) forever.
     let _ = stream.set_write_timeout(Some(CLIENT_WRITE_TIMEOUT));
-    let limit = app.max_in_flight * CONNECTIONS_PER_REQUEST;
-    if app.connections.fetch_add(1, Ordering::AcqRel) >= limit {
-        app.connections.fetch_sub(1, Ordering::AcqRel);
+    if !app
+        .connections
+        .take_slot(app.max_in_flight * CONNECTIONS_PER_REQUEST)
+    {
         let mut conn = Conn {
             stream,
             keep_alive: false,
@@ -196,7 +207,7 @@ fn accept(stream: TcpStream, app: &Arc<App>) {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| connection(stream, &a)));
         });
     if spawned.is_err() {
-        app.connections.fetch_sub(1, Ordering::AcqRel);
+        app.connections.release();
     }
 }
 
@@ -205,7 +216,121 @@ struct ConnectionSlot(Arc<App>);
 
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
-        self.0.connections.fetch_sub(1, Ordering::AcqRel);
+        self.0.connections.release();
+    }
+}
+
+/// The server's connections: how many are open, and which of them hold their slot without a
+/// request in progress (waiting for a request head, or draining after a refusal), oldest
+/// first. A full server sheds those rather than turn a new connection away.
+#[derive(Default)]
+pub struct Connections {
+    open: AtomicUsize,
+    standby: Mutex<Standby>,
+}
+
+#[derive(Default)]
+struct Standby {
+    next: u64,
+    /// By when each went on standby (and a number, for ties): a handle to shut it down.
+    waiting: BTreeMap<(Instant, u64), Arc<TcpStream>>,
+}
+
+impl Connections {
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Acquire)
+    }
+
+    /// Takes one of `limit` slots for a new connection. When all are taken, the connection
+    /// longest on standby is shut down and its slot handed over (its thread ends at once);
+    /// false when every slot has a request in progress.
+    fn take_slot(&self, limit: usize) -> bool {
+        if self.open.fetch_add(1, Ordering::AcqRel) < limit {
+            return true;
+        }
+        let oldest = self.standby().waiting.pop_first();
+        match oldest {
+            Some((_, stream)) => {
+                let _ = stream.shutdown(Shutdown::Both);
+                true
+            }
+            None => {
+                self.release();
+                false
+            }
+        }
+    }
+
+    fn release(&self) {
+        self.open.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Puts a connection on standby until the guard leaves or is dropped.
+    fn stand_by(&self, stream: &Arc<TcpStream>) -> OnStandby<'_> {
+        let mut standby = self.standby();
+        standby.next += 1;
+        let key = (Instant::now(), standby.next);
+        standby.waiting.insert(key, stream.clone());
+        OnStandby {
+            connections: self,
+            key,
+            left: false,
+        }
+    }
+
+    fn standby(&self) -> std::sync::MutexGuard<'_, Standby> {
+        self.standby.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A connection on standby: sheddable until [`OnStandby::leave`].
+struct OnStandby<'a> {
+    connections: &'a Connections,
+    key: (Instant, u64),
+    left: bool,
+}
+
+impl OnStandby<'_> {
+    /// Takes the connection off standby: false when it was shed meanwhile (its socket is
+    /// shut down; whatever it read is not to be acted on).
+    fn leave(mut self) -> bool {
+        self.left = true;
+        self.connections
+            .standby()
+            .waiting
+            .remove(&self.key)
+            .is_some()
+    }
+}
+
+impl Drop for OnStandby<'_> {
+    fn drop(&mut self) {
+        if !self.left {
+            self.connections.standby().waiting.remove(&self.key);
+        }
+    }
+}
+
+/// The reading side of a client connection. Between requests a read waits up to the idle
+/// timeout; once a request has begun, each read waits only for what is left of the
+/// request's deadline, so a client trickling bytes cannot stretch a request past it.
+struct ClientReader {
+    stream: TcpStream,
+    deadline: Option<Instant>,
+    idle: Duration,
+}
+
+impl Read for ClientReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let wait = match self.deadline {
+            None => self.idle,
+            Some(deadline) => deadline.saturating_duration_since(Instant::now()),
+        };
+        if wait.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        self.stream.set_read_timeout(Some(wait))?;
+        self.stream.read(buf)
     }
 }
 
@@ -220,66 +345,62 @@ fn overloaded(conn: &mut Conn, id: &str) {
 
 /// Serves the requests of one connection until it closes.
 fn connection(stream: TcpStream, app: &Arc<App>) {
-    let Ok(read_half) = stream.try_clone() else {
+    let (Ok(read_half), Ok(handle)) = (stream.try_clone(), stream.try_clone()) else {
         return;
     };
-    let mut reader = BufReader::with_capacity(16 * 1024, read_half);
+    let handle = Arc::new(handle);
+    let client = ClientReader {
+        stream: read_half,
+        deadline: None,
+        idle: app.idle_timeout,
+    };
+    let mut reader = BufReader::with_capacity(16 * 1024, client);
     let mut conn = Conn {
         stream,
         keep_alive: true,
         broken: false,
     };
     loop {
-        let _ = reader.get_ref().set_read_timeout(Some(KEEP_ALIVE_IDLE));
-        // The first byte of a request arms the per-request timeout.
+        let standby = app.connections.stand_by(&handle);
+        reader.get_mut().deadline = None;
         if reader.fill_buf().map_or(true, |b| b.is_empty()) {
             return;
         }
-        let _ = reader
-            .get_ref()
-            .set_read_timeout(Some(REQUEST_READ_TIMEOUT));
-        let req = match http::read_request(&mut reader, &mut conn.stream, MAX_REQUEST_BYTES) {
-            Ok(r) => r,
-            Err(ReadError::Closed) | Err(ReadError::Io) => return,
-            Err(ReadError::TooLarge(n)) => {
-                let msg =
-                    format!("request body is {n} bytes; the limit is {MAX_REQUEST_BYTES} (32 MiB)");
-                conn.keep_alive = false;
-                // The path is unknown here (the head was read, the body refused): OpenAI's shape.
-                reject_in(
-                    &mut conn,
-                    app,
-                    Protocol::Chat,
-                    Trace::new(&new_request_id(), "", false),
-                    Instant::now(),
-                    413,
-                    &msg,
-                );
-                linger(conn.stream, reader);
-                return;
-            }
-            Err(ReadError::Malformed(msg)) => {
-                conn.keep_alive = false;
-                let reply = Reply::json(
-                    400,
-                    &edge_error(
-                        400,
-                        &format!("malformed HTTP request: {msg}"),
-                        "invalid_request_error",
-                    ),
-                );
-                conn.send(reply, false);
-                return;
-            }
+        // The first byte of a request starts its deadline.
+        reader.get_mut().deadline = Some(Instant::now() + app.request_timeout);
+        let head = http::read_head(&mut reader);
+        if !standby.leave() {
+            return;
+        }
+        let head = match head {
+            Ok(head) => head,
+            Err(e) => return unreadable(conn, reader, app, &handle, &e),
         };
-        conn.keep_alive = req.keep_alive && !crate::signals::stop_requested();
+        if let Err(denied) = crate::access::admit(&head, app.token.as_deref(), app.address) {
+            // Nothing of the body is read (nor `100 Continue` sent) for a refused request.
+            conn.keep_alive = false;
+            let mut trace = Trace::new(&request_id(&head), "", false);
+            trace.outcome = Outcome::Rejected;
+            let (status, kind) = denied.status();
+            let body = edge_error(status, &denied.to_string(), kind);
+            let reply = Reply::json(status, &body).with_trace(&trace);
+            conn.send(reply, head.method == "HEAD");
+            return linger(conn, reader, app, &handle);
+        }
+        let body = http::read_body(&mut reader, &head, &mut conn.stream, MAX_REQUEST_BYTES);
+        reader.get_mut().deadline = None;
+        let req = match body {
+            Ok(body) => Request { head, body },
+            Err(e) => return unreadable(conn, reader, app, &handle, &e),
+        };
+        conn.keep_alive = req.head.keep_alive && !crate::signals::stop_requested();
         if app.in_flight.fetch_add(1, Ordering::AcqRel) >= app.max_in_flight {
             app.in_flight.fetch_sub(1, Ordering::AcqRel);
             // The request was read: its answer carries its id, like every other answer.
-            overloaded(&mut conn, &request_id(&req));
+            overloaded(&mut conn, &request_id(&req.head));
         } else {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                handle(&req, &mut conn, app)
+                handle_request(&req, &mut conn, app)
             }));
             app.in_flight.fetch_sub(1, Ordering::AcqRel);
             if result.is_err() {
@@ -293,27 +414,63 @@ fn connection(stream: TcpStream, app: &Arc<App>) {
     }
 }
 
-/// After refusing an oversized body: stop writing, read (and drop) what the client still
-/// sends for a moment, then close. Closing with unread data would reset the connection and
-/// the client might never see the 413.
-fn linger(stream: TcpStream, mut reader: BufReader<TcpStream>) {
-    let _ = stream.shutdown(Shutdown::Write);
-    let _ = reader
-        .get_ref()
-        .set_read_timeout(Some(Duration::from_secs(1)));
-    let mut sink = [0u8; 16 * 1024];
-    let until = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < until {
-        match reader.read(&mut sink) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+/// Answers a request that could not be read (when anyone is left to answer) and closes.
+fn unreadable(
+    mut conn: Conn,
+    reader: BufReader<ClientReader>,
+    app: &App,
+    handle: &Arc<TcpStream>,
+    e: &ReadError,
+) {
+    let Some(status) = e.status() else {
+        return;
+    };
+    conn.keep_alive = false;
+    match e {
+        ReadError::TooLarge(n) => {
+            let msg =
+                format!("request body is {n} bytes; the limit is {MAX_REQUEST_BYTES} (32 MiB)");
+            // The path is known but not the protocol's body: OpenAI's shape, recorded like any
+            // other refusal.
+            reject_in(
+                &mut conn,
+                app,
+                Protocol::Chat,
+                Trace::new(&new_request_id(), "", false),
+                Instant::now(),
+                413,
+                &msg,
+            );
+        }
+        _ => {
+            let msg = match e {
+                ReadError::TimedOut => format!(
+                    "the request did not arrive within {} ms (serve.requestTimeoutMs)",
+                    app.request_timeout.as_millis()
+                ),
+                _ => e.to_string(),
+            };
+            let reply = Reply::json(status, &edge_error(status, &msg, "invalid_request_error"));
+            conn.send(reply, false);
         }
     }
+    linger(conn, reader, app, handle);
+}
+
+/// After refusing a request: stop writing, read (and drop) what the client still sends for
+/// a moment, then close. Closing with unread data would reset the connection and the client
+/// might never see the answer. A draining connection is on standby: sheddable.
+fn linger(conn: Conn, mut reader: BufReader<ClientReader>, app: &App, handle: &Arc<TcpStream>) {
+    let _standby = app.connections.stand_by(handle);
+    let _ = conn.stream.shutdown(Shutdown::Write);
+    reader.get_mut().deadline = Some(Instant::now() + LINGER);
+    let mut sink = [0u8; 16 * 1024];
+    while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
 }
 
 /// The client's `x-request-id` when it is a sane token, else a new one.
-fn request_id(req: &Request) -> String {
-    match req.header("x-request-id") {
+fn request_id(head: &Head) -> String {
+    match head.header("x-request-id") {
         Some(id)
             if !id.is_empty()
                 && id.len() <= 128
@@ -327,17 +484,11 @@ fn request_id(req: &Request) -> String {
     }
 }
 
-fn handle(req: &Request, conn: &mut Conn, app: &Arc<App>) {
-    let path = req.path();
-    let head_only = req.method == "HEAD";
-    if let Err(denied) = crate::access::admit(req, app.token.as_deref(), app.address) {
-        let mut trace = Trace::new(&request_id(req), "", false);
-        trace.outcome = Outcome::Rejected;
-        let (status, kind) = denied.status();
-        let body = edge_error(status, &denied.to_string(), kind);
-        return conn.send(Reply::json(status, &body).with_trace(&trace), head_only);
-    }
-    let reply = match (req.method.as_str(), path) {
+/// An admitted, fully read request: the endpoint answers it.
+fn handle_request(req: &Request, conn: &mut Conn, app: &Arc<App>) {
+    let path = req.head.path();
+    let head_only = req.head.method == "HEAD";
+    let reply = match (req.head.method.as_str(), path) {
         ("POST", "/v1/chat/completions") => return complete(req, conn, app, Protocol::Chat),
         ("POST", "/v1/messages") => return complete(req, conn, app, Protocol::Anthropic),
         ("POST", "/v1/responses") => return complete(req, conn, app, Protocol::Responses),
@@ -362,6 +513,7 @@ fn handle(req: &Request, conn: &mut Conn, app: &Arc<App>) {
         ("POST", "/fcm/admin/breakers/reset") => admin_reset(req, app),
         ("GET", "/fcm/admin/history") => {
             let n = req
+                .head
                 .query("n")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(usize::MAX);
@@ -409,6 +561,7 @@ fn dashboard(app: &App) -> Reply {
 
 fn admin_reset(req: &Request, app: &App) -> Reply {
     let model = req
+        .head
         .query("model")
         .unwrap_or("all")
         .replace("%2F", "/")
@@ -449,7 +602,7 @@ fn health(app: &App) -> Value {
             "quotaPaused": rows.iter().filter(|r| r.quota_pause_ms_left > 0).count(),
         },
         "inFlight": app.in_flight.load(Ordering::Acquire),
-        "connections": app.connections.load(Ordering::Acquire),
+        "connections": app.connections.open(),
         "stateWrites": {"breakers": app.writes.breakers.load(Ordering::Relaxed), "history": app.writes.history.load(Ordering::Relaxed)},
     })
 }
@@ -482,7 +635,7 @@ fn reject_in(
 /// A completion request in any protocol: translate, route, answer in the client's shapes.
 fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
     let started = Instant::now();
-    let id = request_id(req);
+    let id = request_id(&req.head);
     // Needs are read from the client's own body: translation may drop what a chat provider
     // cannot take (a PDF document), but the choice of model must still know about it.
     let mut needs = crate::capability::Needs::default();
