@@ -184,10 +184,10 @@ fn accept(stream: TcpStream, app: &Arc<App>) {
     let _ = stream.set_nodelay(true);
     // A client that stops reading must not hold its slot (and the upstream) forever.
     let _ = stream.set_write_timeout(Some(CLIENT_WRITE_TIMEOUT));
-    if !app
-        .connections
-        .take_slot(app.max_in_flight * CONNECTIONS_PER_REQUEST)
-    {
+    let Ok(handle) = stream.try_clone() else {
+        return;
+    };
+    let Some(mut slot) = Slot::take(app, handle) else {
         let mut conn = Conn {
             stream,
             keep_alive: false,
@@ -195,29 +195,17 @@ fn accept(stream: TcpStream, app: &Arc<App>) {
         };
         overloaded(&mut conn, &new_request_id());
         return;
-    }
+    };
     let a = app.clone();
-    let spawned = std::thread::Builder::new()
+    // If the thread cannot start, the slot is dropped with the closure: released.
+    let _ = std::thread::Builder::new()
         .name("fcm-conn".into())
         .stack_size(256 * 1024)
         .spawn(move || {
-            // Released however the connection ends, panics included.
-            let _slot = ConnectionSlot(a.clone());
-            let _ =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| connection(stream, &a)));
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                connection(stream, &mut slot, &a)
+            }));
         });
-    if spawned.is_err() {
-        app.connections.release();
-    }
-}
-
-/// One open connection counted in [`App::connections`] until dropped.
-struct ConnectionSlot(Arc<App>);
-
-impl Drop for ConnectionSlot {
-    fn drop(&mut self) {
-        self.0.connections.release();
-    }
 }
 
 /// The server's connections: how many are open, and which of them hold their slot without a
@@ -255,27 +243,23 @@ impl Connections {
                 true
             }
             None => {
-                self.release();
+                self.open.fetch_sub(1, Ordering::AcqRel);
                 false
             }
         }
     }
 
-    fn release(&self) {
-        self.open.fetch_sub(1, Ordering::AcqRel);
-    }
-
-    /// Puts a connection on standby until the guard leaves or is dropped.
-    fn stand_by(&self, stream: &Arc<TcpStream>) -> OnStandby<'_> {
+    fn enter_standby(&self, stream: &Arc<TcpStream>) -> (Instant, u64) {
         let mut standby = self.standby();
         standby.next += 1;
         let key = (Instant::now(), standby.next);
         standby.waiting.insert(key, stream.clone());
-        OnStandby {
-            connections: self,
-            key,
-            left: false,
-        }
+        key
+    }
+
+    /// False when the connection is no longer on standby: it was shed.
+    fn leave_standby(&self, key: &(Instant, u64)) -> bool {
+        self.standby().waiting.remove(key).is_some()
     }
 
     fn standby(&self) -> std::sync::MutexGuard<'_, Standby> {
@@ -283,31 +267,54 @@ impl Connections {
     }
 }
 
-/// A connection on standby: sheddable until [`OnStandby::leave`].
-struct OnStandby<'a> {
-    connections: &'a Connections,
-    key: (Instant, u64),
-    left: bool,
+/// A connection's place among [`App::connections`] from accept to close (released when
+/// dropped, panics included). It starts on standby: a connection that has sent nothing is
+/// the first to be shed.
+struct Slot {
+    app: Arc<App>,
+    handle: Arc<TcpStream>,
+    standby: Option<(Instant, u64)>,
 }
 
-impl OnStandby<'_> {
-    /// Takes the connection off standby: false when it was shed meanwhile (its socket is
-    /// shut down; whatever it read is not to be acted on).
-    fn leave(mut self) -> bool {
-        self.left = true;
-        self.connections
-            .standby()
-            .waiting
-            .remove(&self.key)
-            .is_some()
+impl Slot {
+    /// A slot for a new connection (`handle` shuts it down when it is shed), or `None` when
+    /// every slot has a request in progress.
+    fn take(app: &Arc<App>, handle: TcpStream) -> Option<Slot> {
+        let limit = app.max_in_flight * CONNECTIONS_PER_REQUEST;
+        if !app.connections.take_slot(limit) {
+            return None;
+        }
+        let mut slot = Slot {
+            app: app.clone(),
+            handle: Arc::new(handle),
+            standby: None,
+        };
+        slot.stand_by();
+        Some(slot)
+    }
+
+    /// The connection holds no request in progress: it may be shed.
+    fn stand_by(&mut self) {
+        if self.standby.is_none() {
+            self.standby = Some(self.app.connections.enter_standby(&self.handle));
+        }
+    }
+
+    /// A request is in progress: the connection keeps its slot. False when it was shed
+    /// meanwhile (its socket is shut down; whatever it read is not to be acted on).
+    fn leave_standby(&mut self) -> bool {
+        self.standby
+            .take()
+            .is_none_or(|key| self.app.connections.leave_standby(&key))
     }
 }
 
-impl Drop for OnStandby<'_> {
+impl Drop for Slot {
     fn drop(&mut self) {
-        if !self.left {
-            self.connections.standby().waiting.remove(&self.key);
+        if let Some(key) = self.standby.take() {
+            self.app.connections.leave_standby(&key);
         }
+        self.app.connections.open.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -344,11 +351,10 @@ fn overloaded(conn: &mut Conn, id: &str) {
 }
 
 /// Serves the requests of one connection until it closes.
-fn connection(stream: TcpStream, app: &Arc<App>) {
-    let (Ok(read_half), Ok(handle)) = (stream.try_clone(), stream.try_clone()) else {
+fn connection(stream: TcpStream, slot: &mut Slot, app: &Arc<App>) {
+    let Ok(read_half) = stream.try_clone() else {
         return;
     };
-    let handle = Arc::new(handle);
     let client = ClientReader {
         stream: read_half,
         deadline: None,
@@ -361,7 +367,7 @@ fn connection(stream: TcpStream, app: &Arc<App>) {
         broken: false,
     };
     loop {
-        let standby = app.connections.stand_by(&handle);
+        slot.stand_by();
         reader.get_mut().deadline = None;
         if reader.fill_buf().map_or(true, |b| b.is_empty()) {
             return;
@@ -369,12 +375,12 @@ fn connection(stream: TcpStream, app: &Arc<App>) {
         // The first byte of a request starts its deadline.
         reader.get_mut().deadline = Some(Instant::now() + app.request_timeout);
         let head = http::read_head(&mut reader);
-        if !standby.leave() {
+        if !slot.leave_standby() {
             return;
         }
         let head = match head {
             Ok(head) => head,
-            Err(e) => return unreadable(conn, reader, app, &handle, &e),
+            Err(e) => return unreadable(conn, reader, slot, app, &e),
         };
         if let Err(denied) = crate::access::admit(&head, app.token.as_deref(), app.address) {
             // Nothing of the body is read (nor `100 Continue` sent) for a refused request.
@@ -385,13 +391,13 @@ fn connection(stream: TcpStream, app: &Arc<App>) {
             let body = edge_error(status, &denied.to_string(), kind);
             let reply = Reply::json(status, &body).with_trace(&trace);
             conn.send(reply, head.method == "HEAD");
-            return linger(conn, reader, app, &handle);
+            return linger(conn, reader, slot);
         }
         let body = http::read_body(&mut reader, &head, &mut conn.stream, MAX_REQUEST_BYTES);
         reader.get_mut().deadline = None;
         let req = match body {
             Ok(body) => Request { head, body },
-            Err(e) => return unreadable(conn, reader, app, &handle, &e),
+            Err(e) => return unreadable(conn, reader, slot, app, &e),
         };
         conn.keep_alive = req.head.keep_alive && !crate::signals::stop_requested();
         if app.in_flight.fetch_add(1, Ordering::AcqRel) >= app.max_in_flight {
@@ -418,8 +424,8 @@ fn connection(stream: TcpStream, app: &Arc<App>) {
 fn unreadable(
     mut conn: Conn,
     reader: BufReader<ClientReader>,
+    slot: &mut Slot,
     app: &App,
-    handle: &Arc<TcpStream>,
     e: &ReadError,
 ) {
     let Some(status) = e.status() else {
@@ -454,14 +460,14 @@ fn unreadable(
             conn.send(reply, false);
         }
     }
-    linger(conn, reader, app, handle);
+    linger(conn, reader, slot);
 }
 
 /// After refusing a request: stop writing, read (and drop) what the client still sends for
 /// a moment, then close. Closing with unread data would reset the connection and the client
 /// might never see the answer. A draining connection is on standby: sheddable.
-fn linger(conn: Conn, mut reader: BufReader<ClientReader>, app: &App, handle: &Arc<TcpStream>) {
-    let _standby = app.connections.stand_by(handle);
+fn linger(conn: Conn, mut reader: BufReader<ClientReader>, slot: &mut Slot) {
+    slot.stand_by();
     let _ = conn.stream.shutdown(Shutdown::Write);
     reader.get_mut().deadline = Some(Instant::now() + LINGER);
     let mut sink = [0u8; 16 * 1024];
