@@ -380,7 +380,7 @@ fn connection(stream: TcpStream, slot: &mut Slot, app: &Arc<App>) {
         }
         let head = match head {
             Ok(head) => head,
-            Err(e) => return unreadable(conn, reader, slot, app, &e),
+            Err(e) => return unreadable(conn, reader, slot, app, None, &e),
         };
         if let Err(denied) = crate::access::admit(&head, app.token.as_deref(), app.address) {
             // Nothing of the body is read (nor `100 Continue` sent) for a refused request.
@@ -393,11 +393,9 @@ fn connection(stream: TcpStream, slot: &mut Slot, app: &Arc<App>) {
             conn.send(reply, head.method == "HEAD");
             return linger(conn, reader, slot);
         }
-        let body = http::read_body(&mut reader, &head, &mut conn.stream, MAX_REQUEST_BYTES);
-        reader.get_mut().deadline = None;
-        let req = match body {
+        let req = match http::read_body(&mut reader, &head, &mut conn.stream, MAX_REQUEST_BYTES) {
             Ok(body) => Request { head, body },
-            Err(e) => return unreadable(conn, reader, slot, app, &e),
+            Err(e) => return unreadable(conn, reader, slot, app, Some(&head), &e),
         };
         conn.keep_alive = req.head.keep_alive && !crate::signals::stop_requested();
         if app.in_flight.fetch_add(1, Ordering::AcqRel) >= app.max_in_flight {
@@ -421,11 +419,13 @@ fn connection(stream: TcpStream, slot: &mut Slot, app: &Arc<App>) {
 }
 
 /// Answers a request that could not be read (when anyone is left to answer) and closes.
+/// `head` is the request's, when the failure was in its body.
 fn unreadable(
     mut conn: Conn,
     reader: BufReader<ClientReader>,
     slot: &mut Slot,
     app: &App,
+    head: Option<&Head>,
     e: &ReadError,
 ) {
     let Some(status) = e.status() else {
@@ -436,13 +436,14 @@ fn unreadable(
         ReadError::TooLarge(n) => {
             let msg =
                 format!("request body is {n} bytes; the limit is {MAX_REQUEST_BYTES} (32 MiB)");
-            // The path is known but not the protocol's body: OpenAI's shape, recorded like any
-            // other refusal.
+            // In OpenAI's shape, like every error of the HTTP edge; recorded like any other
+            // refusal.
+            let id = head.map_or_else(new_request_id, request_id);
             reject_in(
                 &mut conn,
                 app,
                 Protocol::Chat,
-                Trace::new(&new_request_id(), "", false),
+                Trace::new(&id, "", false),
                 Instant::now(),
                 413,
                 &msg,
