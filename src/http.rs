@@ -18,7 +18,7 @@ use std::io::{self, BufRead, Read, Write};
 
 /// Largest request head (request line and headers): ample for agents' headers, small enough
 /// that a connection cannot make the server buffer much before it is admitted.
-pub const MAX_HEAD: usize = 64 * 1024;
+const MAX_HEAD: usize = 64 * 1024;
 /// Most header lines in one request head (or one trailer section).
 const MAX_HEADERS: usize = 128;
 /// Longest chunk-size line, extensions included.
