@@ -125,10 +125,24 @@ impl Default for BreakerConfig {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub(crate) struct ServeConfig {
     pub(crate) token: Option<String>,
+    /// A request's head and body must arrive within this from its first byte (else 408).
+    pub(crate) request_timeout_ms: u64,
+    /// A keep-alive connection with no request is closed after this.
+    pub(crate) idle_timeout_ms: u64,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            token: None,
+            request_timeout_ms: 30_000,
+            idle_timeout_ms: 60_000,
+        }
+    }
 }
 
 impl ServeConfig {
@@ -195,23 +209,29 @@ impl std::error::Error for ConfigError {
 #[derive(Debug)]
 pub(crate) enum InvalidConfig {
     NotJson(serde_json::Error),
-    /// JSON, but a setting holds a value of the wrong type or an unknown choice.
-    WrongValueType(serde_json::Error),
+    /// JSON, but the setting at `path` (`router.failover.maxAttempts`) holds a value of the
+    /// wrong type or an unknown choice.
+    WrongValueType {
+        path: String,
+        source: serde_json::Error,
+    },
 }
 
 impl std::fmt::Display for InvalidConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            InvalidConfig::NotJson(_) => "not valid JSON",
-            InvalidConfig::WrongValueType(_) => "wrong value type",
-        })
+        match self {
+            InvalidConfig::NotJson(_) => f.write_str("not valid JSON"),
+            InvalidConfig::WrongValueType { path, .. } => write!(f, "wrong value for {path}"),
+        }
     }
 }
 
 impl std::error::Error for InvalidConfig {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            InvalidConfig::NotJson(e) | InvalidConfig::WrongValueType(e) => Some(e),
+            InvalidConfig::NotJson(source) | InvalidConfig::WrongValueType { source, .. } => {
+                Some(source)
+            }
         }
     }
 }
@@ -247,8 +267,14 @@ impl Config {
         let raw: Value = serde_json::from_str(text).map_err(InvalidConfig::NotJson)?;
         let mut warnings = Vec::new();
         unknown_keys(&raw, &Config::default_json(), "", &mut warnings);
+        // Typed from the text rather than from `raw`, so the error keeps its line and column;
+        // the path names the setting.
         let mut config: Config =
-            serde_json::from_value(raw).map_err(InvalidConfig::WrongValueType)?;
+            serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(text))
+                .map_err(|e| InvalidConfig::WrongValueType {
+                    path: e.path().to_string(),
+                    source: e.into_inner(),
+                })?;
         config.clamp(&mut warnings);
         Ok(Loaded { config, warnings })
     }
@@ -355,6 +381,21 @@ impl Config {
                 self.router.active_set = None;
             }
         }
+        let s = &mut self.serve;
+        clamp_u64(
+            &mut s.request_timeout_ms,
+            MIN_TIMEOUT_MS,
+            600_000,
+            "serve.requestTimeoutMs",
+            warnings,
+        );
+        clamp_u64(
+            &mut s.idle_timeout_ms,
+            MIN_TIMEOUT_MS,
+            3_600_000,
+            "serve.idleTimeoutMs",
+            warnings,
+        );
         if self.port == 0 {
             warnings.push(format!("port 0 is not usable; using {DEFAULT_PORT}"));
             self.port = DEFAULT_PORT;
@@ -443,6 +484,30 @@ mod tests {
     }
 
     #[test]
+    fn serve_timeouts_default_and_clamp() {
+        let l = Config::parse("{}").unwrap();
+        assert_eq!(
+            (
+                l.config.serve.request_timeout_ms,
+                l.config.serve.idle_timeout_ms
+            ),
+            (30_000, 60_000)
+        );
+        let l = Config::parse(r#"{"serve":{"requestTimeoutMs":1000,"idleTimeoutMs":5}}"#).unwrap();
+        assert_eq!(
+            (
+                l.config.serve.request_timeout_ms,
+                l.config.serve.idle_timeout_ms
+            ),
+            (1000, MIN_TIMEOUT_MS)
+        );
+        assert_eq!(
+            l.warnings,
+            vec!["serve.idleTimeoutMs = 5 is out of range 1000..=3600000; using 1000"]
+        );
+    }
+
+    #[test]
     fn unknown_keys_are_reported() {
         let l = Config::parse(
             r#"{"prot":1,"apiKeys":{"groq":"k"},"router":{"failover":{"maxAtempts":2},"sets":{"mine":{"models":[]}}}}"#,
@@ -462,9 +527,22 @@ mod tests {
         let err =
             Config::parse(r#"{"router":{"failover":{"contentValidation":"loose"}}}"#).unwrap_err();
         assert!(
-            matches!(&err, InvalidConfig::WrongValueType(e) if e.to_string().contains("loose")),
+            matches!(&err, InvalidConfig::WrongValueType { path, source } if path == "router.failover.contentValidation" && source.to_string().contains("loose")),
             "{err:?}"
         );
+        let err = Config::parse("{\n  \"router\": {\"failover\": {\"maxAttempts\": \"lots\"}}\n}")
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "wrong value for router.failover.maxAttempts"
+        );
+        let cause = std::error::Error::source(&err).unwrap().to_string();
+        assert!(
+            cause.contains("\"lots\"") && cause.contains("line 2"),
+            "{cause}"
+        );
+        let err = Config::parse(r#"{"providers":[{"id":"a","baseUrl":7}]}"#).unwrap_err();
+        assert_eq!(err.to_string(), "wrong value for providers[0].baseUrl");
         assert!(matches!(
             Config::parse("{oops"),
             Err(InvalidConfig::NotJson(_))

@@ -3,19 +3,27 @@
 //! written by hand, head and first bytes in one write, so a stream's first event is not held
 //! back by delayed ACKs; streams are forwarded chunk by chunk as they arrive.
 //!
+//! A connection cannot hold its slot by being slow: a request's head and body must arrive
+//! within `serve.requestTimeoutMs` of its first byte (else 408), an idle keep-alive
+//! connection closes after `serve.idleTimeoutMs`, and when every slot is taken the
+//! connections without a request in progress are shed, oldest first, so a real request
+//! still gets in. A request is admitted (`access`) as soon as its head is read, before a
+//! byte of its body is.
+//!
 //! What to try and how to judge it lives in `router`, `attempt` and `gate`; request framing
 //! in `http`; state files are written by the flusher in `persist`.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::breaker::BreakerState;
-use crate::http::{self, chunk, ReadError, Request, LAST_CHUNK};
+use crate::http::{self, chunk, Head, ReadError, Request, LAST_CHUNK};
 use crate::protocol::{self, BadRequest, ErrorReport, Protocol};
 use crate::router::{Ask, Delivery, Refused, Router, Served};
 use crate::stream::ClientSink;
@@ -27,12 +35,10 @@ pub const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
 const CONNECTIONS_PER_REQUEST: usize = 4;
 /// How long shutdown waits for running streams.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
-/// An idle keep-alive connection is closed after this long.
-const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(120);
 /// A write to a client that takes longer than this means the client is gone.
 const CLIENT_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
-/// A request's headers and body must arrive within this once started.
-const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a refused request's unread bytes are drained before the connection closes.
+const LINGER: Duration = Duration::from_secs(2);
 
 /// A running server's shared state.
 pub struct App {
@@ -40,8 +46,12 @@ pub struct App {
     pub address: SocketAddr,
     pub started: Instant,
     pub in_flight: AtomicUsize,
-    pub connections: AtomicUsize,
+    pub connections: Connections,
     pub max_in_flight: usize,
+    /// A request's head and body must arrive within this from its first byte.
+    pub request_timeout: Duration,
+    /// A connection waits this long for the next request before it closes.
+    pub idle_timeout: Duration,
     pub quiet: bool,
     /// Required on every request but `/health` when set (`Authorization: Bearer` or `x-api-key`).
     pub token: Option<String>,
@@ -174,9 +184,10 @@ fn accept(stream: TcpStream, app: &Arc<App>) {
     let _ = stream.set_nodelay(true);
     // A client that stops reading must not hold its slot (and the upstream) forever.
     let _ = stream.set_write_timeout(Some(CLIENT_WRITE_TIMEOUT));
-    let limit = app.max_in_flight * CONNECTIONS_PER_REQUEST;
-    if app.connections.fetch_add(1, Ordering::AcqRel) >= limit {
-        app.connections.fetch_sub(1, Ordering::AcqRel);
+    let Ok(handle) = stream.try_clone() else {
+        return;
+    };
+    let Some(mut slot) = Slot::take(app, handle) else {
         let mut conn = Conn {
             stream,
             keep_alive: false,
@@ -184,28 +195,149 @@ fn accept(stream: TcpStream, app: &Arc<App>) {
         };
         overloaded(&mut conn, &new_request_id());
         return;
-    }
+    };
     let a = app.clone();
-    let spawned = std::thread::Builder::new()
+    // If the thread cannot start, the slot is dropped with the closure: released.
+    let _ = std::thread::Builder::new()
         .name("fcm-conn".into())
         .stack_size(256 * 1024)
         .spawn(move || {
-            // Released however the connection ends, panics included.
-            let _slot = ConnectionSlot(a.clone());
-            let _ =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| connection(stream, &a)));
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                connection(stream, &mut slot, &a)
+            }));
         });
-    if spawned.is_err() {
-        app.connections.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// The server's connections: how many are open, and which of them hold their slot without a
+/// request in progress (waiting for a request head, or draining after a refusal), oldest
+/// first. A full server sheds those rather than turn a new connection away.
+#[derive(Default)]
+pub struct Connections {
+    open: AtomicUsize,
+    standby: Mutex<Standby>,
+}
+
+#[derive(Default)]
+struct Standby {
+    next: u64,
+    /// By when each went on standby (and a number, for ties): a handle to shut it down.
+    waiting: BTreeMap<(Instant, u64), Arc<TcpStream>>,
+}
+
+impl Connections {
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Acquire)
+    }
+
+    /// Takes one of `limit` slots for a new connection. When all are taken, the connection
+    /// longest on standby is shut down and its slot handed over (its thread ends at once);
+    /// false when every slot has a request in progress.
+    fn take_slot(&self, limit: usize) -> bool {
+        if self.open.fetch_add(1, Ordering::AcqRel) < limit {
+            return true;
+        }
+        let oldest = self.standby().waiting.pop_first();
+        match oldest {
+            Some((_, stream)) => {
+                let _ = stream.shutdown(Shutdown::Both);
+                true
+            }
+            None => {
+                self.open.fetch_sub(1, Ordering::AcqRel);
+                false
+            }
+        }
+    }
+
+    fn enter_standby(&self, stream: &Arc<TcpStream>) -> (Instant, u64) {
+        let mut standby = self.standby();
+        standby.next += 1;
+        let key = (Instant::now(), standby.next);
+        standby.waiting.insert(key, stream.clone());
+        key
+    }
+
+    /// False when the connection is no longer on standby: it was shed.
+    fn leave_standby(&self, key: &(Instant, u64)) -> bool {
+        self.standby().waiting.remove(key).is_some()
+    }
+
+    fn standby(&self) -> std::sync::MutexGuard<'_, Standby> {
+        self.standby.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-/// One open connection counted in [`App::connections`] until dropped.
-struct ConnectionSlot(Arc<App>);
+/// A connection's place among [`App::connections`] from accept to close (released when
+/// dropped, panics included). It starts on standby: a connection that has sent nothing is
+/// the first to be shed.
+struct Slot {
+    app: Arc<App>,
+    handle: Arc<TcpStream>,
+    standby: Option<(Instant, u64)>,
+}
 
-impl Drop for ConnectionSlot {
+impl Slot {
+    /// A slot for a new connection (`handle` shuts it down when it is shed), or `None` when
+    /// every slot has a request in progress.
+    fn take(app: &Arc<App>, handle: TcpStream) -> Option<Slot> {
+        let limit = app.max_in_flight * CONNECTIONS_PER_REQUEST;
+        if !app.connections.take_slot(limit) {
+            return None;
+        }
+        let mut slot = Slot {
+            app: app.clone(),
+            handle: Arc::new(handle),
+            standby: None,
+        };
+        slot.stand_by();
+        Some(slot)
+    }
+
+    /// The connection holds no request in progress: it may be shed.
+    fn stand_by(&mut self) {
+        if self.standby.is_none() {
+            self.standby = Some(self.app.connections.enter_standby(&self.handle));
+        }
+    }
+
+    /// A request is in progress: the connection keeps its slot. False when it was shed
+    /// meanwhile (its socket is shut down; whatever it read is not to be acted on).
+    fn leave_standby(&mut self) -> bool {
+        self.standby
+            .take()
+            .is_none_or(|key| self.app.connections.leave_standby(&key))
+    }
+}
+
+impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.connections.fetch_sub(1, Ordering::AcqRel);
+        if let Some(key) = self.standby.take() {
+            self.app.connections.leave_standby(&key);
+        }
+        self.app.connections.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The reading side of a client connection. Between requests a read waits up to the idle
+/// timeout; once a request has begun, each read waits only for what is left of the
+/// request's deadline, so a client trickling bytes cannot stretch a request past it.
+struct ClientReader {
+    stream: TcpStream,
+    deadline: Option<Instant>,
+    idle: Duration,
+}
+
+impl Read for ClientReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let wait = match self.deadline {
+            None => self.idle,
+            Some(deadline) => deadline.saturating_duration_since(Instant::now()),
+        };
+        if wait.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        self.stream.set_read_timeout(Some(wait))?;
+        self.stream.read(buf)
     }
 }
 
@@ -219,67 +351,60 @@ fn overloaded(conn: &mut Conn, id: &str) {
 }
 
 /// Serves the requests of one connection until it closes.
-fn connection(stream: TcpStream, app: &Arc<App>) {
+fn connection(stream: TcpStream, slot: &mut Slot, app: &Arc<App>) {
     let Ok(read_half) = stream.try_clone() else {
         return;
     };
-    let mut reader = BufReader::with_capacity(16 * 1024, read_half);
+    let client = ClientReader {
+        stream: read_half,
+        deadline: None,
+        idle: app.idle_timeout,
+    };
+    let mut reader = BufReader::with_capacity(16 * 1024, client);
     let mut conn = Conn {
         stream,
         keep_alive: true,
         broken: false,
     };
     loop {
-        let _ = reader.get_ref().set_read_timeout(Some(KEEP_ALIVE_IDLE));
-        // The first byte of a request arms the per-request timeout.
+        slot.stand_by();
+        reader.get_mut().deadline = None;
         if reader.fill_buf().map_or(true, |b| b.is_empty()) {
             return;
         }
-        let _ = reader
-            .get_ref()
-            .set_read_timeout(Some(REQUEST_READ_TIMEOUT));
-        let req = match http::read_request(&mut reader, &mut conn.stream, MAX_REQUEST_BYTES) {
-            Ok(r) => r,
-            Err(ReadError::Closed) | Err(ReadError::Io) => return,
-            Err(ReadError::TooLarge(n)) => {
-                let msg =
-                    format!("request body is {n} bytes; the limit is {MAX_REQUEST_BYTES} (32 MiB)");
-                conn.keep_alive = false;
-                // The path is unknown here (the head was read, the body refused): OpenAI's shape.
-                reject_in(
-                    &mut conn,
-                    app,
-                    Protocol::Chat,
-                    Trace::new(&new_request_id(), "", false),
-                    Instant::now(),
-                    413,
-                    &msg,
-                );
-                linger(conn.stream, reader);
-                return;
-            }
-            Err(ReadError::Malformed(msg)) => {
-                conn.keep_alive = false;
-                let reply = Reply::json(
-                    400,
-                    &edge_error(
-                        400,
-                        &format!("malformed HTTP request: {msg}"),
-                        "invalid_request_error",
-                    ),
-                );
-                conn.send(reply, false);
-                return;
-            }
+        // The first byte of a request starts its deadline.
+        reader.get_mut().deadline = Some(Instant::now() + app.request_timeout);
+        let head = http::read_head(&mut reader);
+        if !slot.leave_standby() {
+            return;
+        }
+        let head = match head {
+            Ok(head) => head,
+            Err(e) => return unreadable(conn, reader, slot, app, None, &e),
         };
-        conn.keep_alive = req.keep_alive && !crate::signals::stop_requested();
+        if let Err(denied) = crate::access::admit(&head, app.token.as_deref(), app.address) {
+            // Nothing of the body is read (nor `100 Continue` sent) for a refused request.
+            conn.keep_alive = false;
+            let mut trace = Trace::new(&request_id(&head), "", false);
+            trace.outcome = Outcome::Rejected;
+            let (status, kind) = denied.status();
+            let body = edge_error(status, &denied.to_string(), kind);
+            let reply = Reply::json(status, &body).with_trace(&trace);
+            conn.send(reply, head.method == "HEAD");
+            return linger(conn, reader, slot);
+        }
+        let req = match http::read_body(&mut reader, &head, &mut conn.stream, MAX_REQUEST_BYTES) {
+            Ok(body) => Request { head, body },
+            Err(e) => return unreadable(conn, reader, slot, app, Some(&head), &e),
+        };
+        conn.keep_alive = req.head.keep_alive && !crate::signals::stop_requested();
         if app.in_flight.fetch_add(1, Ordering::AcqRel) >= app.max_in_flight {
             app.in_flight.fetch_sub(1, Ordering::AcqRel);
             // The request was read: its answer carries its id, like every other answer.
-            overloaded(&mut conn, &request_id(&req));
+            overloaded(&mut conn, &request_id(&req.head));
         } else {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                handle(&req, &mut conn, app)
+                handle_request(&req, &mut conn, app)
             }));
             app.in_flight.fetch_sub(1, Ordering::AcqRel);
             if result.is_err() {
@@ -293,27 +418,66 @@ fn connection(stream: TcpStream, app: &Arc<App>) {
     }
 }
 
-/// After refusing an oversized body: stop writing, read (and drop) what the client still
-/// sends for a moment, then close. Closing with unread data would reset the connection and
-/// the client might never see the 413.
-fn linger(stream: TcpStream, mut reader: BufReader<TcpStream>) {
-    let _ = stream.shutdown(Shutdown::Write);
-    let _ = reader
-        .get_ref()
-        .set_read_timeout(Some(Duration::from_secs(1)));
-    let mut sink = [0u8; 16 * 1024];
-    let until = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < until {
-        match reader.read(&mut sink) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+/// Answers a request that could not be read (when anyone is left to answer) and closes.
+/// `head` is the request's, when the failure was in its body.
+fn unreadable(
+    mut conn: Conn,
+    reader: BufReader<ClientReader>,
+    slot: &mut Slot,
+    app: &App,
+    head: Option<&Head>,
+    e: &ReadError,
+) {
+    let Some(status) = e.status() else {
+        return;
+    };
+    conn.keep_alive = false;
+    match e {
+        ReadError::TooLarge(n) => {
+            let msg =
+                format!("request body is {n} bytes; the limit is {MAX_REQUEST_BYTES} (32 MiB)");
+            // In OpenAI's shape, like every error of the HTTP edge; recorded like any other
+            // refusal.
+            let id = head.map_or_else(new_request_id, request_id);
+            reject_in(
+                &mut conn,
+                app,
+                Protocol::Chat,
+                Trace::new(&id, "", false),
+                Instant::now(),
+                413,
+                &msg,
+            );
+        }
+        _ => {
+            let msg = match e {
+                ReadError::TimedOut => format!(
+                    "the request did not arrive within {} ms (serve.requestTimeoutMs)",
+                    app.request_timeout.as_millis()
+                ),
+                _ => e.to_string(),
+            };
+            let reply = Reply::json(status, &edge_error(status, &msg, "invalid_request_error"));
+            conn.send(reply, false);
         }
     }
+    linger(conn, reader, slot);
+}
+
+/// After refusing a request: stop writing, read (and drop) what the client still sends for
+/// a moment, then close. Closing with unread data would reset the connection and the client
+/// might never see the answer. A draining connection is on standby: sheddable.
+fn linger(conn: Conn, mut reader: BufReader<ClientReader>, slot: &mut Slot) {
+    slot.stand_by();
+    let _ = conn.stream.shutdown(Shutdown::Write);
+    reader.get_mut().deadline = Some(Instant::now() + LINGER);
+    let mut sink = [0u8; 16 * 1024];
+    while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
 }
 
 /// The client's `x-request-id` when it is a sane token, else a new one.
-fn request_id(req: &Request) -> String {
-    match req.header("x-request-id") {
+fn request_id(head: &Head) -> String {
+    match head.header("x-request-id") {
         Some(id)
             if !id.is_empty()
                 && id.len() <= 128
@@ -327,17 +491,11 @@ fn request_id(req: &Request) -> String {
     }
 }
 
-fn handle(req: &Request, conn: &mut Conn, app: &Arc<App>) {
-    let path = req.path();
-    let head_only = req.method == "HEAD";
-    if let Err(denied) = crate::access::admit(req, app.token.as_deref(), app.address) {
-        let mut trace = Trace::new(&request_id(req), "", false);
-        trace.outcome = Outcome::Rejected;
-        let (status, kind) = denied.status();
-        let body = edge_error(status, &denied.to_string(), kind);
-        return conn.send(Reply::json(status, &body).with_trace(&trace), head_only);
-    }
-    let reply = match (req.method.as_str(), path) {
+/// An admitted, fully read request: the endpoint answers it.
+fn handle_request(req: &Request, conn: &mut Conn, app: &Arc<App>) {
+    let path = req.head.path();
+    let head_only = req.head.method == "HEAD";
+    let reply = match (req.head.method.as_str(), path) {
         ("POST", "/v1/chat/completions") => return complete(req, conn, app, Protocol::Chat),
         ("POST", "/v1/messages") => return complete(req, conn, app, Protocol::Anthropic),
         ("POST", "/v1/responses") => return complete(req, conn, app, Protocol::Responses),
@@ -362,6 +520,7 @@ fn handle(req: &Request, conn: &mut Conn, app: &Arc<App>) {
         ("POST", "/fcm/admin/breakers/reset") => admin_reset(req, app),
         ("GET", "/fcm/admin/history") => {
             let n = req
+                .head
                 .query("n")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(usize::MAX);
@@ -409,6 +568,7 @@ fn dashboard(app: &App) -> Reply {
 
 fn admin_reset(req: &Request, app: &App) -> Reply {
     let model = req
+        .head
         .query("model")
         .unwrap_or("all")
         .replace("%2F", "/")
@@ -449,7 +609,7 @@ fn health(app: &App) -> Value {
             "quotaPaused": rows.iter().filter(|r| r.quota_pause_ms_left > 0).count(),
         },
         "inFlight": app.in_flight.load(Ordering::Acquire),
-        "connections": app.connections.load(Ordering::Acquire),
+        "connections": app.connections.open(),
         "stateWrites": {"breakers": app.writes.breakers.load(Ordering::Relaxed), "history": app.writes.history.load(Ordering::Relaxed)},
     })
 }
@@ -482,7 +642,7 @@ fn reject_in(
 /// A completion request in any protocol: translate, route, answer in the client's shapes.
 fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
     let started = Instant::now();
-    let id = request_id(req);
+    let id = request_id(&req.head);
     // Needs are read from the client's own body: translation may drop what a chat provider
     // cannot take (a PDF document), but the choice of model must still know about it.
     let mut needs = crate::capability::Needs::default();

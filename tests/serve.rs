@@ -70,7 +70,8 @@ fn bad_requests_are_refused_before_any_upstream() {
     // Over 32 MiB: 413, and nothing is parsed or sent upstream.
     let mut c = TcpStream::connect(s.base.trim_start_matches("http://")).unwrap();
     let size = 33 * 1024 * 1024;
-    write!(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n").unwrap();
+    let host = s.base.trim_start_matches("http://");
+    write!(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n").unwrap();
     let mut body_writer = c.try_clone().unwrap();
     let sender = std::thread::spawn(move || {
         let block = vec![b' '; 1024 * 1024];
@@ -628,7 +629,8 @@ fn client_disconnect_closes_the_upstream() {
     let body =
         json!({"model": "fcm", "stream": true, "messages": [{"role": "user", "content": "x"}]})
             .to_string();
-    write!(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+    let host = s.base.trim_start_matches("http://");
+    write!(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
     let mut buf = [0u8; 4096];
     let n = c.read(&mut buf).unwrap();
     assert!(String::from_utf8_lossy(&buf[..n]).contains("200 OK"));
@@ -879,7 +881,10 @@ fn requests_a_web_page_could_make_are_refused() {
         &body,
         &[("origin", "http://localhost:5173")],
     );
-    assert_eq!(r.status, 200, "a local page is fine: {r:?}");
+    assert_eq!(r.status, 403, "a page on another local port: {r:?}");
+    let own = s.base.replace("127.0.0.1", "localhost");
+    let r = s.post_with("/v1/chat/completions", &body, &[("origin", &own)]);
+    assert_eq!(r.status, 200, "the dashboard's own origin is fine: {r:?}");
 }
 
 #[test]

@@ -13,7 +13,7 @@ use crate::breaker::{BreakerBook, Breakers};
 use crate::cmd::{process_id_token, usage, Setup};
 use crate::persist::{self, Flusher, ServeInfo, StatePaths, WriteCounts};
 use crate::router::Router;
-use crate::serve::{self, App};
+use crate::serve::{self, App, Connections};
 use crate::state;
 use crate::trace::{History, HistoryFile};
 
@@ -173,8 +173,10 @@ pub fn run(args: ServeArgs) -> Result<i32> {
         address,
         started: Instant::now(),
         in_flight: AtomicUsize::new(0),
-        connections: AtomicUsize::new(0),
+        connections: Connections::default(),
         max_in_flight: args.max_in_flight,
+        request_timeout: Duration::from_millis(setup.config.serve.request_timeout_ms),
+        idle_timeout: Duration::from_millis(setup.config.serve.idle_timeout_ms),
         quiet: args.quiet,
         token: token.clone(),
         writes: WriteCounts::default(),

@@ -197,13 +197,14 @@ fn serve_connection(conn: TcpStream, shared: &Shared) {
 
 /// Reads the next request with fcm's own HTTP framing; `None` when the connection is done.
 fn read_request(reader: &mut BufReader<TcpStream>, out: &mut TcpStream) -> Option<RecordedRequest> {
-    let req = crate::http::read_request(reader, out, MAX_REQUEST).ok()?;
+    let crate::http::Request { head, body } =
+        crate::http::read_request(reader, out, MAX_REQUEST).ok()?;
     Some(RecordedRequest {
-        keep_alive: req.keep_alive,
-        method: req.method,
-        path: req.target,
-        headers: req.headers,
-        body: req.body,
+        keep_alive: head.keep_alive,
+        method: head.method,
+        path: head.target,
+        headers: head.headers,
+        body,
         at: Instant::now(),
     })
 }
