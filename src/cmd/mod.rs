@@ -15,12 +15,14 @@ pub(crate) mod serve;
 pub(crate) mod sets;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
 use crate::catalog::{self, Catalog, KeySource, Provider};
 use crate::config::Config;
 use crate::install::doc::{Doc, DocError, Format};
+use crate::secrets::{self, Secrets};
 use crate::state;
 
 /// A mistake in how fcm was called; `cli` exits 2 on it.
@@ -67,6 +69,28 @@ impl Setup {
             env: &catalog::process_env,
             config_keys: &self.config.api_keys,
         }
+    }
+
+    /// Every secret this setup knows, built once per command and shared by everything it
+    /// writes: each provider's key (environment or `apiKeys`, every `apiKeys` entry too),
+    /// the credential headers of providers, and the access tokens (`token`, the `--token`
+    /// flag's value if any, `FCM_TOKEN` and `serve.token`, whichever is in force).
+    pub(crate) fn secrets(&self, token: Option<&str>) -> Arc<Secrets> {
+        let keys = self.keys();
+        let mut values: Vec<String> = self.config.api_keys.values().cloned().collect();
+        for p in &self.catalog.providers {
+            values.extend(keys.lookup(p).1);
+            values.extend(
+                p.headers
+                    .iter()
+                    .filter(|(name, _)| secrets::is_credential_header(name))
+                    .map(|(_, value)| secrets::credential(value).to_string()),
+            );
+        }
+        values.extend(token.map(str::to_string));
+        values.extend(std::env::var("FCM_TOKEN").ok());
+        values.extend(self.config.serve.token.clone());
+        Arc::new(Secrets::new(values))
     }
 }
 
