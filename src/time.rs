@@ -1,8 +1,11 @@
-//! Wall-clock helpers: RFC 3339 timestamps for state files and HTTP dates for `Retry-After`.
+//! fcm's clock ([`now_ms`]) and wall-clock helpers: RFC 3339 timestamps for state files and
+//! HTTP dates for `Retry-After`.
 //!
 //! A few dozen lines of calendar arithmetic instead of a date crate: fcm only needs UTC.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch (0 for clocks before it).
 pub fn unix_ms(t: SystemTime) -> u64 {
@@ -11,8 +14,25 @@ pub fn unix_ms(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
+/// fcm's clock, in ms since the Unix epoch: it never runs backwards within a run, so a
+/// cooldown or pause lasts what it says even when the system clock is set back (measured on
+/// the wall clock, it would last the jump's length too). It is the monotonic time since the
+/// first call plus an offset that starts at the wall clock and follows it only forwards: a
+/// clock put right ahead, or the hours a suspended machine slept (the monotonic clock stops
+/// meanwhile), are taken in; a clock set back is not.
 pub fn now_ms() -> u64 {
-    unix_ms(SystemTime::now())
+    static CLOCK: OnceLock<(Instant, AtomicU64)> = OnceLock::new();
+    let (start, offset) = CLOCK.get_or_init(|| (Instant::now(), AtomicU64::new(0)));
+    let elapsed = start.elapsed().as_millis() as u64;
+    let wanted = wall_offset(elapsed, unix_ms(SystemTime::now()));
+    let before = offset.fetch_max(wanted, Ordering::AcqRel);
+    elapsed + before.max(wanted)
+}
+
+/// The offset that makes `elapsed` monotonic ms read as the wall clock's `wall` ms; the
+/// clock's offset only ever grows to it.
+fn wall_offset(elapsed: u64, wall: u64) -> u64 {
+    wall.saturating_sub(elapsed)
 }
 
 /// Days since 1970-01-01 to (year, month, day); Howard Hinnant's civil-from-days.
@@ -93,6 +113,53 @@ pub fn human_ms(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The clock's readings for (monotonic ms since start, wall ms) pairs, as `now_ms`
+    /// makes them.
+    fn readings(steps: &[(u64, u64)]) -> Vec<u64> {
+        let mut offset = 0;
+        steps
+            .iter()
+            .map(|&(elapsed, wall)| {
+                offset = offset.max(wall_offset(elapsed, wall));
+                elapsed + offset
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_clock_follows_the_wall_forwards_only() {
+        let hour = 3_600_000;
+        let t = 1_800_000_000_000;
+        let cases: &[(&str, Vec<(u64, u64)>, Vec<u64>)] = &[
+            (
+                "steady",
+                vec![(0, t), (500, t + 500), (1000, t + 1000)],
+                vec![t, t + 500, t + 1000],
+            ),
+            (
+                "set back an hour: time goes on from where it was",
+                vec![(0, t), (1000, t + 1000 - hour), (2000, t + 2000 - hour)],
+                vec![t, t + 1000, t + 2000],
+            ),
+            (
+                "put right ahead, or woken after a suspended hour: followed",
+                vec![(0, t), (1000, t + 1000 + hour), (2000, t + 2000 + hour)],
+                vec![t, t + 1000 + hour, t + 2000 + hour],
+            ),
+            (
+                "ahead, then back: never backwards",
+                vec![(0, t), (1000, t + 1000 + hour), (2000, t + 2000)],
+                vec![t, t + 1000 + hour, t + 2000 + hour],
+            ),
+        ];
+        for (what, steps, want) in cases {
+            assert_eq!(&readings(steps), want, "{what}");
+        }
+        let wall = unix_ms(SystemTime::now());
+        let (a, b) = (now_ms(), now_ms());
+        assert!(a >= wall && b >= a, "never behind the wall clock, never backwards");
+    }
 
     #[test]
     fn formats_rfc3339() {
