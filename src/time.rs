@@ -21,18 +21,34 @@ pub fn unix_ms(t: SystemTime) -> u64 {
 /// clock put right ahead, or the hours a suspended machine slept (the monotonic clock stops
 /// meanwhile), are taken in; a clock set back is not.
 pub fn now_ms() -> u64 {
-    static CLOCK: OnceLock<(Instant, AtomicU64)> = OnceLock::new();
-    let (start, offset) = CLOCK.get_or_init(|| (Instant::now(), AtomicU64::new(0)));
-    let elapsed = start.elapsed().as_millis() as u64;
-    let wanted = wall_offset(elapsed, unix_ms(SystemTime::now()));
-    let before = offset.fetch_max(wanted, Ordering::AcqRel);
-    elapsed + before.max(wanted)
+    static CLOCK: OnceLock<Clock> = OnceLock::new();
+    let clock = CLOCK.get_or_init(Clock::new);
+    clock.read(
+        clock.start.elapsed().as_millis() as u64,
+        unix_ms(SystemTime::now()),
+    )
 }
 
-/// The offset that makes `elapsed` monotonic ms read as the wall clock's `wall` ms; the
-/// clock's offset only ever grows to it.
-fn wall_offset(elapsed: u64, wall: u64) -> u64 {
-    wall.saturating_sub(elapsed)
+/// The state behind [`now_ms`]: when it started, and the offset that only grows.
+struct Clock {
+    start: Instant,
+    offset: AtomicU64,
+}
+
+impl Clock {
+    fn new() -> Clock {
+        Clock {
+            start: Instant::now(),
+            offset: AtomicU64::new(0),
+        }
+    }
+
+    /// The reading for `elapsed` monotonic ms since the start while the wall clock says
+    /// `wall`: the offset grows to what makes the two agree, and never shrinks.
+    fn read(&self, elapsed: u64, wall: u64) -> u64 {
+        let wanted = wall.saturating_sub(elapsed);
+        elapsed + self.offset.fetch_max(wanted, Ordering::AcqRel).max(wanted)
+    }
 }
 
 /// Days since 1970-01-01 to (year, month, day); Howard Hinnant's civil-from-days.
@@ -114,16 +130,12 @@ pub fn human_ms(ms: u64) -> String {
 mod tests {
     use super::*;
 
-    /// The clock's readings for (monotonic ms since start, wall ms) pairs, as `now_ms`
-    /// makes them.
+    /// A new clock's readings for (monotonic ms since start, wall ms) pairs.
     fn readings(steps: &[(u64, u64)]) -> Vec<u64> {
-        let mut offset = 0;
+        let clock = Clock::new();
         steps
             .iter()
-            .map(|&(elapsed, wall)| {
-                offset = offset.max(wall_offset(elapsed, wall));
-                elapsed + offset
-            })
+            .map(|&(elapsed, wall)| clock.read(elapsed, wall))
             .collect()
     }
 
