@@ -170,7 +170,10 @@ mod tests {
         }
         let wall = unix_ms(SystemTime::now());
         let (a, b) = (now_ms(), now_ms());
-        assert!(a >= wall && b >= a, "never behind the wall clock, never backwards");
+        assert!(
+            a >= wall && b >= a,
+            "never behind the wall clock, never backwards"
+        );
     }
 
     #[test]

@@ -96,8 +96,8 @@ impl Setup {
 
 /// Applies `change` to `$FCM_HOME/config.json` in place and returns the file's path. Every
 /// other setting and the key order are kept (serde_json's `preserve_order`), the write is
-/// atomic and keeps the file's mode (0600 for a new file, since it may hold keys and the
-/// access token), and a file that cannot be parsed or changed is left as it was.
+/// atomic and leaves the file 0600 (it is where fcm keeps keys and the access token), and a
+/// file that cannot be parsed or changed is left as it was.
 pub(crate) fn edit_config(
     change: impl FnOnce(&mut Doc) -> Result<(), DocError>,
 ) -> Result<PathBuf> {
@@ -113,7 +113,11 @@ pub(crate) fn edit_config(
     change(&mut doc).map_err(|e| {
         anyhow::anyhow!("cannot change {}: {e}; nothing was changed", path.display())
     })?;
-    state::write_user_file(&path, doc.render().trim_end().as_bytes())?;
+    state::write_user_file(
+        &path,
+        doc.render().trim_end().as_bytes(),
+        state::Holds::Secret,
+    )?;
     Ok(path)
 }
 
