@@ -99,7 +99,9 @@ pub enum Behavior {
     /// Echoes the key it was sent, masked the way providers do (`sk-SECRE****7890`): in a
     /// 401 `Incorrect API key provided: …` with `echo_masked_key:401`, else in the content
     /// of a 200 answer (streamed when asked).
-    EchoMaskedKey { status: u16 },
+    EchoMaskedKey {
+        status: u16,
+    },
 }
 
 /// Where a provider puts its model's reasoning.
@@ -511,7 +513,10 @@ pub(super) fn respond(
 
 /// A key as providers show it back: its first 8 and last 4 characters around `****`.
 fn masked_key(authorization: &str) -> String {
-    let key: Vec<char> = authorization.trim_start_matches("Bearer ").chars().collect();
+    let key: Vec<char> = authorization
+        .trim_start_matches("Bearer ")
+        .chars()
+        .collect();
     if key.len() < 12 {
         return "****".to_string();
     }
@@ -647,7 +652,10 @@ mod tests {
             Behavior::parse("overloaded_200"),
             Some(Behavior::Overloaded200(None))
         );
-        assert_eq!(masked_key("Bearer sk-SECRET-1234567890"), "sk-SECRE****7890");
+        assert_eq!(
+            masked_key("Bearer sk-SECRET-1234567890"),
+            "sk-SECRE****7890"
+        );
         assert_eq!(masked_key("Bearer short"), "****");
     }
 

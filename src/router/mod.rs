@@ -201,6 +201,11 @@ impl Router {
         self.breakers.reset(model)
     }
 
+    /// A text without any secret fcm knows (a client's model name on the log line).
+    pub(crate) fn redact<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        self.secrets.redact(text)
+    }
+
     /// Adds a finished request to the history ring, without a secret the client sent in
     /// its model name or request id.
     pub(crate) fn complete(&self, mut trace: Trace, started: Instant) {
