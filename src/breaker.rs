@@ -592,49 +592,50 @@ mod tests {
         let hour = 3_600_000;
         let now = 10 * hour;
         let max_pause = MAX_QUOTA_PAUSE.as_millis() as u64;
-        let cases: &[(Health, Option<u64>, Option<u64>, Option<u64>, u64)] = &[
+        let times = |open: Option<u64>, quota: Option<u64>, trip: Option<u64>, updated| Health {
+            open_until_ms: open,
+            quota_until_ms: quota,
+            last_trip_ms: trip,
+            updated_at_ms: updated,
+            ..Default::default()
+        };
+        let cases = [
             // Written an hour ahead of this clock: cut to the longest fcm would set now.
             (
-                Health {
-                    open_until_ms: Some(now + hour),
-                    quota_until_ms: Some(now + hour),
-                    last_trip_ms: Some(now + hour - c.initial_cooldown_ms),
-                    updated_at_ms: now + hour,
-                    ..Default::default()
-                },
-                Some(now + c.max_cooldown_ms),
-                Some(now + max_pause),
-                Some(now),
-                now,
+                times(
+                    Some(now + hour),
+                    Some(now + hour),
+                    Some(now + hour),
+                    now + hour,
+                ),
+                times(
+                    Some(now + c.max_cooldown_ms),
+                    Some(now + max_pause),
+                    Some(now),
+                    now,
+                ),
             ),
             // Within the limits: left alone.
             (
-                Health {
-                    open_until_ms: Some(now + 1000),
-                    quota_until_ms: Some(now - 1000),
-                    last_trip_ms: Some(now - 5000),
-                    updated_at_ms: now - 5000,
-                    ..Default::default()
-                },
-                Some(now + 1000),
-                Some(now - 1000),
-                Some(now - 5000),
-                now - 5000,
-            ),
-            (Health::default(), None, None, None, 0),
-        ];
-        for (h, open, quota, trip, updated) in cases {
-            let mut h = h.clone();
-            h.clamp(now, &c);
-            assert_eq!(
-                (
-                    h.open_until_ms,
-                    h.quota_until_ms,
-                    h.last_trip_ms,
-                    h.updated_at_ms
+                times(
+                    Some(now + 1000),
+                    Some(now - 1000),
+                    Some(now - 5000),
+                    now - 5000,
                 ),
-                (*open, *quota, *trip, *updated)
-            );
+                times(
+                    Some(now + 1000),
+                    Some(now - 1000),
+                    Some(now - 5000),
+                    now - 5000,
+                ),
+            ),
+            (Health::default(), Health::default()),
+        ];
+        for (before, after) in cases {
+            let mut h = before.clone();
+            h.clamp(now, &c);
+            assert_eq!(h, after, "{before:?}");
         }
     }
 

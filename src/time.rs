@@ -143,31 +143,29 @@ mod tests {
     fn the_clock_follows_the_wall_forwards_only() {
         let hour = 3_600_000;
         let t = 1_800_000_000_000;
-        let cases: &[(&str, Vec<(u64, u64)>, Vec<u64>)] = &[
-            (
-                "steady",
-                vec![(0, t), (500, t + 500), (1000, t + 1000)],
-                vec![t, t + 500, t + 1000],
-            ),
-            (
-                "set back an hour: time goes on from where it was",
-                vec![(0, t), (1000, t + 1000 - hour), (2000, t + 2000 - hour)],
-                vec![t, t + 1000, t + 2000],
-            ),
-            (
-                "put right ahead, or woken after a suspended hour: followed",
-                vec![(0, t), (1000, t + 1000 + hour), (2000, t + 2000 + hour)],
-                vec![t, t + 1000 + hour, t + 2000 + hour],
-            ),
-            (
-                "ahead, then back: never backwards",
-                vec![(0, t), (1000, t + 1000 + hour), (2000, t + 2000)],
-                vec![t, t + 1000 + hour, t + 2000 + hour],
-            ),
-        ];
-        for (what, steps, want) in cases {
-            assert_eq!(&readings(steps), want, "{what}");
-        }
+        let check = |what: &str, steps: &[(u64, u64)], want: &[u64]| {
+            assert_eq!(readings(steps), want, "{what}");
+        };
+        check(
+            "steady",
+            &[(0, t), (500, t + 500), (1000, t + 1000)],
+            &[t, t + 500, t + 1000],
+        );
+        check(
+            "set back an hour: time goes on from where it was",
+            &[(0, t), (1000, t + 1000 - hour), (2000, t + 2000 - hour)],
+            &[t, t + 1000, t + 2000],
+        );
+        check(
+            "put right ahead, or woken after a suspended hour: followed",
+            &[(0, t), (1000, t + 1000 + hour), (2000, t + 2000 + hour)],
+            &[t, t + 1000 + hour, t + 2000 + hour],
+        );
+        check(
+            "ahead, then back: never backwards",
+            &[(0, t), (1000, t + 1000 + hour), (2000, t + 2000)],
+            &[t, t + 1000 + hour, t + 2000 + hour],
+        );
         let wall = unix_ms(SystemTime::now());
         let (a, b) = (now_ms(), now_ms());
         assert!(
