@@ -9,19 +9,17 @@
 //! where they appear whole, and values under [`MIN_SECRET_CHARS`] are no secret to speak
 //! of (removing every `abc` would shred ordinary text), so they are not kept at all.
 //!
-//! A [`Secrets`] is built once from values and searched with `memchr::memmem`, one finder
-//! per secret; a text in which nothing matches is returned as it came, without a copy. It
-//! sees one text at a time: a secret a provider splits across two stream events reaches
-//! the client in two parts that neither matches. [`Redacting`] puts it in front of a
-//! stream's client, the one place a committed stream's bytes leave fcm.
+//! Pure: a [`Secrets`] is built once from values and searched with `memchr::memmem`, one
+//! finder per secret; a text in which nothing matches is returned as it came, without a
+//! copy. It sees one text at a time: a secret a provider splits across two stream events
+//! reaches the client in two parts that neither matches. Where it is applied: `attempt`
+//! (answer bodies, error details), `target` (failure details), `protocol::redacted` (every
+//! streamed event), `router` (history, the log line), `cmd` (bench and check output).
 
 use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::Arc;
 
 use memchr::memmem::Finder;
-
-use crate::stream::ClientSink;
 
 /// What a removed secret (or the run of it found) becomes.
 pub const REDACTED: &str = "[redacted]";
@@ -174,29 +172,6 @@ pub fn credential(value: &str) -> &str {
     match value.split_once(' ') {
         Some((scheme, rest)) if scheme.chars().all(|c| c.is_ascii_alphabetic()) => rest.trim(),
         _ => value,
-    }
-}
-
-/// A committed stream's client seen through the secrets: every byte a stream sends the
-/// client passes here, once, whatever the protocol shaped it into.
-pub(crate) struct Redacting<'c> {
-    client: &'c mut dyn ClientSink,
-    secrets: Arc<Secrets>,
-}
-
-impl<'c> Redacting<'c> {
-    pub(crate) fn new(client: &'c mut dyn ClientSink, secrets: Arc<Secrets>) -> Redacting<'c> {
-        Redacting { client, secrets }
-    }
-}
-
-impl ClientSink for Redacting<'_> {
-    fn send(&mut self, bytes: &[u8]) -> bool {
-        self.client.send(&self.secrets.redact_bytes(bytes))
-    }
-
-    fn end(&mut self, bytes: &[u8]) {
-        self.client.end(&self.secrets.redact_bytes(bytes));
     }
 }
 

@@ -7,6 +7,7 @@
 pub(crate) mod anthropic;
 mod anthropic_stream;
 pub(crate) mod chat;
+mod redacted;
 pub(crate) mod responses;
 mod responses_stream;
 
