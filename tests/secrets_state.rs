@@ -23,11 +23,16 @@ fn keyed(w: &mut World, base_url: &str, models: &[&str]) {
 fn masked_keys_never_reach_a_client_the_history_or_the_disk() {
     let fake = fake();
     let mut w = World::new();
-    keyed(
-        &mut w,
-        &fake.base_url(),
-        &["echo_masked_key", "echo_masked_key:401"],
-    );
+    // `p` takes the key in FAKE_KEY; `h` a credential header from the catalog.
+    let header_secret = "hdr-CREDENTIAL-5555";
+    let model = |id: &str| json!({"id": id, "context": 131072});
+    let catalog = json!({"version": 1, "providers": [
+        {"id": "p", "baseUrl": fake.base_url(), "apiKeyEnv": ["FAKE_KEY"],
+         "models": [model("echo_masked_key"), model("echo_masked_key:401")]},
+        {"id": "h", "baseUrl": fake.base_url(), "keyRequired": false,
+         "headers": {"x-api-key": header_secret}, "models": [model("echo_masked_key")]}]});
+    std::fs::write(&w.catalog, catalog.to_string()).unwrap();
+    w.set_env("FAKE_KEY", KEY);
     let token = "fcm-token-PRIVATE-9876543210";
     let s = w.serve(&["--token", token]);
     let auth = format!("Bearer {token}");
@@ -57,6 +62,18 @@ fn masked_keys_never_reach_a_client_the_history_or_the_disk() {
             "the answer still comes: {r:?}"
         );
         assert!(!r.body.contains(leak()), "key leaked in an answer: {r:?}");
+    }
+    for stream in [false, true] {
+        let r = post(
+            "/v1/chat/completions",
+            &chat("fcm:h/echo_masked_key", stream),
+        );
+        assert_eq!(r.status, 200, "{r:?}");
+        assert!(r.body.contains("[redacted]****5555"), "{r:?}");
+        assert!(
+            !r.body.contains(&header_secret[..6]),
+            "header leaked: {r:?}"
+        );
     }
     // The provider's 401 message, in the refusal's message and its attempts.
     let refused = post(
@@ -91,6 +108,7 @@ fn masked_keys_never_reach_a_client_the_history_or_the_disk() {
     assert_eq!(s.stop(), 0);
     assert_not_in_files(&w.home, leak());
     assert_not_in_files(&w.home, &token[..6]);
+    assert_not_in_files(&w.home, &header_secret[..6]);
 }
 
 #[test]

@@ -96,9 +96,9 @@ pub enum Behavior {
     /// 200 whose whole body is an error saying the model is overloaded, stream asked or
     /// not; with `Retry-After` of this many seconds when given (`overloaded_200:7`).
     Overloaded200(Option<u64>),
-    /// Echoes the key it was sent, masked the way providers do (`sk-SECRE****7890`): in a
-    /// 401 `Incorrect API key provided: …` with `echo_masked_key:401`, else in the content
-    /// of a 200 answer (streamed when asked).
+    /// Echoes the key it was sent (`Authorization`, else `x-api-key`), masked the way
+    /// providers do (`sk-SECRE****7890`): in a 401 `Incorrect API key provided: …` with
+    /// `echo_masked_key:401`, else in the content of a 200 answer (streamed when asked).
     EchoMaskedKey {
         status: u16,
     },
@@ -499,7 +499,8 @@ pub(super) fn respond(
             send_fixed(out, 200, json_ct, &extra, body.as_bytes())
         }
         Behavior::EchoMaskedKey { status } => {
-            let masked = masked_key(req.header("authorization").unwrap_or(""));
+            let sent = req.header("authorization").or_else(|| req.header("x-api-key"));
+            let masked = masked_key(sent.unwrap_or(""));
             if (200..300).contains(&status) {
                 let text = format!("Your key is {masked} today.");
                 ok_answer(out, &id, &model, &text, stream, usage, Duration::ZERO)
