@@ -11,9 +11,9 @@ use std::time::{Duration, SystemTime};
 pub const DEFAULT_QUOTA_PAUSE: Duration = Duration::from_secs(60);
 /// Longest pause fcm honours: a provider asking for hours is paused 15 min, then retried.
 pub const MAX_QUOTA_PAUSE: Duration = Duration::from_secs(15 * 60);
-/// How long a model that said it is overloaded (and gave no `Retry-After`) is left alone:
-/// the next requests go elsewhere instead of asking it again at once, and half a minute
-/// is about how long the free hosts' overload answers last.
+/// How long a model that said it is overloaded (and gave no `Retry-After`) is left alone,
+/// so the requests right after go elsewhere instead of asking it again at once: half of
+/// [`DEFAULT_QUOTA_PAUSE`], since an overload is a passing moment rather than a spent quota.
 pub const OVERLOAD_PAUSE: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
