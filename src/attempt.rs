@@ -142,8 +142,12 @@ fn read_full(
     started: Instant,
 ) -> Result<Answer, Failure> {
     let status = incoming.status;
-    let (body, truncated) = read_limited(&mut incoming.body, limits.max_body)
+    let (mut body, truncated) = read_limited(&mut incoming.body, limits.max_body)
         .map_err(|e| target.io_error(&e, started))?;
+    // Before the gate parses it: the parsed answer the protocols reuse is clean too.
+    if let std::borrow::Cow::Owned(clean) = target.secrets.redact_bytes(&body) {
+        body = clean;
+    }
     if truncated {
         let v = Verdict::of(FailureKind::InvalidJson, None);
         let detail = format!("answer larger than {} MiB", limits.max_body / (1024 * 1024));
@@ -170,7 +174,7 @@ fn read_full(
             stats,
             elapsed: started.elapsed(),
         }),
-        Err(r) => Err(target.gate_failure(r, started)),
+        Err(r) => Err(target.gate_failure_after(r, incoming.retry_after.as_deref(), started)),
     }
 }
 

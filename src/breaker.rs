@@ -4,9 +4,15 @@
 //! healthy ones), OPEN (too many: skipped until the cooldown ends), HALF_OPEN (cooldown over:
 //! exactly one trial request at a time). OPEN → HALF_OPEN is computed from the clock when
 //! asked, so no timer thread exists. Cooldowns escalate with each trip and trips are
-//! forgotten after a quiet day. Quota pauses (429s) are kept beside the breaker: they skip a
-//! model without counting against its health. [`Health`] is the pure state machine; the
-//! [`Breakers`] store wraps the book in a mutex and tracks whether it needs saving.
+//! forgotten after a quiet day. Pauses are kept beside the breaker: quota pauses (429s) and
+//! an overloaded model's short back-off skip a model without counting the pause against its
+//! health. [`Health`] is the pure state machine; the [`Breakers`] store wraps the book in a
+//! mutex and tracks whether it needs saving.
+//!
+//! Times are fcm's clock in ms (`time::now_ms`, which never runs backwards within a run). A
+//! book loaded from disk may have been written under a clock that was ahead: its cooldowns
+//! and pauses are cut to the longest fcm would set from now ([`BreakerBook::clamp`]), so a
+//! clock set back never keeps a model out for longer than `maxCooldownMs`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,7 +20,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::{FailureKind, Verdict};
+use crate::classify::{FailureKind, Verdict, MAX_QUOTA_PAUSE};
 use crate::config::BreakerConfig;
 
 /// Entries not updated for this long are dropped when the file is loaded.
@@ -51,7 +57,11 @@ pub struct Health {
     /// End of the current cooldown (wall clock, ms). Set while OPEN or HALF_OPEN.
     pub open_until_ms: Option<u64>,
     pub last_trip_ms: Option<u64>,
+    /// End of the current pause (a quota, or an overloaded model's back-off).
     pub quota_until_ms: Option<u64>,
+    /// What set the current pause: `model_overloaded` for a back-off; absent for a quota.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused_for: Option<FailureKind>,
     pub last_failure_kind: Option<FailureKind>,
     pub updated_at_ms: u64,
     /// A HALF_OPEN trial in flight since then (not persisted: a restart frees it).
@@ -70,6 +80,14 @@ pub enum Admission {
     CircuitOpen { until_ms: u64 },
     /// Skip: paused by a rate limit or quota until `until_ms`.
     QuotaPaused { until_ms: u64 },
+}
+
+/// A model skipped for a while without damage to its health, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pause {
+    pub until_ms: u64,
+    /// It said it was overloaded (a short back-off), rather than out of quota.
+    pub overloaded: bool,
 }
 
 /// Consecutive failures from which a model is DEGRADED: ceil(0.6 × threshold).
@@ -105,6 +123,38 @@ impl Health {
 
     pub fn quota_left_ms(&self, now: u64) -> u64 {
         self.quota_until_ms.map_or(0, |t| t.saturating_sub(now))
+    }
+
+    /// The pause in force at `now`, if any.
+    pub fn pause(&self, now: u64) -> Option<Pause> {
+        let until_ms = self.quota_until_ms.filter(|t| *t > now)?;
+        Some(Pause {
+            until_ms,
+            overloaded: self.paused_for == Some(FailureKind::ModelOverloaded),
+        })
+    }
+
+    /// Pauses until `until` unless a longer pause is already set; `why` is what set it.
+    fn pause_until(&mut self, until: u64, why: Option<FailureKind>) {
+        if self.quota_until_ms.is_none_or(|t| t < until) {
+            self.quota_until_ms = Some(until);
+            self.paused_for = why;
+        }
+    }
+
+    /// Cuts what lies further ahead of `now` than fcm ever sets it: a cooldown past
+    /// `maxCooldownMs`, a pause past the longest pause, a trip or update in the future
+    /// (the clock that wrote them was ahead of this one).
+    pub fn clamp(&mut self, now: u64, cfg: &BreakerConfig) {
+        let cut = |t: &mut Option<u64>, most: u64| {
+            if let Some(v) = t.as_mut() {
+                *v = (*v).min(now.saturating_add(most));
+            }
+        };
+        cut(&mut self.open_until_ms, cfg.max_cooldown_ms);
+        cut(&mut self.quota_until_ms, MAX_QUOTA_PAUSE.as_millis() as u64);
+        cut(&mut self.last_trip_ms, 0);
+        self.updated_at_ms = self.updated_at_ms.min(now);
     }
 
     pub fn cooldown_left_ms(&self, now: u64) -> u64 {
@@ -160,8 +210,10 @@ impl Health {
         self.last_failure_kind = Some(verdict.kind);
         self.updated_at_ms = now;
         if let Some(pause) = verdict.quota_pause {
-            let until = now + pause.as_millis() as u64;
-            self.quota_until_ms = Some(self.quota_until_ms.map_or(until, |t| t.max(until)));
+            self.pause_until(now + pause.as_millis() as u64, None);
+        }
+        if let Some(backoff) = verdict.backoff {
+            self.pause_until(now + backoff.as_millis() as u64, Some(verdict.kind));
         }
         let state = self.state(now, cfg);
         if trial {
@@ -200,6 +252,13 @@ impl BreakerBook {
     pub fn forget_stale(&mut self, now: u64) {
         self.models
             .retain(|_, h| now.saturating_sub(h.updated_at_ms) < FORGET_AFTER_MS);
+    }
+
+    /// [`Health::clamp`] for every model: a book written under a clock that was ahead.
+    pub fn clamp(&mut self, now: u64, cfg: &BreakerConfig) {
+        for h in self.models.values_mut() {
+            h.clamp(now, cfg);
+        }
     }
 }
 
@@ -257,6 +316,7 @@ impl Breakers {
     pub fn new(mut book: BreakerBook, cfg: BreakerConfig, now: u64) -> Breakers {
         book.version = 1;
         book.forget_stale(now);
+        book.clamp(now, &cfg);
         Breakers {
             book: Mutex::new(book),
             cfg,
@@ -285,17 +345,14 @@ impl Breakers {
             .map_or(BreakerState::Closed, |h| h.state(now, &self.cfg))
     }
 
-    /// States of many models under one lock (ranking).
-    pub fn states(&self, models: &[&str], now: u64) -> Vec<(BreakerState, u64)> {
+    /// States and pauses of many models under one lock (ranking).
+    pub fn states(&self, models: &[&str], now: u64) -> Vec<(BreakerState, Option<Pause>)> {
         let book = self.book.lock().unwrap_or_else(|e| e.into_inner());
         models
             .iter()
             .map(|m| match book.models.get(*m) {
-                Some(h) => (
-                    h.state(now, &self.cfg),
-                    h.quota_until_ms.filter(|t| *t > now).unwrap_or(0),
-                ),
-                None => (BreakerState::Closed, 0),
+                Some(h) => (h.state(now, &self.cfg), h.pause(now)),
+                None => (BreakerState::Closed, None),
             })
             .collect()
     }
@@ -313,9 +370,7 @@ impl Breakers {
 
     /// Pauses a model until `until_ms` (a provider-wide quota ran out).
     pub fn pause(&self, model: &str, until_ms: u64) {
-        self.with(model, |h| {
-            h.quota_until_ms = Some(h.quota_until_ms.map_or(until_ms, |t| t.max(until_ms)));
-        });
+        self.with(model, |h| h.pause_until(until_ms, None));
         self.dirty.store(true, Ordering::Release);
     }
 
@@ -500,6 +555,109 @@ mod tests {
         assert_eq!(h.admit(1000, &c), Admission::QuotaPaused { until_ms: 8000 });
         assert_eq!(h.state(1000, &c), BreakerState::Closed);
         assert_eq!(h.admit(8000, &c), Admission::Yes);
+    }
+
+    #[test]
+    fn an_overloaded_model_backs_off_and_says_why() {
+        let c = cfg();
+        let mut h = Health::default();
+        h.record_failure(&Verdict::of(ModelOverloaded, None), 1000, &c, false);
+        let until = 1000 + crate::classify::OVERLOAD_PAUSE.as_millis() as u64;
+        assert_eq!(
+            h.admit(1000, &c),
+            Admission::QuotaPaused { until_ms: until }
+        );
+        assert_eq!(
+            h.pause(1000),
+            Some(Pause {
+                until_ms: until,
+                overloaded: true
+            })
+        );
+        assert_eq!(h.consecutive_failures, 1, "an overload still counts");
+        assert_eq!(h.pause(until), None);
+        assert_eq!(h.admit(until, &c), Admission::Yes);
+        // A longer quota pause that follows takes over, and is a quota pause.
+        h.record_failure(&Verdict::of(ModelOverloaded, None), 2000, &c, false);
+        h.record_failure(&Verdict::of(RateLimit, None), 2000, &c, false);
+        assert_eq!(h.pause(2000).map(|p| p.overloaded), Some(false));
+        // A shorter back-off leaves the longer pause as it was.
+        h.record_failure(&Verdict::of(ModelOverloaded, None), 2001, &c, false);
+        assert_eq!(h.pause(2001).map(|p| p.overloaded), Some(false));
+    }
+
+    #[test]
+    fn times_ahead_of_the_clock_are_cut_when_loaded() {
+        let c = cfg();
+        let hour = 3_600_000;
+        let now = 10 * hour;
+        let max_pause = MAX_QUOTA_PAUSE.as_millis() as u64;
+        let times = |open: Option<u64>, quota: Option<u64>, trip: Option<u64>, updated| Health {
+            open_until_ms: open,
+            quota_until_ms: quota,
+            last_trip_ms: trip,
+            updated_at_ms: updated,
+            ..Default::default()
+        };
+        let cases = [
+            // Written an hour ahead of this clock: cut to the longest fcm would set now.
+            (
+                times(
+                    Some(now + hour),
+                    Some(now + hour),
+                    Some(now + hour),
+                    now + hour,
+                ),
+                times(
+                    Some(now + c.max_cooldown_ms),
+                    Some(now + max_pause),
+                    Some(now),
+                    now,
+                ),
+            ),
+            // Within the limits: left alone.
+            (
+                times(
+                    Some(now + 1000),
+                    Some(now - 1000),
+                    Some(now - 5000),
+                    now - 5000,
+                ),
+                times(
+                    Some(now + 1000),
+                    Some(now - 1000),
+                    Some(now - 5000),
+                    now - 5000,
+                ),
+            ),
+            (Health::default(), Health::default()),
+        ];
+        for (before, after) in cases {
+            let mut h = before.clone();
+            h.clamp(now, &c);
+            assert_eq!(h, after, "{before:?}");
+        }
+    }
+
+    #[test]
+    fn a_clock_set_back_keeps_no_model_open_past_the_longest_cooldown() {
+        let c = cfg();
+        // Tripped while the clock read an hour later than it does now.
+        let later = 50 * 3_600_000;
+        let mut h = Health::default();
+        for _ in 0..3 {
+            fail(&mut h, Timeout, later);
+        }
+        let mut book = BreakerBook::default();
+        book.models.insert("a/m".into(), h);
+        let now = later - 3_600_000;
+        let b = Breakers::new(book, c.clone(), now);
+        assert_eq!(b.state("a/m", now), BreakerState::Open);
+        assert_eq!(
+            b.admit("a/m", now + c.max_cooldown_ms),
+            Admission::Trial,
+            "HALF_OPEN once maxCooldownMs has passed"
+        );
     }
 
     #[test]

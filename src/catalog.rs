@@ -243,9 +243,12 @@ pub enum CatalogError {
         path: PathBuf,
         source: std::io::Error,
     },
-    /// Not JSON of the catalog's schema; serde's error gives the line, column and field.
+    /// Not JSON of the catalog's schema. `at` is the JSON path of the value that is wrong
+    /// (`providers[0].models[3].context`; empty when the text is not JSON at all); serde's
+    /// error gives what is wrong, and the line and column.
     Malformed {
         origin: String,
+        at: String,
         source: serde_json::Error,
     },
     /// Well-formed, but breaking one of the catalog's rules.
@@ -261,7 +264,12 @@ impl std::fmt::Display for CatalogError {
             CatalogError::Unreadable { path, .. } => {
                 write!(f, "cannot read catalog {} (FCM_CATALOG)", path.display())
             }
-            CatalogError::Malformed { origin, .. } => write!(f, "malformed catalog {origin}"),
+            CatalogError::Malformed { origin, at, .. } if at.is_empty() => {
+                write!(f, "malformed catalog {origin}")
+            }
+            CatalogError::Malformed { origin, at, .. } => {
+                write!(f, "malformed catalog {origin}: {at}")
+            }
             CatalogError::Invalid { origin, .. } => write!(f, "invalid catalog {origin}"),
         }
     }
@@ -335,13 +343,23 @@ impl Catalog {
         Catalog::parse(&text, &path.display().to_string())
     }
 
-    /// Parses and validates; errors name `origin`, the line/column and the field.
+    /// Parses and validates; errors name `origin`, the JSON path of the wrong value, what
+    /// is wrong with it and its line and column.
     pub fn parse(text: &str, origin: &str) -> Result<Catalog, CatalogError> {
-        let catalog: Catalog =
-            serde_json::from_str(text).map_err(|source| CatalogError::Malformed {
-                origin: origin.to_string(),
-                source,
-            })?;
+        let malformed = |at: String, source| CatalogError::Malformed {
+            origin: origin.to_string(),
+            at,
+            source,
+        };
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let catalog: Catalog = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
+            // A wrong value has a path; broken JSON has a line and column only (where the
+            // text breaks off, the path is half known), and `.` is the document itself.
+            let at = Some(e.path().to_string()).filter(|p| p != "." && e.inner().is_data());
+            malformed(at.unwrap_or_default(), e.into_inner())
+        })?;
+        // Anything after the document is an error too, as `serde_json::from_str` has it.
+        de.end().map_err(|e| malformed(String::new(), e))?;
         catalog.validate().map_err(|source| CatalogError::Invalid {
             origin: origin.to_string(),
             source,
@@ -456,18 +474,44 @@ mod tests {
     }
 
     #[test]
-    fn malformed_catalog_names_line_and_field() {
-        let err = Catalog::parse(
-            "{\"version\":1,\n\"providers\":[{\"id\":\"x\"}]}",
-            "cat.json",
-        )
-        .unwrap_err();
-        assert_eq!(err.to_string(), "malformed catalog cat.json");
-        let cause = std::error::Error::source(&err).unwrap().to_string();
-        assert!(
-            cause.contains("baseUrl") && cause.contains("line 2"),
-            "{cause}"
-        );
+    fn malformed_catalog_names_path_line_and_field() {
+        let model = r#"{"id":"m","context":1}"#;
+        let provider = |models: &str| {
+            format!(r#"{{"id":"p","baseUrl":"http://x","models":[{model},{model},{models}]}}"#)
+        };
+        let cases: Vec<(String, &str, &[&str])> = vec![
+            (
+                "{\"version\":1,\n\"providers\":[{\"id\":\"x\"}]}".into(),
+                "malformed catalog cat.json: providers[0]",
+                &["missing field `baseUrl`", "line 2"],
+            ),
+            (
+                format!(
+                    "{{\"version\":1,\"providers\":[{}]}}",
+                    provider(r#"{"id":"big","context":"128k"}"#)
+                ),
+                "malformed catalog cat.json: providers[0].models[2].context",
+                &["invalid type: string \"128k\", expected u64", "line 1"],
+            ),
+            (
+                "{\"version\":1,\"providers\":[]".into(),
+                "malformed catalog cat.json",
+                &["EOF while parsing"],
+            ),
+            (
+                "{\"version\":1,\"providers\":[]} x".into(),
+                "malformed catalog cat.json",
+                &["trailing characters"],
+            ),
+        ];
+        for (text, message, causes) in cases {
+            let err = Catalog::parse(&text, "cat.json").unwrap_err();
+            assert_eq!(err.to_string(), message, "{text}");
+            let cause = std::error::Error::source(&err).unwrap().to_string();
+            for c in causes {
+                assert!(cause.contains(c), "{text}: {cause}");
+            }
+        }
     }
 
     #[test]

@@ -11,6 +11,10 @@ use std::time::{Duration, SystemTime};
 pub const DEFAULT_QUOTA_PAUSE: Duration = Duration::from_secs(60);
 /// Longest pause fcm honours: a provider asking for hours is paused 15 min, then retried.
 pub const MAX_QUOTA_PAUSE: Duration = Duration::from_secs(15 * 60);
+/// How long a model that said it is overloaded (and gave no `Retry-After`) is left alone,
+/// so the requests right after go elsewhere instead of asking it again at once: half of
+/// [`DEFAULT_QUOTA_PAUSE`], since an overload is a passing moment rather than a spent quota.
+pub const OVERLOAD_PAUSE: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FailureKind {
@@ -147,10 +151,14 @@ pub struct Verdict {
     pub blocks_provider: bool,
     /// Leave the model alone this long (rate limits and quotas).
     pub quota_pause: Option<Duration>,
+    /// Leave this model alone this long, and only this model (it said it is overloaded;
+    /// a quota pause may stop its whole provider, a back-off never does).
+    pub backoff: Option<Duration>,
 }
 
 impl Verdict {
-    /// The verdict a kind carries by itself; `retry_after` only matters for quota kinds.
+    /// The verdict a kind carries by itself; `retry_after` only matters for quota kinds
+    /// and an overloaded model.
     pub fn of(kind: FailureKind, retry_after: Option<Duration>) -> Verdict {
         use FailureKind::*;
         let (blame, damages_health) = match kind {
@@ -164,18 +172,15 @@ impl Verdict {
             ModelOverloaded | Timeout | StreamStall | InvalidJson | EmptyChoices | EmptyContent
             | ErrorPayload | EmptyStream | InvalidToolCall => (Blame::Model, true),
         };
-        let quota_pause = kind.is_quota().then(|| {
-            retry_after
-                .unwrap_or(DEFAULT_QUOTA_PAUSE)
-                .min(MAX_QUOTA_PAUSE)
-        });
+        let pause = |default: Duration| retry_after.unwrap_or(default).min(MAX_QUOTA_PAUSE);
         Verdict {
             kind,
             blame,
             failover: true,
             damages_health,
             blocks_provider: kind == AuthError,
-            quota_pause,
+            quota_pause: kind.is_quota().then(|| pause(DEFAULT_QUOTA_PAUSE)),
+            backoff: (kind == ModelOverloaded).then(|| pause(OVERLOAD_PAUSE)),
         }
     }
 }
@@ -519,6 +524,32 @@ mod tests {
     fn model_overloaded_on_529() {
         let v = http(529, None, None, "");
         assert_eq!((v.kind, v.damages_health), (ModelOverloaded, true));
+    }
+
+    #[test]
+    fn an_overloaded_model_backs_off_alone() {
+        let payload = r#"{"error":{"message":"The model is overloaded. Please try again later."}}"#;
+        let cases: &[(Verdict, Option<Duration>)] = &[
+            // A 200 whose whole body is the error, as the gate hands it over.
+            (gated(ErrorPayload, payload), Some(OVERLOAD_PAUSE)),
+            (http(529, None, None, ""), Some(OVERLOAD_PAUSE)),
+            (
+                http(503, None, Some("7"), "model overloaded"),
+                Some(Duration::from_secs(7)),
+            ),
+            (http(529, None, Some("86400"), ""), Some(MAX_QUOTA_PAUSE)),
+            (http(500, None, Some("7"), "boom"), None),
+            (http(429, None, Some("7"), ""), None),
+        ];
+        for (v, backoff) in cases {
+            assert_eq!(v.backoff, *backoff, "{v:?}");
+        }
+        let v = gated(ErrorPayload, payload);
+        assert_eq!(
+            (v.kind, v.quota_pause),
+            (ModelOverloaded, None),
+            "no quota pause"
+        );
     }
 
     #[test]

@@ -44,20 +44,34 @@ pub(crate) fn failure(
 
 impl Target {
     pub(crate) fn gate_failure(&self, r: GateReject, started: Instant) -> Failure {
+        self.gate_failure_after(r, None, started)
+    }
+
+    /// A 2xx answer the gate rejected, with the provider's `Retry-After` (an overloaded
+    /// model's 200 error payload may say when to come back).
+    pub(crate) fn gate_failure_after(
+        &self,
+        r: GateReject,
+        retry_after: Option<&str>,
+        started: Instant,
+    ) -> Failure {
+        let now = SystemTime::now();
         let verdict = classify_http(
             200,
             None,
-            None,
+            retry_after,
             r.detail.as_bytes(),
             Some(r.kind),
-            SystemTime::now(),
+            now,
         );
-        failure(
+        let mut f = failure(
             verdict,
             Some(200),
             one_line(&self.redact(&r.detail)),
             started,
-        )
+        );
+        f.retry_after = retry_after.and_then(|v| crate::classify::parse_retry_after(v, now));
+        f
     }
 
     pub(crate) fn io_error(&self, e: &std::io::Error, started: Instant) -> Failure {

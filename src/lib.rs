@@ -28,6 +28,7 @@ pub(crate) mod readers;
 pub(crate) mod reasoning;
 pub(crate) mod resolve;
 pub mod router;
+pub(crate) mod secrets;
 pub(crate) mod serve;
 pub(crate) mod sets;
 pub(crate) mod signals;

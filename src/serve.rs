@@ -842,8 +842,8 @@ fn log(app: &App, trace: &Trace, status: u16, started: Instant) {
     }
     eprintln!(
         "{} {} {status} {} ms {}",
-        trace.id,
-        trace.requested_model,
+        app.router.redact(&trace.id),
+        app.router.redact(&trace.requested_model),
         started.elapsed().as_millis(),
         trace.decision_header()
     );

@@ -40,6 +40,10 @@ pub enum StateError {
         path: PathBuf,
         source: std::io::Error,
     },
+    MakePrivate {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 impl std::fmt::Display for StateError {
@@ -64,6 +68,11 @@ impl std::fmt::Display for StateError {
             StateError::RestoreMode { path, .. } => {
                 write!(f, "cannot restore the mode of {}", path.display())
             }
+            StateError::MakePrivate { path, .. } => write!(
+                f,
+                "cannot make {} readable by you alone (mode 0600); it holds a secret fcm wrote",
+                path.display()
+            ),
         }
     }
 }
@@ -77,7 +86,8 @@ impl std::error::Error for StateError {
             | StateError::Write { source, .. }
             | StateError::Read { source, .. }
             | StateError::FollowLink { source, .. }
-            | StateError::RestoreMode { source, .. } => Some(source),
+            | StateError::RestoreMode { source, .. }
+            | StateError::MakePrivate { source, .. } => Some(source),
         }
     }
 }
@@ -164,10 +174,20 @@ fn sync_dir(_dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// What a user's file that fcm writes holds, which decides its mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holds {
+    /// Settings only: the file keeps the mode the user gave it.
+    Settings,
+    /// A key or the access token: the file is made 0600, whatever its mode was, so no
+    /// other user of the machine can read the secret fcm put there.
+    Secret,
+}
+
 /// Writes a file that belongs to the user (a tool's config, config.json): atomically like
-/// state files, but through a symlink to its target (dotfile repositories) and keeping the
-/// file's mode (new files get 0600).
-pub fn write_user_file(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+/// state files, but through a symlink to its target (dotfile repositories). New files get
+/// 0600; an existing file keeps its mode unless it [`Holds::Secret`].
+pub fn write_user_file(path: &Path, bytes: &[u8], holds: Holds) -> Result<(), StateError> {
     let target = match fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => {
             fs::canonicalize(path).map_err(|source| StateError::FollowLink {
@@ -177,12 +197,32 @@ pub fn write_user_file(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
         }
         _ => path.to_path_buf(),
     };
-    let mode = fs::metadata(&target).ok().map(|m| m.permissions());
+    // The temp file is 0600, so a secret is never readable by others, not even briefly.
+    let mode = match holds {
+        Holds::Settings => fs::metadata(&target).ok().map(|m| m.permissions()),
+        Holds::Secret => None,
+    };
     write_atomic(&target, bytes)?;
     if let Some(perms) = mode {
         fs::set_permissions(&target, perms).map_err(|source| StateError::RestoreMode {
             path: target.clone(),
             source,
+        })?;
+    }
+    Ok(())
+}
+
+/// Makes a file fcm wrote a secret into by other means (Cursor's database) readable by
+/// its owner alone, as [`Holds::Secret`] does for the files fcm writes whole.
+pub fn make_private(path: &Path) -> Result<(), StateError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o600)).map_err(|source| {
+            StateError::MakePrivate {
+                path: path.to_path_buf(),
+                source,
+            }
         })?;
     }
     Ok(())
@@ -202,34 +242,62 @@ fn create_private_dir(dir: &Path) -> Result<(), StateError> {
     })
 }
 
+/// Largest state file fcm reads. Its own files stay far below (the history ring of 500
+/// requests is well under 1 MiB); a larger one is not fcm's, or is broken, and reading it
+/// whole would hold its size several times over in memory while it is parsed.
+pub const MAX_STATE_FILE: u64 = 16 * 1024 * 1024;
+
 /// Loads a JSON state file. Missing: `T::default()`. Unreadable (permissions, a directory):
-/// an error naming the file. Corrupt: one warning on stderr, the file moved aside as
-/// `NAME.corrupt-<unix-ts>`, and `T::default()`.
+/// an error naming the file. Corrupt, or larger than [`MAX_STATE_FILE`]: one warning on
+/// stderr, the file moved aside as `NAME.corrupt-<unix-ts>`, and `T::default()`.
 pub fn load_json<T: DeserializeOwned + Default>(path: &Path) -> Result<T, StateError> {
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(T::default()),
-        Err(source) => {
-            return Err(StateError::Read {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
+    let read_error = |source| StateError::Read {
+        path: path.to_path_buf(),
+        source,
     };
+    let file = match fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(T::default()),
+        Err(source) => return Err(read_error(source)),
+    };
+    let size = file.metadata().map_err(read_error)?.len();
+    let mut bytes = Vec::new();
+    if size <= MAX_STATE_FILE {
+        // At most one byte past the limit: a file that grew meanwhile is caught too.
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, MAX_STATE_FILE + 1),
+            &mut bytes,
+        )
+        .map_err(read_error)?;
+    }
+    if size > MAX_STATE_FILE || bytes.len() as u64 > MAX_STATE_FILE {
+        let why = format!(
+            "is larger than {} MiB ({} bytes), far more than fcm ever writes",
+            MAX_STATE_FILE / (1024 * 1024),
+            size.max(bytes.len() as u64)
+        );
+        warn_set_aside(path, &why);
+        return Ok(T::default());
+    }
     match serde_json::from_slice(&bytes) {
         Ok(v) => Ok(v),
         Err(e) => {
-            let aside = set_aside(path);
-            eprintln!(
-                "fcm: warning: {} is corrupt ({e}); moved it to {} and started fresh",
-                path.display(),
-                aside
-                    .as_deref()
-                    .map_or("<could not move it>".into(), |p| p.display().to_string())
-            );
+            warn_set_aside(path, &format!("is corrupt ({e})"));
             Ok(T::default())
         }
     }
+}
+
+/// Moves a state file fcm cannot use aside, saying so once on stderr.
+fn warn_set_aside(path: &Path, why: &str) {
+    let aside = set_aside(path);
+    eprintln!(
+        "fcm: warning: {} {why}; moved it to {} and started fresh",
+        path.display(),
+        aside
+            .as_deref()
+            .map_or("<could not move it>".into(), |p| p.display().to_string())
+    );
 }
 
 fn set_aside(path: &Path) -> Option<PathBuf> {
@@ -308,7 +376,7 @@ mod tests {
         fs::set_permissions(&real, fs::Permissions::from_mode(0o644)).unwrap();
         let link = dir.join("link.json");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        write_user_file(&link, b"{\"a\": 1}").unwrap();
+        write_user_file(&link, b"{\"a\": 1}", Holds::Settings).unwrap();
         assert!(
             fs::symlink_metadata(&link)
                 .unwrap()
@@ -321,6 +389,32 @@ mod tests {
             fs::metadata(&real).unwrap().permissions().mode() & 0o777,
             0o644
         );
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn user_files_holding_a_secret_become_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = temp_dir("secret");
+        fs::create_dir_all(&dir).unwrap();
+        let real = dir.join("real.json");
+        fs::write(&real, "{}").unwrap();
+        fs::set_permissions(&real, fs::Permissions::from_mode(0o644)).unwrap();
+        let link = dir.join("link.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_user_file(&link, b"{\"token\": \"t\"}", Holds::Secret).unwrap();
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&real), 0o600, "through the link, on the file itself");
+        let other = dir.join("other.db");
+        fs::write(&other, "x").unwrap();
+        fs::set_permissions(&other, fs::Permissions::from_mode(0o664)).unwrap();
+        make_private(&other).unwrap();
+        assert_eq!(mode(&other), 0o600);
         fs::remove_dir_all(dir).unwrap();
     }
 
@@ -342,6 +436,28 @@ mod tests {
         );
         let cause = std::error::Error::source(&err).expect("the io error");
         assert!(cause.is::<std::io::Error>(), "{cause}");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn oversized_file_is_set_aside_unread() {
+        let dir = temp_dir("oversized");
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("history.json");
+        // Valid JSON, one byte over the limit.
+        let mut text = String::from("{\"a\": \"");
+        text.push_str(&"x".repeat(MAX_STATE_FILE as usize + 1 - text.len() - 2));
+        text.push_str("\"}");
+        assert_eq!(text.len() as u64, MAX_STATE_FILE + 1);
+        fs::write(&path, &text).unwrap();
+        let v: BTreeMap<String, String> = load_json(&path).unwrap();
+        assert!(v.is_empty());
+        assert!(!path.exists());
+        // At the limit, the same document is read.
+        text.replace_range(8..9, "");
+        fs::write(&path, &text).unwrap();
+        let v: BTreeMap<String, String> = load_json(&path).unwrap();
+        assert_eq!(v["a"].len(), MAX_STATE_FILE as usize - 9);
         fs::remove_dir_all(dir).unwrap();
     }
 

@@ -290,6 +290,7 @@ fn forward(
     client: &mut dyn ClientSink,
     shape: &mut StreamShape,
 ) -> StreamEnd {
+    let shape = &mut shape.redacted(stream.target.secrets.clone());
     let held = std::mem::take(&mut stream.held);
     let mut first = shape.start();
     first.extend(shape.shape(held, stream.take_chunks()));

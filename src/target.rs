@@ -2,12 +2,14 @@
 //! and the fields it refuses, the body it is sent (the client's, adapted without copying
 //! it), and the limits one attempt at it runs within.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::catalog::{KeySource, ModelRef};
 use crate::gate::ContentValidation;
+use crate::secrets::Secrets;
 
 /// Everything needed to call one model, resolved once.
 #[derive(Debug, Clone)]
@@ -22,10 +24,18 @@ pub struct Target {
     pub api_key: Option<String>,
     pub headers: Vec<(String, String)>,
     pub drop_fields: Vec<String>,
+    /// Every secret fcm knows (one set shared by all targets): removed from what this
+    /// target's provider says before fcm shows or stores it.
+    pub secrets: Arc<Secrets>,
 }
 
 impl Target {
-    pub fn resolve(m: ModelRef<'_>, keys: &KeySource<'_>, session_id: &str) -> Target {
+    pub fn resolve(
+        m: ModelRef<'_>,
+        keys: &KeySource<'_>,
+        session_id: &str,
+        secrets: &Arc<Secrets>,
+    ) -> Target {
         let (_, api_key) = keys.lookup(m.provider);
         let mut headers: Vec<(String, String)> = m
             .provider
@@ -44,6 +54,7 @@ impl Target {
             api_key,
             headers,
             drop_fields: m.provider.drop_fields.clone(),
+            secrets: secrets.clone(),
         }
     }
 
@@ -66,12 +77,10 @@ impl Target {
         serde_json::to_vec(&outgoing).expect("JSON values serialise")
     }
 
-    /// Removes the key from a text that might echo it (provider error messages do).
+    /// Removes every secret, whole or masked, from a text that might echo one (provider
+    /// error messages do).
     pub(crate) fn redact(&self, text: &str) -> String {
-        match &self.api_key {
-            Some(k) if k.len() >= 4 => text.replace(k.as_str(), "[redacted]"),
-            _ => text.to_string(),
-        }
+        self.secrets.redact(text).into_owned()
     }
 }
 
@@ -168,7 +177,8 @@ pub(crate) mod tests {
             env: &env,
             config_keys: &BTreeMap::new(),
         };
-        Target::resolve(catalog.find(key).unwrap(), &keys, "session-1")
+        let secrets = Arc::new(Secrets::new(["k-123456789012"]));
+        Target::resolve(catalog.find(key).unwrap(), &keys, "session-1", &secrets)
     }
 
     #[test]
@@ -215,11 +225,12 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn redaction_hides_the_key() {
+    fn redaction_hides_the_key_whole_and_masked() {
         let t = target("zai/glm-5.3-flash");
         assert_eq!(
             t.redact("bad key k-123456789012 given"),
             "bad key [redacted] given"
         );
+        assert_eq!(t.redact("bad key k-1234**9012"), "bad key [redacted]**9012");
     }
 }

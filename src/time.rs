@@ -1,8 +1,11 @@
-//! Wall-clock helpers: RFC 3339 timestamps for state files and HTTP dates for `Retry-After`.
+//! fcm's clock ([`now_ms`]) and wall-clock helpers: RFC 3339 timestamps for state files and
+//! HTTP dates for `Retry-After`.
 //!
 //! A few dozen lines of calendar arithmetic instead of a date crate: fcm only needs UTC.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch (0 for clocks before it).
 pub fn unix_ms(t: SystemTime) -> u64 {
@@ -11,8 +14,41 @@ pub fn unix_ms(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
+/// fcm's clock, in ms since the Unix epoch: it never runs backwards within a run, so a
+/// cooldown or pause lasts what it says even when the system clock is set back (measured on
+/// the wall clock, it would last the jump's length too). It is the monotonic time since the
+/// first call plus an offset that starts at the wall clock and follows it only forwards: a
+/// clock put right ahead, or the hours a suspended machine slept (the monotonic clock stops
+/// meanwhile), are taken in; a clock set back is not.
 pub fn now_ms() -> u64 {
-    unix_ms(SystemTime::now())
+    static CLOCK: OnceLock<Clock> = OnceLock::new();
+    let clock = CLOCK.get_or_init(Clock::new);
+    clock.read(
+        clock.start.elapsed().as_millis() as u64,
+        unix_ms(SystemTime::now()),
+    )
+}
+
+/// The state behind [`now_ms`]: when it started, and the offset that only grows.
+struct Clock {
+    start: Instant,
+    offset: AtomicU64,
+}
+
+impl Clock {
+    fn new() -> Clock {
+        Clock {
+            start: Instant::now(),
+            offset: AtomicU64::new(0),
+        }
+    }
+
+    /// The reading for `elapsed` monotonic ms since the start while the wall clock says
+    /// `wall`: the offset grows to what makes the two agree, and never shrinks.
+    fn read(&self, elapsed: u64, wall: u64) -> u64 {
+        let wanted = wall.saturating_sub(elapsed);
+        elapsed + self.offset.fetch_max(wanted, Ordering::AcqRel).max(wanted)
+    }
 }
 
 /// Days since 1970-01-01 to (year, month, day); Howard Hinnant's civil-from-days.
@@ -93,6 +129,50 @@ pub fn human_ms(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A new clock's readings for (monotonic ms since start, wall ms) pairs.
+    fn readings(steps: &[(u64, u64)]) -> Vec<u64> {
+        let clock = Clock::new();
+        steps
+            .iter()
+            .map(|&(elapsed, wall)| clock.read(elapsed, wall))
+            .collect()
+    }
+
+    #[test]
+    fn the_clock_follows_the_wall_forwards_only() {
+        let hour = 3_600_000;
+        let t = 1_800_000_000_000;
+        let check = |what: &str, steps: &[(u64, u64)], want: &[u64]| {
+            assert_eq!(readings(steps), want, "{what}");
+        };
+        check(
+            "steady",
+            &[(0, t), (500, t + 500), (1000, t + 1000)],
+            &[t, t + 500, t + 1000],
+        );
+        check(
+            "set back an hour: time goes on from where it was",
+            &[(0, t), (1000, t + 1000 - hour), (2000, t + 2000 - hour)],
+            &[t, t + 1000, t + 2000],
+        );
+        check(
+            "put right ahead, or woken after a suspended hour: followed",
+            &[(0, t), (1000, t + 1000 + hour), (2000, t + 2000 + hour)],
+            &[t, t + 1000 + hour, t + 2000 + hour],
+        );
+        check(
+            "ahead, then back: never backwards",
+            &[(0, t), (1000, t + 1000 + hour), (2000, t + 2000)],
+            &[t, t + 1000 + hour, t + 2000 + hour],
+        );
+        let wall = unix_ms(SystemTime::now());
+        let (a, b) = (now_ms(), now_ms());
+        assert!(
+            a >= wall && b >= a,
+            "never behind the wall clock, never backwards"
+        );
+    }
 
     #[test]
     fn formats_rfc3339() {

@@ -27,6 +27,8 @@ pub(crate) enum SkipReason {
     ContextTooSmall,
     /// A set names a model fcm does not know.
     Stale,
+    /// The model said it was overloaded a moment ago: left alone for a short back-off.
+    OverloadPaused,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,6 +145,16 @@ impl Trace {
             wall_ms: 0,
             completion_tokens: None,
             notes: Vec::new(),
+        }
+    }
+
+    /// Removes secrets from what the client wrote into the trace (its model name and
+    /// request id); the rest is fcm's own words and catalog names.
+    pub(crate) fn redact(&mut self, secrets: &crate::secrets::Secrets) {
+        for text in [&mut self.id, &mut self.requested_model] {
+            if let std::borrow::Cow::Owned(clean) = secrets.redact(text) {
+                *text = clean;
+            }
         }
     }
 
@@ -301,6 +313,23 @@ mod tests {
             kind,
             latency_ms: 5,
         }
+    }
+
+    #[test]
+    fn redaction_cleans_what_the_client_wrote() {
+        let secrets = crate::secrets::Secrets::new(["sk-CLIENT-0123456789"]);
+        let mut t = Trace::new("req-sk-CLIENT-01", "sk-CLIENT-0123456789", false);
+        t.redact(&secrets);
+        assert_eq!(
+            (t.id.as_str(), t.requested_model.as_str()),
+            ("req-[redacted]", "[redacted]")
+        );
+        let mut clean = Trace::new("r1", "fcm", false);
+        clean.redact(&secrets);
+        assert_eq!(
+            (clean.id.as_str(), clean.requested_model.as_str()),
+            ("r1", "fcm")
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `fcm bench`: choose the models, probe them on a thread pool, print and save the ranking.
 
 use std::io::IsTerminal;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -11,6 +12,7 @@ use rayon::prelude::*;
 use crate::bench::{merge, probe, questions, rank, summarize, BenchReport, ModelResult};
 use crate::catalog::{Catalog, KeySource, ModelRef};
 use crate::cmd::{process_id_token, require_provider, usage, Setup};
+use crate::secrets::Secrets;
 use crate::state;
 use crate::table;
 use crate::target::Target;
@@ -66,14 +68,15 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     let plan = validate(&args)?;
     let setup = Setup::load()?;
     let models = select(&setup.catalog, &args.provider, &args.model)?;
-    let report = execute(&models, &setup.keys(), &plan)?;
+    let secrets = setup.secrets(None);
+    let report = execute(&models, &setup.keys(), &plan, &secrets)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        print_json(&report, &secrets)?;
     } else {
-        print_table(&report);
+        print_table(&report, &secrets);
     }
     if !args.no_save {
-        save(&report)?;
+        save(&report, &secrets)?;
     }
     Ok(exit_code(&report))
 }
@@ -146,6 +149,7 @@ pub fn execute(
     models: &[ModelRef<'_>],
     keys: &KeySource<'_>,
     plan: &ProbePlan,
+    secrets: &Arc<Secrets>,
 ) -> Result<BenchReport> {
     let session = process_id_token();
     let now = time::rfc3339(time::now_ms());
@@ -155,7 +159,7 @@ pub fn execute(
         .partition(|m| keys.lookup(m.provider).0.usable());
     let targets: Vec<(ModelRef<'_>, Target)> = reachable
         .iter()
-        .map(|m| (**m, Target::resolve(**m, keys, &session)))
+        .map(|m| (**m, Target::resolve(**m, keys, &session, secrets)))
         .collect();
     let bar = if plan.progress {
         let b =
@@ -208,15 +212,34 @@ pub fn exit_code(report: &BenchReport) -> i32 {
     }
 }
 
-/// Merges this run into `$FCM_HOME/bench.json`.
-pub fn save(report: &BenchReport) -> Result<()> {
+/// `fcm bench --json`: the report, without a secret a provider echoed.
+pub fn print_json(report: &BenchReport, secrets: &Secrets) -> Result<()> {
+    let text = serde_json::to_string_pretty(report)?;
+    println!("{}", secrets.redact(&text));
+    Ok(())
+}
+
+/// Merges this run into `$FCM_HOME/bench.json`. The whole file is cleaned of secrets as it
+/// is written, so entries kept from earlier runs are too.
+pub fn save(report: &BenchReport, secrets: &Secrets) -> Result<()> {
     let path = state::state_file("bench.json")?;
     let previous: BenchReport = state::load_json(&path)?;
-    Ok(state::write_json_atomic(&path, &merge(previous, report))?)
+    let text = serde_json::to_string_pretty(&merge(previous, report))?;
+    Ok(state::write_atomic(
+        &path,
+        secrets.redact(&text).as_bytes(),
+    )?)
+}
+
+/// The table and its summary lines, without a secret a provider echoed.
+pub fn print_table(report: &BenchReport, secrets: &Secrets) {
+    print!("{}", secrets.redact(&table_text(report)));
 }
 
 /// The table; the `Tools` column shows only when this run sent tool pings.
-pub fn print_table(report: &BenchReport) {
+fn table_text(report: &BenchReport) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
     let tools = report.models.iter().any(|m| m.tool_pings.is_some());
     let mut header = vec!["#", "Model", "Verdict", "OK"];
     if tools {
@@ -251,20 +274,22 @@ pub fn print_table(report: &BenchReport) {
         t.add_row(row);
     }
     if !probed.is_empty() {
-        println!("{t}");
+        let _ = writeln!(out, "{t}");
     }
     let usable = probed.iter().filter(|m| m.usable).count();
-    println!("{} models probed, {usable} usable", probed.len());
+    let _ = writeln!(out, "{} models probed, {usable} usable", probed.len());
     if !no_key.is_empty() {
         let mut providers: Vec<&str> = no_key.iter().map(|m| m.provider.as_str()).collect();
         providers.sort_unstable();
         providers.dedup();
-        println!(
+        let _ = writeln!(
+            out,
             "{} models not contacted (no key): {} (see `fcm models` for the variables to set)",
             no_key.len(),
             providers.join(", ")
         );
     }
+    out
 }
 
 /// `valid calls/tool pings`, or `-` when no tool ping was sent.

@@ -70,7 +70,10 @@ pub(crate) fn run(args: BreakersArgs) -> Result<i32> {
                 state::write_json_atomic(&path, &book)?;
                 eprintln!("fcm: reset {n} breaker(s) in {}", path.display());
             }
-            rows(&book, crate::time::now_ms(), &setup.config.router.breaker)
+            let now = crate::time::now_ms();
+            // As a server would load it: times ahead of this clock cut to the longest.
+            book.clamp(now, &setup.config.router.breaker);
+            rows(&book, now, &setup.config.router.breaker)
         }
     };
     if args.json {

@@ -132,6 +132,7 @@ pub fn run(args: CheckArgs) -> Result<i32> {
     let setup = Setup::load()?;
     let m = choose(&setup, &args.target)?;
     let keys = setup.keys();
+    let secrets = setup.secrets(None);
     let (status, key) = keys.lookup(m.provider);
     let key_note = match (&status, &key) {
         (KeyStatus::Env(var), Some(k)) => format!("{var} {}", key_hint(k)),
@@ -146,12 +147,13 @@ pub fn run(args: CheckArgs) -> Result<i32> {
                   ms: Option<u64>,
                   line: String|
      -> Result<i32> {
+        // The one place check writes: nothing a provider echoed of a secret gets through.
         if args.json {
             let v = json!({"model": m.key(), "ok": code == EXIT_OK, "exitCode": code, "kind": kind,
                            "status": http, "latencyMs": ms, "key": key_note, "message": line});
-            println!("{v}");
+            println!("{}", secrets.redact(&v.to_string()));
         } else {
-            println!("{line}");
+            println!("{}", secrets.redact(&line));
         }
         Ok(code)
     };
@@ -173,7 +175,7 @@ pub fn run(args: CheckArgs) -> Result<i32> {
             format!("FAIL {}: key not set; {how}", m.key()),
         );
     }
-    let target = Target::resolve(m, &keys, &process_id_token());
+    let target = Target::resolve(m, &keys, &process_id_token(), &secrets);
     match ping(&Upstream::new(), &target, Duration::from_secs(args.timeout)) {
         Ping::Ok {
             total_ms, tokens, ..

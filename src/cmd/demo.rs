@@ -10,7 +10,7 @@ use argh::FromArgs;
 use serde_json::json;
 
 use crate::catalog::{Catalog, KeySource};
-use crate::cmd::bench::{execute, print_table, ProbePlan};
+use crate::cmd::bench::{execute, print_json, print_table, ProbePlan};
 use crate::cmd::usage;
 use crate::fake_provider::{Behavior, FakeProvider};
 
@@ -91,12 +91,14 @@ pub(crate) fn run(args: DemoArgs) -> Result<i32> {
         concurrency: all.len(),
         progress: !args.json && std::io::stderr().is_terminal(),
     };
-    let report = execute(&all, &keys, &plan)?;
+    // The simulated provider takes no key: there is no secret to keep out of the output.
+    let secrets = Default::default();
+    let report = execute(&all, &keys, &plan, &secrets)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        print_json(&report, &secrets)?;
         return Ok(0);
     }
-    print_table(&report);
+    print_table(&report, &secrets);
     println!();
     println!("What happened: every model answered HTTP 200 or 429, yet only two are usable.");
     println!("The content gate failed `empty-choices` (choices: []) and `stream-error` (an error");

@@ -10,7 +10,7 @@ use crate::install::cursor;
 use crate::install::doc::DocError;
 use crate::install::tools::{self, Tool, ToolContext, TOOLS};
 use crate::install::{self as inst, diff, Plan};
-use crate::state;
+use crate::state::{self, Holds};
 use crate::table;
 
 #[derive(FromArgs)]
@@ -113,7 +113,8 @@ pub(crate) fn run(args: InstallArgs) -> Result<i32> {
             return preview(&plan, &file);
         }
         if plan.changes() {
-            state::write_user_file(&file, plan.after.trim_end().as_bytes())?;
+            // What comes back is the user's own: the file keeps its mode.
+            state::write_user_file(&file, plan.after.trim_end().as_bytes(), Holds::Settings)?;
         }
         records.remove(tool.name);
         inst::save_records(&records)?;
@@ -141,7 +142,14 @@ pub(crate) fn run(args: InstallArgs) -> Result<i32> {
     if let Some(backup) = inst::backup_once(&file)? {
         println!("Backed up {} to {}", file.display(), backup.display());
     }
-    state::write_user_file(&file, plan.after.trim_end().as_bytes())?;
+    // The tool sends fcm's access token, when one is set, from this file: nobody else may
+    // read it.
+    let holds = if token.is_some() {
+        Holds::Secret
+    } else {
+        Holds::Settings
+    };
+    state::write_user_file(&file, plan.after.trim_end().as_bytes(), holds)?;
     if let Some(record) = plan.record.clone() {
         records.insert(tool.name.to_string(), record);
         inst::save_records(&records)?;
@@ -234,6 +242,8 @@ fn cursor(args: &InstallArgs, ctx: &ToolContext, existing: Option<String>) -> Re
         println!("Backed up {} to {}", db.display(), backup.display());
     }
     let (record, _) = cursor::install(&db, &url, &args.model, &token, Some(&record), false)?;
+    // Cursor's database now holds the access token as its API key.
+    state::make_private(&db)?;
     if existing.is_none() {
         save_token(&token)?;
         let others: Vec<&str> = records

@@ -15,12 +15,14 @@ pub(crate) mod serve;
 pub(crate) mod sets;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
 use crate::catalog::{self, Catalog, KeySource, Provider};
 use crate::config::Config;
 use crate::install::doc::{Doc, DocError, Format};
+use crate::secrets::{self, Secrets};
 use crate::state;
 
 /// A mistake in how fcm was called; `cli` exits 2 on it.
@@ -68,12 +70,34 @@ impl Setup {
             config_keys: &self.config.api_keys,
         }
     }
+
+    /// Every secret this setup knows, built once per command and shared by everything it
+    /// writes: each provider's key (environment or `apiKeys`, every `apiKeys` entry too),
+    /// the credential headers of providers, and the access tokens (`token`, the `--token`
+    /// flag's value if any, `FCM_TOKEN` and `serve.token`, whichever is in force).
+    pub(crate) fn secrets(&self, token: Option<&str>) -> Arc<Secrets> {
+        let keys = self.keys();
+        let mut values: Vec<String> = self.config.api_keys.values().cloned().collect();
+        for p in &self.catalog.providers {
+            values.extend(keys.lookup(p).1);
+            values.extend(
+                p.headers
+                    .iter()
+                    .filter(|(name, _)| secrets::is_credential_header(name))
+                    .map(|(_, value)| secrets::credential(value).to_string()),
+            );
+        }
+        values.extend(token.map(str::to_string));
+        values.extend(std::env::var("FCM_TOKEN").ok());
+        values.extend(self.config.serve.token.clone());
+        Arc::new(Secrets::new(values))
+    }
 }
 
 /// Applies `change` to `$FCM_HOME/config.json` in place and returns the file's path. Every
 /// other setting and the key order are kept (serde_json's `preserve_order`), the write is
-/// atomic and keeps the file's mode (0600 for a new file, since it may hold keys and the
-/// access token), and a file that cannot be parsed or changed is left as it was.
+/// atomic and leaves the file 0600 (it is where fcm keeps keys and the access token), and a
+/// file that cannot be parsed or changed is left as it was.
 pub(crate) fn edit_config(
     change: impl FnOnce(&mut Doc) -> Result<(), DocError>,
 ) -> Result<PathBuf> {
@@ -89,7 +113,11 @@ pub(crate) fn edit_config(
     change(&mut doc).map_err(|e| {
         anyhow::anyhow!("cannot change {}: {e}; nothing was changed", path.display())
     })?;
-    state::write_user_file(&path, doc.render().trim_end().as_bytes())?;
+    state::write_user_file(
+        &path,
+        doc.render().trim_end().as_bytes(),
+        state::Holds::Secret,
+    )?;
     Ok(path)
 }
 

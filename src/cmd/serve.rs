@@ -161,6 +161,7 @@ pub fn run(args: ServeArgs) -> Result<i32> {
         History::new(history),
         Some(state::state_file("bench.json")?),
         &process_id_token(),
+        setup.secrets(args.token.as_deref()),
     );
     let listener = bind(SocketAddr::new(ip, port))?;
     let address = listener.local_addr()?;

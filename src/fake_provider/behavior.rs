@@ -93,6 +93,15 @@ pub enum Behavior {
     /// With tools offered, a call of the first one whose arguments are cut off; without,
     /// answers like `ok`.
     BreaksOfferedTool,
+    /// 200 whose whole body is an error saying the model is overloaded, stream asked or
+    /// not; with `Retry-After` of this many seconds when given (`overloaded_200:7`).
+    Overloaded200(Option<u64>),
+    /// Echoes the key it was sent (`Authorization`, else `x-api-key`), masked the way
+    /// providers do (`sk-SECRE****7890`): in a 401 `Incorrect API key provided: …` with
+    /// `echo_masked_key:401`, else in the content of a 200 answer (streamed when asked).
+    EchoMaskedKey {
+        status: u16,
+    },
 }
 
 /// Where a provider puts its model's reasoning.
@@ -184,6 +193,10 @@ impl Behavior {
             "calls_offered_tool" => Behavior::CallsOfferedTool,
             "describes_offered_tool" => Behavior::DescribesOfferedTool,
             "breaks_offered_tool" => Behavior::BreaksOfferedTool,
+            "overloaded_200" => Behavior::Overloaded200(param),
+            "echo_masked_key" => Behavior::EchoMaskedKey {
+                status: param.and_then(|p| u16::try_from(p).ok()).unwrap_or(200),
+            },
             _ => return None,
         })
     }
@@ -480,7 +493,37 @@ pub(super) fn respond(
         Behavior::CallsOfferedTool => offered_tool_answer(out, &id, &model, stream, usage, &body, ToolMove::Call),
         Behavior::DescribesOfferedTool => offered_tool_answer(out, &id, &model, stream, usage, &body, ToolMove::Describe),
         Behavior::BreaksOfferedTool => offered_tool_answer(out, &id, &model, stream, usage, &body, ToolMove::Break),
+        Behavior::Overloaded200(retry) => {
+            let extra: Vec<(&str, String)> = retry.map(|r| ("retry-after", r.to_string())).into_iter().collect();
+            let body = error("The model is overloaded. Please try again later.", "overloaded_error");
+            send_fixed(out, 200, json_ct, &extra, body.as_bytes())
+        }
+        Behavior::EchoMaskedKey { status } => {
+            let sent = req.header("authorization").or_else(|| req.header("x-api-key"));
+            let masked = masked_key(sent.unwrap_or(""));
+            if (200..300).contains(&status) {
+                let text = format!("Your key is {masked} today.");
+                ok_answer(out, &id, &model, &text, stream, usage, Duration::ZERO)
+            } else {
+                let msg = format!("Incorrect API key provided: {masked}. You can find your API key in your account settings.");
+                send_fixed(out, status, json_ct, &[], error(&msg, "invalid_request_error").as_bytes())
+            }
+        }
     }
+}
+
+/// A key as providers show it back: its first 8 and last 4 characters around `****`.
+fn masked_key(authorization: &str) -> String {
+    let key: Vec<char> = authorization
+        .trim_start_matches("Bearer ")
+        .chars()
+        .collect();
+    if key.len() < 12 {
+        return "****".to_string();
+    }
+    let head: String = key[..8].iter().collect();
+    let tail: String = key[key.len() - 4..].iter().collect();
+    format!("{head}****{tail}")
 }
 
 pub(super) fn ok_answer(
@@ -602,6 +645,19 @@ mod tests {
         );
         assert_eq!(Behavior::parse("rate_limit"), Some(Behavior::RateLimit(30)));
         assert_eq!(Behavior::parse("nope"), None);
+        assert_eq!(
+            Behavior::parse("echo_masked_key:401#a"),
+            Some(Behavior::EchoMaskedKey { status: 401 })
+        );
+        assert_eq!(
+            Behavior::parse("overloaded_200"),
+            Some(Behavior::Overloaded200(None))
+        );
+        assert_eq!(
+            masked_key("Bearer sk-SECRET-1234567890"),
+            "sk-SECRE****7890"
+        );
+        assert_eq!(masked_key("Bearer short"), "****");
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod anthropic_stream;
 pub(crate) mod chat;
 #[cfg(test)]
 mod prop;
+mod redacted;
 pub(crate) mod responses;
 mod responses_stream;
 

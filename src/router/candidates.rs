@@ -4,12 +4,14 @@
 //! request with tools, the models whose bench proved tool calls).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::breaker::{BreakerState, Breakers};
+use crate::breaker::{BreakerState, Breakers, Pause};
 use crate::capability::Needs;
 use crate::catalog::{tier_rank, Catalog, KeySource, KeyStatus};
+use crate::secrets::Secrets;
 use crate::target::Target;
 use crate::trace::{Skip, SkipReason, Trace};
 
@@ -47,6 +49,15 @@ impl Candidate {
             Skip::new(self.target.key.clone(), SkipReason::QuotaPaused)
         }
     }
+
+    /// The skip for a paused model: an overloaded model's back-off, or a quota pause.
+    pub(crate) fn pause_skip(&self, pause: Pause) -> Skip {
+        if pause.overloaded {
+            Skip::new(self.target.key.clone(), SkipReason::OverloadPaused)
+        } else {
+            self.quota_skip()
+        }
+    }
 }
 
 /// Every catalog model as a candidate, indexed by key.
@@ -56,7 +67,12 @@ pub(crate) struct Candidates {
 }
 
 impl Candidates {
-    pub(crate) fn new(catalog: &Catalog, keys: &KeySource<'_>, session_id: &str) -> Candidates {
+    pub(crate) fn new(
+        catalog: &Catalog,
+        keys: &KeySource<'_>,
+        session_id: &str,
+        secrets: &Arc<Secrets>,
+    ) -> Candidates {
         let all: Vec<Candidate> = catalog
             .models()
             .map(|m| {
@@ -68,7 +84,7 @@ impl Candidates {
                     _ => None,
                 };
                 Candidate {
-                    target: Target::resolve(m, keys, session_id),
+                    target: Target::resolve(m, keys, session_id, secrets),
                     tier: tier_rank(&m.model.tier),
                     swe: m.model.swe_bench.unwrap_or(-1.0),
                     missing_key,
@@ -138,13 +154,13 @@ impl Candidates {
         let mut ranked: Vec<(usize, Standing<'_>)> = Vec::with_capacity(routable.len());
         for (n, i) in routable.iter().enumerate() {
             let c = &self.all[*i];
-            let (state, quota_until) = states[n];
+            let (state, pause) = states[n];
             if c.context < needed_tokens {
                 skipped.push(Skip::new(c.key(), SkipReason::ContextTooSmall));
                 continue;
             }
-            if quota_until > now_ms {
-                skipped.push(c.quota_skip());
+            if let Some(pause) = pause {
+                skipped.push(c.pause_skip(pause));
                 continue;
             }
             if state == BreakerState::Open {

@@ -18,12 +18,13 @@ mod refusal;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::breaker::Breakers;
 use crate::catalog::{Catalog, KeySource};
 use crate::config::{FailoverConfig, ModelSet, ReasoningConfig, RouterConfig};
+use crate::secrets::Secrets;
 use crate::target::Limits;
 use crate::trace::{History, Trace};
 use crate::upstream::Upstream;
@@ -75,11 +76,15 @@ pub(crate) struct Router {
     pub failover: FailoverConfig,
     pub reasoning: ReasoningConfig,
     upstream: Upstream,
+    /// Every secret fcm knows, shared with each candidate's target.
+    secrets: Arc<Secrets>,
 }
 
 impl Router {
     /// Builds the candidate table and loads `bench.json` (the only file the router reads
-    /// itself; [`Router::refresh_bench`] reloads it off the request path).
+    /// itself; [`Router::refresh_bench`] reloads it off the request path). `secrets` are
+    /// removed from everything a provider says before a client, a log or the history sees it.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         catalog: &Catalog,
         keys: &KeySource<'_>,
@@ -88,8 +93,9 @@ impl Router {
         history: History,
         bench_path: Option<PathBuf>,
         session_id: &str,
+        secrets: Arc<Secrets>,
     ) -> Router {
-        let pool = Candidates::new(catalog, keys, session_id);
+        let pool = Candidates::new(catalog, keys, session_id, &secrets);
         let evidence = Evidence::new(pool.all().map(Candidate::key), bench_path);
         Router {
             pool,
@@ -102,6 +108,7 @@ impl Router {
             failover: cfg.failover.clone(),
             reasoning: cfg.reasoning.clone(),
             upstream: Upstream::new(),
+            secrets,
         }
     }
 
@@ -194,9 +201,16 @@ impl Router {
         self.breakers.reset(model)
     }
 
-    /// Adds a finished request to the history ring.
+    /// A text without any secret fcm knows (a client's model name on the log line).
+    pub(crate) fn redact<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        self.secrets.redact(text)
+    }
+
+    /// Adds a finished request to the history ring, without a secret the client sent in
+    /// its model name or request id.
     pub(crate) fn complete(&self, mut trace: Trace, started: Instant) {
         trace.wall_ms = started.elapsed().as_millis() as u64;
+        trace.redact(&self.secrets);
         self.history.push(trace);
     }
 }

@@ -396,3 +396,14 @@ pub fn ordered(w: &World, base_url: &str, models: &[&str]) {
     }]});
     std::fs::write(&w.catalog, doc.to_string()).unwrap();
 }
+
+impl Server {
+    /// A GET with extra headers (an access token).
+    pub fn get_with(&self, path: &str, headers: &[(&str, &str)]) -> Resp {
+        let mut r = self.agent.get(&format!("{}{path}", self.base));
+        for (k, v) in headers {
+            r = r.header(*k, *v);
+        }
+        Server::read(r.call())
+    }
+}
