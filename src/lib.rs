@@ -14,6 +14,7 @@ pub(crate) mod classify;
 pub mod cli;
 pub(crate) mod cmd;
 pub(crate) mod config;
+pub(crate) mod connections;
 pub(crate) mod dashboard;
 pub(crate) mod failure;
 pub mod fake_provider;

@@ -13,16 +13,16 @@
 //! What to try and how to judge it lives in `router`, `attempt` and `gate`; request framing
 //! in `http`; state files are written by the flusher in `persist`.
 
-use std::collections::BTreeMap;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::breaker::BreakerState;
+use crate::connections::{ClientReader, Connections, Slot};
 use crate::http::{self, chunk, Head, ReadError, Request, LAST_CHUNK};
 use crate::protocol::{self, BadRequest, ErrorReport, Protocol};
 use crate::router::{Ask, Delivery, Refused, Router, Served};
@@ -46,7 +46,7 @@ pub struct App {
     pub address: SocketAddr,
     pub started: Instant,
     pub in_flight: AtomicUsize,
-    pub connections: Connections,
+    pub connections: Arc<Connections>,
     pub max_in_flight: usize,
     /// A request's head and body must arrive within this from its first byte.
     pub request_timeout: Duration,
@@ -187,7 +187,8 @@ fn accept(stream: TcpStream, app: &Arc<App>) {
     let Ok(handle) = stream.try_clone() else {
         return;
     };
-    let Some(mut slot) = Slot::take(app, handle) else {
+    let limit = app.max_in_flight * CONNECTIONS_PER_REQUEST;
+    let Some(mut slot) = Slot::take(&app.connections, limit, handle) else {
         let mut conn = Conn {
             stream,
             keep_alive: false,
@@ -206,139 +207,6 @@ fn accept(stream: TcpStream, app: &Arc<App>) {
                 connection(stream, &mut slot, &a)
             }));
         });
-}
-
-/// The server's connections: how many are open, and which of them hold their slot without a
-/// request in progress (waiting for a request head, or draining after a refusal), oldest
-/// first. A full server sheds those rather than turn a new connection away.
-#[derive(Default)]
-pub struct Connections {
-    open: AtomicUsize,
-    standby: Mutex<Standby>,
-}
-
-#[derive(Default)]
-struct Standby {
-    next: u64,
-    /// By when each went on standby (and a number, for ties): a handle to shut it down.
-    waiting: BTreeMap<(Instant, u64), Arc<TcpStream>>,
-}
-
-impl Connections {
-    pub fn open(&self) -> usize {
-        self.open.load(Ordering::Acquire)
-    }
-
-    /// Takes one of `limit` slots for a new connection. When all are taken, the connection
-    /// longest on standby is shut down and its slot handed over (its thread ends at once);
-    /// false when every slot has a request in progress.
-    fn take_slot(&self, limit: usize) -> bool {
-        if self.open.fetch_add(1, Ordering::AcqRel) < limit {
-            return true;
-        }
-        let oldest = self.standby().waiting.pop_first();
-        match oldest {
-            Some((_, stream)) => {
-                let _ = stream.shutdown(Shutdown::Both);
-                true
-            }
-            None => {
-                self.open.fetch_sub(1, Ordering::AcqRel);
-                false
-            }
-        }
-    }
-
-    fn enter_standby(&self, stream: &Arc<TcpStream>) -> (Instant, u64) {
-        let mut standby = self.standby();
-        standby.next += 1;
-        let key = (Instant::now(), standby.next);
-        standby.waiting.insert(key, stream.clone());
-        key
-    }
-
-    /// False when the connection is no longer on standby: it was shed.
-    fn leave_standby(&self, key: &(Instant, u64)) -> bool {
-        self.standby().waiting.remove(key).is_some()
-    }
-
-    fn standby(&self) -> std::sync::MutexGuard<'_, Standby> {
-        self.standby.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// A connection's place among [`App::connections`] from accept to close (released when
-/// dropped, panics included). It starts on standby: a connection that has sent nothing is
-/// the first to be shed.
-struct Slot {
-    app: Arc<App>,
-    handle: Arc<TcpStream>,
-    standby: Option<(Instant, u64)>,
-}
-
-impl Slot {
-    /// A slot for a new connection (`handle` shuts it down when it is shed), or `None` when
-    /// every slot has a request in progress.
-    fn take(app: &Arc<App>, handle: TcpStream) -> Option<Slot> {
-        let limit = app.max_in_flight * CONNECTIONS_PER_REQUEST;
-        if !app.connections.take_slot(limit) {
-            return None;
-        }
-        let mut slot = Slot {
-            app: app.clone(),
-            handle: Arc::new(handle),
-            standby: None,
-        };
-        slot.stand_by();
-        Some(slot)
-    }
-
-    /// The connection holds no request in progress: it may be shed.
-    fn stand_by(&mut self) {
-        if self.standby.is_none() {
-            self.standby = Some(self.app.connections.enter_standby(&self.handle));
-        }
-    }
-
-    /// A request is in progress: the connection keeps its slot. False when it was shed
-    /// meanwhile (its socket is shut down; whatever it read is not to be acted on).
-    fn leave_standby(&mut self) -> bool {
-        self.standby
-            .take()
-            .is_none_or(|key| self.app.connections.leave_standby(&key))
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        if let Some(key) = self.standby.take() {
-            self.app.connections.leave_standby(&key);
-        }
-        self.app.connections.open.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// The reading side of a client connection. Between requests a read waits up to the idle
-/// timeout; once a request has begun, each read waits only for what is left of the
-/// request's deadline, so a client trickling bytes cannot stretch a request past it.
-struct ClientReader {
-    stream: TcpStream,
-    deadline: Option<Instant>,
-    idle: Duration,
-}
-
-impl Read for ClientReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let wait = match self.deadline {
-            None => self.idle,
-            Some(deadline) => deadline.saturating_duration_since(Instant::now()),
-        };
-        if wait.is_zero() {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
-        self.stream.set_read_timeout(Some(wait))?;
-        self.stream.read(buf)
-    }
 }
 
 fn overloaded(conn: &mut Conn, id: &str) {

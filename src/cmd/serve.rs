@@ -13,7 +13,7 @@ use crate::breaker::{BreakerBook, Breakers};
 use crate::cmd::{process_id_token, usage, Setup};
 use crate::persist::{self, Flusher, ServeInfo, StatePaths, WriteCounts};
 use crate::router::Router;
-use crate::serve::{self, App, Connections};
+use crate::serve::{self, App};
 use crate::state;
 use crate::trace::{History, HistoryFile};
 
@@ -174,7 +174,7 @@ pub fn run(args: ServeArgs) -> Result<i32> {
         address,
         started: Instant::now(),
         in_flight: AtomicUsize::new(0),
-        connections: Connections::default(),
+        connections: Default::default(),
         max_in_flight: args.max_in_flight,
         request_timeout: Duration::from_millis(setup.config.serve.request_timeout_ms),
         idle_timeout: Duration::from_millis(setup.config.serve.idle_timeout_ms),
