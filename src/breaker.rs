@@ -78,8 +78,8 @@ pub enum Admission {
     Trial,
     /// Skip: OPEN (or its trial is taken) until `until_ms`.
     CircuitOpen { until_ms: u64 },
-    /// Skip: paused by a rate limit or quota until `until_ms`.
-    QuotaPaused { until_ms: u64 },
+    /// Skip: paused (a rate limit or quota, or an overloaded model's back-off).
+    Paused(Pause),
 }
 
 /// A model skipped for a while without damage to its health, and why.
@@ -164,8 +164,8 @@ impl Health {
     /// Decides whether the router may send this model a request now; takes the HALF_OPEN
     /// trial slot when it grants one.
     pub fn admit(&mut self, now: u64, cfg: &BreakerConfig) -> Admission {
-        if let Some(until) = self.quota_until_ms.filter(|t| *t > now) {
-            return Admission::QuotaPaused { until_ms: until };
+        if let Some(pause) = self.pause(now) {
+            return Admission::Paused(pause);
         }
         match self.state(now, cfg) {
             BreakerState::Closed | BreakerState::Degraded => Admission::Yes,
@@ -552,7 +552,13 @@ mod tests {
             &c,
             false,
         );
-        assert_eq!(h.admit(1000, &c), Admission::QuotaPaused { until_ms: 8000 });
+        assert_eq!(
+            h.admit(1000, &c),
+            Admission::Paused(Pause {
+                until_ms: 8000,
+                overloaded: false
+            })
+        );
         assert_eq!(h.state(1000, &c), BreakerState::Closed);
         assert_eq!(h.admit(8000, &c), Admission::Yes);
     }
@@ -565,7 +571,10 @@ mod tests {
         let until = 1000 + crate::classify::OVERLOAD_PAUSE.as_millis() as u64;
         assert_eq!(
             h.admit(1000, &c),
-            Admission::QuotaPaused { until_ms: until }
+            Admission::Paused(Pause {
+                until_ms: until,
+                overloaded: true
+            })
         );
         assert_eq!(
             h.pause(1000),

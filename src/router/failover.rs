@@ -154,8 +154,8 @@ impl Router {
                         .push(Skip::new(c.key(), SkipReason::CircuitOpen));
                     continue;
                 }
-                Admission::QuotaPaused { .. } => {
-                    trace.skipped.push(c.quota_skip());
+                Admission::Paused(pause) => {
+                    trace.skipped.push(c.pause_skip(pause));
                     continue;
                 }
             };
