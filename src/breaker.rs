@@ -271,7 +271,12 @@ pub struct BreakerRow {
     pub consecutive_failures: u32,
     pub trip_count: u32,
     pub cooldown_ms_left: u64,
+    /// Left of the current pause: a quota's, or an overloaded model's back-off.
     pub quota_pause_ms_left: u64,
+    /// Why the model is paused (`model_overloaded` for a back-off); absent when it is not,
+    /// or for a quota.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_for: Option<FailureKind>,
     pub last_failure_kind: Option<FailureKind>,
     pub updated_at: String,
 }
@@ -284,6 +289,7 @@ pub fn row(model: &str, h: &Health, now: u64, cfg: &BreakerConfig) -> BreakerRow
         trip_count: h.trips(now, cfg),
         cooldown_ms_left: h.cooldown_left_ms(now),
         quota_pause_ms_left: h.quota_left_ms(now),
+        paused_for: h.pause(now).and_then(|_| h.paused_for),
         last_failure_kind: h.last_failure_kind,
         updated_at: crate::time::rfc3339(h.updated_at_ms),
     }

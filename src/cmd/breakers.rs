@@ -91,7 +91,7 @@ pub(crate) fn run(args: BreakersArgs) -> Result<i32> {
         "Failures",
         "Trips",
         "Cooldown left",
-        "Quota pause left",
+        "Pause left",
         "Last failure",
         "Updated",
     ]);
@@ -118,7 +118,12 @@ pub(crate) fn run(args: BreakersArgs) -> Result<i32> {
             Cell::new(r.consecutive_failures),
             Cell::new(r.trip_count),
             Cell::new(left(r.cooldown_ms_left)),
-            Cell::new(left(r.quota_pause_ms_left)),
+            Cell::new(match r.paused_for {
+                Some(why) if r.quota_pause_ms_left > 0 => {
+                    format!("{} ({why})", left(r.quota_pause_ms_left))
+                }
+                _ => left(r.quota_pause_ms_left),
+            }),
             Cell::new(
                 r.last_failure_kind
                     .map_or("-".to_string(), |k| k.to_string()),
