@@ -6,8 +6,10 @@
 # next model of a set and the tool never sees the failed attempt), when the first model's
 # tool call cannot run (cut-off arguments: fcm fails over and the round trip completes),
 # and when the model thinks in `<think>` tags (the answer arrives without them, the
-# reasoning where the tool shows reasoning). The npm packages are
-# pinned and cached between runs; nothing leaves the machine. FCM_E2E_SHOW=PREFIX keeps
+# reasoning where the tool shows reasoning), when the provider echoes the key it was sent
+# (masked, as providers do: no tool shows any of it), and with an access token set (each
+# tool sends the token `fcm install` wrote; a request without it is refused). The npm
+# packages are pinned and cached between runs; nothing leaves the machine. FCM_E2E_SHOW=PREFIX keeps
 # each tool's output in PREFIX.<case>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,8 +42,12 @@ cat > "$work/catalog.json" <<JSON
 {"version":1,"providers":[{"id":"fake","name":"Fake","baseUrl":"$url","keyRequired":false,
  "models":[{"id":"ok","tier":"S","context":131072},{"id":"tool_round_trip","tier":"S","context":131072},
   {"id":"sse_error_first","tier":"S","context":131072},{"id":"thinks_tags","tier":"S","context":131072},
-  {"id":"cut_tool_args","tier":"S","context":131072}]}]}
+  {"id":"cut_tool_args","tier":"S","context":131072}]},
+ {"id":"keyed","name":"Keyed","baseUrl":"$url","apiKeyEnv":["FAKE_KEYED_KEY"],"keyRequired":true,
+  "models":[{"id":"echo_masked_key","tier":"S","context":131072}]}]}
 JSON
+# The key the keyed provider echoes back, masked: none of it may reach a tool.
+export FAKE_KEYED_KEY=sk-E2ESECRETKEY0123456789
 export FCM_CATALOG="$work/catalog.json"
 # A set whose first model streams an error before any content, and one whose first model
 # sends a tool call with cut-off arguments.
@@ -122,6 +128,12 @@ check "claude-code shows the thinking" '"thinking":"First, the user greets me."'
 check "codex shows the reasoning" "First, the user greets me." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
 check "cline shows the thinking" "[thinking]" "$bin/cline" "say hi"
 
+# The provider echoes the key it was sent, masked ("sk-E2ESE****6789"): fcm removes it.
+configure keyed/echo_masked_key
+check_without "claude-code never shows a key" "Your key is" "sk-E2ESE" "$bin/claude" -p "say hi"
+check_without "codex never shows a key" "Your key is" "sk-E2ESE" "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
+check_without "cline never shows a key" "Your key is" "sk-E2ESE" "$bin/cline" "say hi"
+
 served=$(grep -c '!served|' "$work/serve.log" || true)
 failed_over=$(grep -c 'fake/sse_error_first:error_payload->fake/ok:200' "$work/serve.log" || true)
 broken_calls=$(grep -c 'fake/cut_tool_args:invalid_tool_call->fake/tool_round_trip:200' "$work/serve.log" || true)
@@ -129,6 +141,27 @@ echo "fcm served $served requests for the tools, $failed_over after an error str
 if [ "$failed_over" -lt 3 ] || [ "$broken_calls" -lt 3 ]; then
   echo "FAIL failover: expected each tool's first request of both sets to fail over (serve log below)"
   grep -F -e 'fcm:failover' -e 'fcm:broken-call' "$work/serve.log" | tail -n 12 | sed 's/^/    /'
+  failed=$((failed + 1))
+fi
+
+# With an access token: the tools send the one `fcm install` wrote; nothing else gets in.
+kill "$serve_pid"
+wait "$serve_pid" 2>/dev/null || true
+export FCM_TOKEN=e2e-access-token-0123456789
+"$fcm" serve --port "$port" 2>> "$work/serve.log" &
+serve_pid=$!
+for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.05; done
+configure fake/ok
+check "claude-code with an access token" "Hello from ok." "$bin/claude" -p "say hi"
+check "codex with an access token" "Hello from ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
+check "cline with an access token" "Hello from ok." "$bin/cline" "say hi"
+refused=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v1/chat/completions" \
+  -H 'content-type: application/json' -d '{"model":"fcm","messages":[{"role":"user","content":"hi"}]}')
+if [ "$refused" = 401 ]; then
+  echo "PASS a request without the token is refused"
+  passed=$((passed + 1))
+else
+  echo "FAIL a request without the token got $refused, not 401"
   failed=$((failed + 1))
 fi
 echo "e2e: $passed passed, $failed failed"
