@@ -188,7 +188,7 @@ pub fn check_payload(
 
 mod stream;
 
-pub use stream::{StreamSignal, StreamTracker};
+pub use stream::{Fed, StreamSignal, StreamTracker};
 
 #[cfg(test)]
 mod tests {
