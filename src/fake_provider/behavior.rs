@@ -93,6 +93,13 @@ pub enum Behavior {
     /// With tools offered, a call of the first one whose arguments are cut off; without,
     /// answers like `ok`.
     BreaksOfferedTool,
+    /// A stream whose first write is only blank lines, then writes cut at awkward points
+    /// (one byte, inside `data:`, between a CR and its LF), with pauses so that each write
+    /// arrives as its own read; the text is `Hello from <model>.`
+    SseBlankLinesThenSplit,
+    /// Some content, then one `data:` event of about this many bytes (written in 64 KiB
+    /// pieces), then the rest of the answer: `Hello ` + the long text + ` and goodbye.`
+    SseHugeEvent(usize),
 }
 
 /// Where a provider puts its model's reasoning.
@@ -184,6 +191,8 @@ impl Behavior {
             "calls_offered_tool" => Behavior::CallsOfferedTool,
             "describes_offered_tool" => Behavior::DescribesOfferedTool,
             "breaks_offered_tool" => Behavior::BreaksOfferedTool,
+            "sse_blank_lines_then_split" => Behavior::SseBlankLinesThenSplit,
+            "sse_huge_event" => Behavior::SseHugeEvent(param.unwrap_or(3 * 1024 * 1024) as usize),
             _ => return None,
         })
     }
@@ -480,7 +489,72 @@ pub(super) fn respond(
         Behavior::CallsOfferedTool => offered_tool_answer(out, &id, &model, stream, usage, &body, ToolMove::Call),
         Behavior::DescribesOfferedTool => offered_tool_answer(out, &id, &model, stream, usage, &body, ToolMove::Describe),
         Behavior::BreaksOfferedTool => offered_tool_answer(out, &id, &model, stream, usage, &body, ToolMove::Break),
+        Behavior::SseBlankLinesThenSplit => blank_lines_then_split(out, &id, &model),
+        Behavior::SseHugeEvent(len) => huge_event(out, &id, &model, len),
     }
+}
+
+/// Between the writes of a stream meant to arrive in separate reads.
+const WRITE_PAUSE: Duration = Duration::from_millis(30);
+
+/// See [`Behavior::SseBlankLinesThenSplit`].
+fn blank_lines_then_split(out: &mut TcpStream, id: &str, model: &str) -> io::Result<bool> {
+    let first = chunk(
+        id,
+        model,
+        json!({"role": "assistant", "content": "Hello "}),
+        None,
+    );
+    let second = chunk(
+        id,
+        model,
+        json!({"content": format!("from {model}.")}),
+        None,
+    );
+    let last = chunk(id, model, json!({}), Some("stop"));
+    let writes = [
+        "\r\n\r\n\n\n".to_string(),
+        "d".to_string(),
+        format!("ata: {first}\n"),
+        "\nda".to_string(),
+        format!("ta: {second}\r\n\r"),
+        format!("\ndata: {last}\n"),
+        "\n".to_string(),
+    ];
+    let mut w = SseWriter::start(out);
+    for piece in &writes {
+        w.raw(piece)?;
+        std::thread::sleep(WRITE_PAUSE);
+    }
+    w.done()
+}
+
+/// See [`Behavior::SseHugeEvent`].
+fn huge_event(out: &mut TcpStream, id: &str, model: &str, len: usize) -> io::Result<bool> {
+    let mut w = SseWriter::start(out);
+    w.data(&chunk(
+        id,
+        model,
+        json!({"role": "assistant", "content": "Hello "}),
+        None,
+    ))?;
+    let event = format!(
+        "data: {}\n\n",
+        chunk(id, model, json!({"content": "x".repeat(len)}), None)
+    );
+    let mut rest = event.as_str();
+    while !rest.is_empty() {
+        let mut n = rest.len().min(64 * 1024);
+        while !rest.is_char_boundary(n) {
+            n -= 1;
+        }
+        let (piece, after) = rest.split_at(n);
+        w.raw(piece)?;
+        rest = after;
+    }
+    w.data(&chunk(id, model, json!({"content": " and goodbye."}), None))?;
+    w.data(&chunk(id, model, json!({}), Some("stop")))?;
+    w.done()
 }
 
 pub(super) fn ok_answer(
@@ -602,6 +676,22 @@ mod tests {
         );
         assert_eq!(Behavior::parse("rate_limit"), Some(Behavior::RateLimit(30)));
         assert_eq!(Behavior::parse("nope"), None);
+    }
+
+    #[test]
+    fn split_and_long_streams_parse() {
+        assert_eq!(
+            Behavior::parse("sse_blank_lines_then_split#off"),
+            Some(Behavior::SseBlankLinesThenSplit)
+        );
+        assert_eq!(
+            Behavior::parse("sse_huge_event"),
+            Some(Behavior::SseHugeEvent(3 * 1024 * 1024))
+        );
+        assert_eq!(
+            Behavior::parse("sse_huge_event:2000000"),
+            Some(Behavior::SseHugeEvent(2_000_000))
+        );
     }
 
     #[test]
