@@ -174,14 +174,6 @@ impl HoldBuffer {
         if self.state == HoldState::Finished {
             return HoldStep::End;
         }
-        let pending = if self.state == HoldState::Holding {
-            &self.held[self.cut..]
-        } else {
-            &self.held[..]
-        };
-        // An event too long to be kept cannot be checked for its end: it is cut short too.
-        let cut_short =
-            self.tracker.has_partial() && (self.tracker.is_oversized() || !complete_event(pending));
         let signal = self.tracker.finish();
         if let StreamSignal::Failed(r) = signal {
             return self.fail(r);
@@ -189,7 +181,7 @@ impl HoldBuffer {
         if !self.tracker.is_useful() {
             return self.fail(self.tracker.empty_reject());
         }
-        if cut_short {
+        if self.tracker.ended_mid_event() {
             let reject = GateReject {
                 kind: FailureKind::NetworkError,
                 detail: "stream ended in the middle of an event".into(),
@@ -228,18 +220,6 @@ impl HoldBuffer {
             tail: Vec::new(),
         }
     }
-}
-
-/// Whether bytes left at the end of a stream form a whole event that only lacks its blank
-/// line (`data: {...}` or `data: [DONE]`), rather than an event cut off mid-way.
-fn complete_event(pending: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(pending);
-    let data: String = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim)
-        .collect();
-    data == "[DONE]" || serde_json::from_str::<serde_json::Value>(&data).is_ok()
 }
 
 #[cfg(test)]
@@ -647,3 +627,6 @@ mod tests {
         assert_eq!(b.on_end(), HoldStep::End);
     }
 }
+
+#[cfg(test)]
+mod properties;

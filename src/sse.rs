@@ -302,3 +302,73 @@ mod tests {
         assert_eq!(parse_in_chunks(b"data: tail", 3)[0].data, "tail");
     }
 }
+
+/// Property tests: the events never depend on how the bytes were split, and every place
+/// the parser says a stream can be cut is one.
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::gate::arbitrary::{provider_stream, reads, split, sse_bytes};
+    use proptest::prelude::*;
+
+    /// The events of `reads` fed in turn, then the end, and whether an event was unfinished.
+    fn parse(reads: &[&[u8]]) -> (Vec<SseEvent>, bool) {
+        let mut p = SseParser::new();
+        let mut out = Vec::new();
+        for read in reads {
+            p.feed(read, &mut out);
+            assert!(p.buffered() <= MAX_EVENT);
+        }
+        let partial = p.has_partial();
+        p.finish(&mut out);
+        (out, partial)
+    }
+
+    /// The events of `bytes` alone, if it ends where a stream can be cut (nothing partial).
+    fn clean_prefix(bytes: &[u8]) -> Option<Vec<SseEvent>> {
+        let mut p = SseParser::new();
+        let mut out = Vec::new();
+        p.feed(bytes, &mut out);
+        (!p.has_partial()).then_some(out)
+    }
+
+    fn input() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            sse_bytes(),
+            provider_stream().prop_map(|s| s.bytes()),
+            prop::collection::vec(any::<u8>(), 0..256),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn any_split_gives_the_events_of_the_whole(input in input(), cuts in reads()) {
+            prop_assert_eq!(parse(&split(&input, &cuts)), parse(&[&input]));
+        }
+
+        #[test]
+        fn cut_points_and_event_starts_are_places_to_cut(input in input(), cuts in reads()) {
+            let mut p = SseParser::new();
+            let mut events = Vec::new();
+            let mut offset = 0;
+            for read in split(&input, &cuts) {
+                let before = events.len();
+                let mut starts = Vec::new();
+                let cut = p.feed_with_starts(read, &mut events, &mut starts);
+                prop_assert_eq!(starts.len(), events.len() - before);
+                for (n, &start) in starts.iter().enumerate() {
+                    if start > 0 || offset == 0 {
+                        // Just before this event: the events before it, and nothing partial.
+                        let at = offset + start;
+                        prop_assert_eq!(clean_prefix(&input[..at]), Some(events[..before + n].to_vec()));
+                    }
+                }
+                if let Some(cut) = cut {
+                    prop_assert!(cut <= read.len());
+                    prop_assert_eq!(clean_prefix(&input[..offset + cut]), Some(events.clone()));
+                }
+                offset += read.len();
+            }
+        }
+    }
+}

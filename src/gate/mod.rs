@@ -191,6 +191,9 @@ mod stream;
 pub use stream::{Fed, StreamSignal, StreamTracker};
 
 #[cfg(test)]
+pub(crate) mod arbitrary;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use ContentValidation::*;
@@ -287,5 +290,72 @@ mod tests {
         .unwrap()
         .0;
         assert_eq!((est.completion_tokens, est.output_tokens()), (None, 2));
+    }
+}
+
+/// Property tests of the payload check: it never panics, whatever it is given, and judges
+/// the plain shapes (text in the first choice, no choices) the same way whatever else the
+/// body holds.
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::gate::arbitrary::{json_value, text};
+    use proptest::prelude::*;
+    use serde_json::json;
+    use ContentValidation::*;
+
+    fn tools() -> Offered {
+        Offered::of(
+            &json!({"tools": [{"type": "function", "function": {"name": "Bash",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
+            "required": ["command"]}}}]}),
+        )
+        .unwrap()
+    }
+
+    /// Every mode, with and without offered tools.
+    fn judge(body: &[u8]) -> Vec<Result<(AnswerStats, Option<Value>), GateReject>> {
+        let tools = tools();
+        [Strict, Basic, Off]
+            .into_iter()
+            .flat_map(|mode| [None, Some(&tools)].map(|offered| check_payload(body, mode, offered)))
+            .collect()
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_and_json_never_panic(
+            bytes in prop::collection::vec(any::<u8>(), 0..256),
+            value in json_value(),
+        ) {
+            for body in [bytes, value.to_string().into_bytes()] {
+                let verdicts = judge(&body);
+                // Off reads nothing and passes everything.
+                prop_assert!(verdicts[4..].iter().all(|v| matches!(v, Ok((_, None)))));
+            }
+        }
+
+        #[test]
+        fn text_in_the_first_choice_passes(
+            (before, visible, after) in (text(), prop::char::range('!', '~'), text()),
+            extra in json_value(),
+            more in prop::collection::vec(json_value(), 0..3),
+        ) {
+            let content = format!("{before}{visible}{after}");
+            let mut choices = vec![json!({"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"})];
+            choices.extend(more);
+            let body = json!({"id": "x", "choices": choices, "extra": extra}).to_string();
+            for verdict in judge(body.as_bytes()) {
+                prop_assert!(verdict.is_ok(), "{:?}", verdict);
+            }
+        }
+
+        #[test]
+        fn no_choices_fails(extra in json_value(), usage in json_value()) {
+            let body = json!({"id": "x", "choices": [], "extra": extra, "usage": usage}).to_string();
+            for verdict in &judge(body.as_bytes())[..4] {
+                prop_assert_eq!(verdict.as_ref().map_err(|r| r.kind), Err(FailureKind::EmptyChoices));
+            }
+        }
     }
 }

@@ -21,6 +21,13 @@ pub enum StreamSignal {
     Failed(GateReject),
 }
 
+/// An event that ended the stream without its blank line is still whole: `[DONE]`, or a
+/// JSON frame.
+fn is_whole(ev: &SseEvent) -> bool {
+    let data = ev.data.trim();
+    data == "[DONE]" || serde_json::from_str::<serde::de::IgnoredAny>(data).is_ok()
+}
+
 /// What one [`StreamTracker::feed`] learnt of the chunk it was given. Offsets are into that
 /// chunk, so a caller never cuts by a position from an earlier one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +79,8 @@ pub struct StreamTracker {
     /// A call failed the check after other content had committed the stream: the turn ends
     /// without it, and the attempt still counts as failed.
     tool_failure: Option<GateReject>,
+    /// See [`ended_mid_event`](Self::ended_mid_event).
+    cut_short: bool,
 }
 
 impl StreamTracker {
@@ -82,6 +91,7 @@ impl StreamTracker {
             calls: ToolCalls::default(),
             judged: false,
             tool_failure: None,
+            cut_short: false,
             mode,
             parser: SseParser::new(),
             events: Vec::new(),
@@ -128,11 +138,6 @@ impl StreamTracker {
                 "stream ended without any choices",
             )
         }
-    }
-
-    /// Bytes of an unfinished event or line are pending (the stream could not end here).
-    pub fn has_partial(&self) -> bool {
-        self.parser.has_partial()
     }
 
     /// The event now arriving is longer than [`MAX_EVENT`](crate::sse::MAX_EVENT): it is
@@ -230,8 +235,12 @@ impl StreamTracker {
 
     /// The stream ended: flushes a last unterminated event and reports the outcome.
     pub fn finish(&mut self) -> StreamSignal {
+        let partial = self.parser.has_partial();
         let mut events = Vec::new();
         self.parser.finish(&mut events);
+        // Bytes were pending and they did not make a whole event (one too long to be kept
+        // makes none): the stream was cut off.
+        self.cut_short = partial && !events.iter().any(is_whole);
         let mut signal = StreamSignal::Pending;
         for ev in &events {
             if let s @ (StreamSignal::FirstUseful | StreamSignal::Failed(_)) = self.on_event(ev) {
@@ -242,6 +251,12 @@ impl StreamTracker {
             signal = self.judge_calls();
         }
         signal
+    }
+
+    /// After [`finish`](Self::finish): the stream ended inside an event (a line or an event
+    /// without its end that is not a whole `[DONE]` or JSON frame).
+    pub fn ended_mid_event(&self) -> bool {
+        self.cut_short
     }
 
     fn fail(&mut self, reject: GateReject) -> StreamSignal {
@@ -312,21 +327,24 @@ impl StreamTracker {
             ContentValidation::Basic => any_choice,
             ContentValidation::Off => true,
         };
-        if let Some(kept) = &mut self.chunks {
-            kept.push(v);
-        }
-        if now_useful && !self.useful {
+        let signal = if now_useful && !self.useful {
             self.useful = true;
             if finished {
                 // Text and calls in one chunk: the calls are judged now, the text commits.
                 let _ = self.judge_calls();
             }
-            return StreamSignal::FirstUseful;
+            StreamSignal::FirstUseful
+        } else if finished {
+            self.judge_calls()
+        } else {
+            StreamSignal::Pending
+        };
+        // A finish whose calls fail the check fails the stream: like its bytes, its chunk
+        // is not handed on.
+        if let (Some(kept), false) = (&mut self.chunks, matches!(signal, StreamSignal::Failed(_))) {
+            kept.push(v);
         }
-        if finished {
-            return self.judge_calls();
-        }
-        StreamSignal::Pending
+        signal
     }
 
     /// The turn's tool calls are whole: each must name an offered tool with arguments it
@@ -513,6 +531,25 @@ mod tests {
             assert!(t.is_useful(), "{input}");
             assert_eq!(t.stats().tool_calls, want, "{input}");
         }
+    }
+
+    #[test]
+    fn the_chunk_of_a_finish_whose_calls_fail_is_not_kept() {
+        // Its bytes are not forwarded, so a translator must not see it either.
+        let offered = Offered::of(
+            &serde_json::json!({"tools": [{"type": "function", "function": {
+            "name": "Bash", "parameters": {"type": "object", "required": ["command"]}}}]}),
+        )
+        .unwrap();
+        let call = "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"Bash\",\"arguments\":\"\"}}]}}]}\n\n";
+        let finish = "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n";
+        let mut t = StreamTracker::new(Strict);
+        t.check_tools(std::sync::Arc::new(offered));
+        t.keep_chunks();
+        let fed = t.feed(format!("{ROLE}{call}{finish}").as_bytes());
+        assert!(matches!(&fed.signal, StreamSignal::Failed(r) if r.kind == InvalidToolCall));
+        assert_eq!(fed.good_prefix, ROLE.len() + call.len());
+        assert_eq!(t.take_chunks().len(), 2, "the role and call chunks only");
     }
 
     #[test]
