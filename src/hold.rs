@@ -5,15 +5,13 @@
 //! content commits the stream: the held bytes go out at once and later chunks pass straight
 //! through as whole events. Past [`HOLD_LIMIT`] bytes with nothing useful it commits anyway
 //! (an odd provider must not be buffered forever), and after commit an event longer than
-//! [`MAX_EVENT`] is passed on as it comes rather than held whole, so a stream never makes
-//! the proxy hold more than about that much. Every cut is taken from what the parser said
-//! of the chunk just fed, in every validation mode. Pure: timeouts and sockets belong to the
-//! caller.
+//! [`MAX_EVENT`](crate::sse::MAX_EVENT) goes on as it comes rather than held whole, so a
+//! stream never makes the proxy hold much more than that. Every cut is taken from what the
+//! parser said of the chunk just fed, in every validation mode. Pure: timeouts and sockets
+//! belong to the caller.
 
 use crate::classify::FailureKind;
 use crate::gate::{ContentValidation, Fed, GateReject, StreamSignal, StreamTracker};
-#[cfg(doc)]
-use crate::sse::MAX_EVENT;
 
 /// Held bytes beyond which the stream is passed on without proof of content.
 pub const HOLD_LIMIT: usize = 256 * 1024;
@@ -47,7 +45,7 @@ pub struct HoldBuffer {
     tracker: StreamTracker,
     /// While holding: everything received. After commit: the start of an event whose end
     /// has not arrived yet (only whole events are passed on), unless that event is longer
-    /// than [`MAX_EVENT`]: its bytes then go on as they come.
+    /// than [`MAX_EVENT`](crate::sse::MAX_EVENT): its bytes then go on as they come.
     held: Vec<u8>,
     /// While holding: how much of `held` ends on an event boundary.
     cut: usize,
@@ -156,7 +154,8 @@ impl HoldBuffer {
         HoldStep::Fail { reject, tail }
     }
 
-    /// An event longer than [`MAX_EVENT`] is not held whole: what arrived of it goes out now.
+    /// An event longer than [`MAX_EVENT`](crate::sse::MAX_EVENT) is not held whole: what
+    /// arrived of it goes out now.
     fn spill_oversized(&mut self, out: &mut Vec<u8>) {
         if self.tracker.is_oversized() {
             out.append(&mut self.held);

@@ -360,7 +360,8 @@ mod properties {
                     if start > 0 || offset == 0 {
                         // Just before this event: the events before it, and nothing partial.
                         let at = offset + start;
-                        prop_assert_eq!(clean_prefix(&input[..at]), Some(events[..before + n].to_vec()));
+                        let so_far = events[..before + n].to_vec();
+                        prop_assert_eq!(clean_prefix(&input[..at]), Some(so_far));
                     }
                 }
                 if let Some(cut) = cut {

@@ -53,8 +53,8 @@ impl Part {
             Part::Content(s) => delta(json!({"content": s}), None),
             Part::Reasoning(s) => delta(json!({"reasoning_content": s}), None),
             Part::CallStart { index, name, args } => delta(
-                json!({"tool_calls": [{"index": index, "id": format!("call_{index}"), "type": "function",
-                                       "function": {"name": name, "arguments": args}}]}),
+                json!({"tool_calls": [{"index": index, "id": format!("call_{index}"),
+                    "type": "function", "function": {"name": name, "arguments": args}}]}),
                 None,
             ),
             Part::CallArgs { index, args } => delta(
@@ -170,7 +170,9 @@ impl ChatStream {
 pub(crate) fn text() -> impl Strategy<Value = String> {
     let ch = prop_oneof![
         4 => prop::char::range('a', 'z'),
-        1 => prop::sample::select(vec![' ', '\n', '\t', '"', '\\', '<', '/', 'é', '€', '😀', '\r', ':']),
+        1 => prop::sample::select(vec![
+            ' ', '\n', '\t', '"', '\\', '<', '/', 'é', '€', '😀', '\r', ':'
+        ]),
     ];
     prop::collection::vec(ch, 0..12).prop_map(|cs| cs.into_iter().collect())
 }
@@ -323,8 +325,9 @@ pub(crate) fn any_chunks() -> impl Strategy<Value = Vec<Value>> {
     let chunk = prop_oneof![
         json_value(),
         (markup_text(), markup_text(), any::<bool>()).prop_map(|(content, reasoning, finish)| {
-            json!({"choices": [{"index": 0, "delta": {"content": content, "reasoning_content": reasoning},
-                                "finish_reason": if finish { json!("stop") } else { Value::Null }}]})
+            let finish = if finish { json!("stop") } else { Value::Null };
+            json!({"choices": [{"index": 0, "finish_reason": finish,
+                "delta": {"content": content, "reasoning_content": reasoning}}]})
         }),
     ];
     prop::collection::vec(chunk, 0..10)

@@ -342,7 +342,9 @@ mod properties {
             more in prop::collection::vec(json_value(), 0..3),
         ) {
             let content = format!("{before}{visible}{after}");
-            let mut choices = vec![json!({"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"})];
+            let message = json!({"role": "assistant", "content": content});
+            let first = json!({"index": 0, "message": message, "finish_reason": "stop"});
+            let mut choices = vec![first];
             choices.extend(more);
             let body = json!({"id": "x", "choices": choices, "extra": extra}).to_string();
             for verdict in judge(body.as_bytes()) {
@@ -352,9 +354,10 @@ mod properties {
 
         #[test]
         fn no_choices_fails(extra in json_value(), usage in json_value()) {
-            let body = json!({"id": "x", "choices": [], "extra": extra, "usage": usage}).to_string();
-            for verdict in &judge(body.as_bytes())[..4] {
-                prop_assert_eq!(verdict.as_ref().map_err(|r| r.kind), Err(FailureKind::EmptyChoices));
+            let body = json!({"id": "x", "choices": [], "extra": extra, "usage": usage});
+            for verdict in &judge(body.to_string().as_bytes())[..4] {
+                let kind = verdict.as_ref().map_err(|r| r.kind);
+                prop_assert_eq!(kind, Err(FailureKind::EmptyChoices));
             }
         }
     }

@@ -541,7 +541,10 @@ mod tests {
             "name": "Bash", "parameters": {"type": "object", "required": ["command"]}}}]}),
         )
         .unwrap();
-        let call = "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"Bash\",\"arguments\":\"\"}}]}}]}\n\n";
+        let call = concat!(
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,",
+            "\"function\":{\"name\":\"Bash\",\"arguments\":\"\"}}]}}]}\n\n"
+        );
         let finish = "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n";
         let mut t = StreamTracker::new(Strict);
         t.check_tools(std::sync::Arc::new(offered));

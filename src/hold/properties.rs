@@ -137,7 +137,8 @@ proptest! {
                 Some(_) => {
                     for sent in [&whole.sent, &pieces.sent] {
                         prop_assert!(input.starts_with(sent), "{:?}", mode);
-                        prop_assert!(whole_events(sent), "{:?}: {:?}", mode, String::from_utf8_lossy(sent));
+                        let text = String::from_utf8_lossy(sent);
+                        prop_assert!(whole_events(sent), "{:?}: {:?}", mode, text);
                     }
                 }
             }

@@ -461,7 +461,10 @@ mod properties {
         }
 
         #[test]
-        fn a_broken_stream_ends_with_an_error_and_no_calls(stream in answer_stream(), cuts in reads()) {
+        fn a_broken_stream_ends_with_an_error_and_no_calls(
+            stream in answer_stream(),
+            cuts in reads(),
+        ) {
             let events = translate(&stream.chunks(), &cuts, Some("stream_stall"), None)?;
             let blocks = blocks(&events)?;
             prop_assert_eq!(events.last().map(|e| e.0.as_str()), Some("error"));
@@ -470,7 +473,12 @@ mod properties {
         }
 
         #[test]
-        fn any_chunks_never_panic(chunks in any_chunks(), cuts in reads(), tools in offered(), broken in any::<bool>()) {
+        fn any_chunks_never_panic(
+            chunks in any_chunks(),
+            cuts in reads(),
+            tools in offered(),
+            broken in any::<bool>(),
+        ) {
             let events = translate(&chunks, &cuts, broken.then_some("cut"), tools)?;
             blocks(&events)?;
             let last = if broken { "error" } else { "message_stop" };

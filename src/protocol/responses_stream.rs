@@ -477,7 +477,8 @@ mod properties {
                 .collect();
             prop_assert_eq!(&deltas, &stream.content());
             prop_assert_eq!(output_text(&response, "message", "/content/0/text"), stream.content());
-            prop_assert_eq!(output_text(&response, "reasoning", "/summary/0/text"), stream.reasoning());
+            let reasoning = output_text(&response, "reasoning", "/summary/0/text");
+            prop_assert_eq!(reasoning, stream.reasoning());
             let calls: Vec<(String, String)> = response["output"]
                 .as_array()
                 .into_iter()
@@ -501,7 +502,12 @@ mod properties {
         }
 
         #[test]
-        fn any_chunks_never_panic(chunks in any_chunks(), cuts in reads(), tools in offered(), broken in any::<bool>()) {
+        fn any_chunks_never_panic(
+            chunks in any_chunks(),
+            cuts in reads(),
+            tools in offered(),
+            broken in any::<bool>(),
+        ) {
             let events = translate(&chunks, &cuts, broken.then_some("cut"), tools)?;
             well_formed(&events)?;
             let last = events.last().map(|e| e.0.as_str());
