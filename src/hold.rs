@@ -3,11 +3,15 @@
 //! A state machine fed chunks as they arrive. While holding, nothing reaches the client, so
 //! an error frame, an HTML page or an empty stream fails over invisibly. The first useful
 //! content commits the stream: the held bytes go out at once and later chunks pass straight
-//! through. Past [`HOLD_LIMIT`] bytes with nothing useful it commits anyway (an odd provider
-//! must not be buffered forever). Pure: timeouts and sockets belong to the caller.
+//! through as whole events. Past [`HOLD_LIMIT`] bytes with nothing useful it commits anyway
+//! (an odd provider must not be buffered forever), and after commit an event longer than
+//! [`MAX_EVENT`](crate::sse::MAX_EVENT) goes on as it comes rather than held whole, so a
+//! stream never makes the proxy hold much more than that. Every cut is taken from what the
+//! parser said of the chunk just fed, in every validation mode. Pure: timeouts and sockets
+//! belong to the caller.
 
 use crate::classify::FailureKind;
-use crate::gate::{ContentValidation, GateReject, StreamSignal, StreamTracker};
+use crate::gate::{ContentValidation, Fed, GateReject, StreamSignal, StreamTracker};
 
 /// Held bytes beyond which the stream is passed on without proof of content.
 pub const HOLD_LIMIT: usize = 256 * 1024;
@@ -40,7 +44,8 @@ pub enum HoldState {
 pub struct HoldBuffer {
     tracker: StreamTracker,
     /// While holding: everything received. After commit: the start of an event whose end
-    /// has not arrived yet (only whole events are passed on).
+    /// has not arrived yet (only whole events are passed on), unless that event is longer
+    /// than [`MAX_EVENT`](crate::sse::MAX_EVENT): its bytes then go on as they come.
     held: Vec<u8>,
     /// While holding: how much of `held` ends on an event boundary.
     cut: usize,
@@ -97,39 +102,31 @@ impl HoldBuffer {
     pub fn on_bytes(&mut self, chunk: &[u8]) -> HoldStep {
         match self.state {
             HoldState::Finished => HoldStep::Hold,
-            HoldState::Committed => match self.tracker.feed(chunk) {
-                StreamSignal::Failed(r) => {
-                    // Whole events before the failing one still go out; a partial one
-                    // held from earlier belongs to the failure when nothing completed.
-                    let good = self.tracker.good_prefix();
-                    let mut tail = std::mem::take(&mut self.held);
-                    if good == 0 {
-                        tail.clear();
-                        self.tracker.take_chunks();
-                    } else {
-                        tail.extend_from_slice(&chunk[..good]);
-                    }
-                    self.state = HoldState::Finished;
-                    HoldStep::Fail { reject: r, tail }
+            HoldState::Committed => {
+                let fed = self.tracker.feed(chunk);
+                if let StreamSignal::Failed(r) = fed.signal {
+                    return self.fail_after_commit(r, &chunk[..fed.good_prefix]);
                 }
-                _ => match self.tracker.last_boundary() {
+                let mut out = std::mem::take(&mut self.held);
+                match fed.cut {
                     Some(end) => {
-                        let mut out = std::mem::take(&mut self.held);
                         out.extend_from_slice(&chunk[..end]);
                         self.held.extend_from_slice(&chunk[end..]);
-                        HoldStep::Forward(out)
                     }
                     None => {
+                        self.held = out;
                         self.held.extend_from_slice(chunk);
-                        HoldStep::Forward(Vec::new())
+                        out = Vec::new();
                     }
-                },
-            },
+                }
+                self.spill_oversized(&mut out);
+                HoldStep::Forward(out)
+            }
             HoldState::Holding => {
-                let signal = self.tracker.feed(chunk);
                 let base = self.held.len();
+                let Fed { signal, cut, .. } = self.tracker.feed(chunk);
                 self.held.extend_from_slice(chunk);
-                if let Some(end) = self.tracker.last_boundary() {
+                if let Some(end) = cut {
                     self.cut = base + end;
                 }
                 match signal {
@@ -142,17 +139,40 @@ impl HoldBuffer {
         }
     }
 
+    /// After commit, a failing event ends the stream: whole events before it (`good`, the
+    /// bytes of this chunk before its block, after any held from earlier) still go out.
+    fn fail_after_commit(&mut self, reject: GateReject, good: &[u8]) -> HoldStep {
+        let mut tail = std::mem::take(&mut self.held);
+        if good.is_empty() {
+            // The failing event began in what was held: none of it is sent.
+            tail.clear();
+            self.tracker.take_chunks();
+        } else {
+            tail.extend_from_slice(good);
+        }
+        self.state = HoldState::Finished;
+        HoldStep::Fail { reject, tail }
+    }
+
+    /// An event longer than [`MAX_EVENT`](crate::sse::MAX_EVENT) is not held whole: what
+    /// arrived of it goes out now.
+    fn spill_oversized(&mut self, out: &mut Vec<u8>) {
+        if self.tracker.is_oversized() {
+            out.append(&mut self.held);
+        }
+    }
+
+    /// Bytes held and not yet sent (while holding, everything received).
+    #[cfg(test)]
+    pub fn held_len(&self) -> usize {
+        self.held.len()
+    }
+
     /// The upstream body ended.
     pub fn on_end(&mut self) -> HoldStep {
         if self.state == HoldState::Finished {
             return HoldStep::End;
         }
-        let pending = if self.state == HoldState::Holding {
-            &self.held[self.cut..]
-        } else {
-            &self.held[..]
-        };
-        let cut_short = self.tracker.has_partial() && !complete_event(pending);
         let signal = self.tracker.finish();
         if let StreamSignal::Failed(r) = signal {
             return self.fail(r);
@@ -160,7 +180,7 @@ impl HoldBuffer {
         if !self.tracker.is_useful() {
             return self.fail(self.tracker.empty_reject());
         }
-        if cut_short {
+        if self.tracker.ended_mid_event() {
             let reject = GateReject {
                 kind: FailureKind::NetworkError,
                 detail: "stream ended in the middle of an event".into(),
@@ -185,7 +205,8 @@ impl HoldBuffer {
         self.state = HoldState::Committed;
         self.passthrough = passthrough;
         let rest = self.held.split_off(self.cut);
-        let bytes = std::mem::replace(&mut self.held, rest);
+        let mut bytes = std::mem::replace(&mut self.held, rest);
+        self.spill_oversized(&mut bytes);
         HoldStep::Commit { bytes, passthrough }
     }
 
@@ -200,22 +221,11 @@ impl HoldBuffer {
     }
 }
 
-/// Whether bytes left at the end of a stream form a whole event that only lacks its blank
-/// line (`data: {...}` or `data: [DONE]`), rather than an event cut off mid-way.
-fn complete_event(pending: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(pending);
-    let data: String = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim)
-        .collect();
-    data == "[DONE]" || serde_json::from_str::<serde_json::Value>(&data).is_ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::classify::FailureKind;
+    use crate::sse::MAX_EVENT;
     use ContentValidation::Strict;
 
     const ROLE: &str = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n";
@@ -233,6 +243,14 @@ mod tests {
             .collect();
         out.push(buf.on_end());
         out
+    }
+
+    /// The kind of the first failure among the steps.
+    fn failure(steps: &[HoldStep]) -> Option<FailureKind> {
+        steps.iter().find_map(|s| match s {
+            HoldStep::Fail { reject, .. } => Some(reject.kind),
+            _ => None,
+        })
     }
 
     /// What a client would receive: the bytes of Commit and Forward steps.
@@ -259,6 +277,121 @@ mod tests {
         out.push(b.on_bytes(rest.as_bytes()));
         out.push(b.on_end());
         assert_eq!(sent(&out), format!("\n\n\nd{rest}"));
+    }
+
+    #[test]
+    fn blank_lines_then_one_byte_commit_from_the_bytes_held_in_every_mode() {
+        let rest = format!(
+            "ata: {{\"choices\":[{{\"delta\":{{\"content\":\"hi\"}}}}]}}\r\n\r\nda{}{DONE}",
+            &TEXT[2..]
+        );
+        for mode in [Strict, ContentValidation::Basic, ContentValidation::Off] {
+            for blank in ["\n\n\n\n", "\r\n\r\n", "\r", "\n"] {
+                for split in 0..rest.len() {
+                    let mut b = HoldBuffer::new(mode);
+                    let mut out = vec![b.on_bytes(blank.as_bytes()), b.on_bytes(b"d")];
+                    out.push(b.on_bytes(&rest.as_bytes()[..split]));
+                    out.push(b.on_bytes(&rest.as_bytes()[split..]));
+                    out.push(b.on_end());
+                    assert_eq!(
+                        sent(&out),
+                        format!("{blank}d{rest}"),
+                        "{mode:?} {blank:?} {split}"
+                    );
+                    assert!(
+                        !out.iter().any(|s| matches!(s, HoldStep::Fail { .. })),
+                        "{out:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A chat chunk whose content is `len` bytes of `x`.
+    fn huge_event(len: usize) -> String {
+        format!(
+            "data: {{\"choices\":[{{\"delta\":{{\"content\":\"{}\"}}}}]}}\n\n",
+            "x".repeat(len)
+        )
+    }
+
+    /// Feeds `input` in `piece`-byte reads, checking after each that neither the hold
+    /// buffer nor its parser keeps more than the cap allows; returns the steps.
+    fn feed_bounded(b: &mut HoldBuffer, input: &[u8], piece: usize) -> Vec<HoldStep> {
+        let mut out = Vec::new();
+        for c in input.chunks(piece) {
+            out.push(b.on_bytes(c));
+            assert!(
+                b.held_len() <= MAX_EVENT.max(b.limit) + piece,
+                "{} held",
+                b.held_len()
+            );
+            assert!(
+                b.tracker().buffered() <= MAX_EVENT,
+                "{} parsed",
+                b.tracker().buffered()
+            );
+        }
+        out.push(b.on_end());
+        out
+    }
+
+    #[test]
+    fn an_event_over_the_cap_is_passed_on_as_it_comes() {
+        let huge = huge_event(3 * MAX_EVENT);
+        let input = format!("{ROLE}{TEXT}{huge}{TEXT}{DONE}");
+        let mut b = HoldBuffer::new(Strict);
+        b.keep_chunks();
+        let piece = 64 * 1024;
+        let mut out = Vec::new();
+        let mut chunks = Vec::new();
+        for c in input.as_bytes().chunks(piece) {
+            let step = b.on_bytes(c);
+            assert!(b.held_len() <= MAX_EVENT + piece, "{} held", b.held_len());
+            assert!(b.tracker().buffered() <= MAX_EVENT);
+            chunks.extend(b.take_chunks());
+            out.push(step);
+        }
+        out.push(b.on_end());
+        assert_eq!(out.last(), Some(&HoldStep::End));
+        assert!(sent(&out) == input, "every byte of the long event went out");
+        // Its bytes went out while it arrived, not all at its end.
+        let largest = out.iter().map(|s| match s {
+            HoldStep::Commit { bytes, .. } | HoldStep::Forward(bytes) => bytes.len(),
+            _ => 0,
+        });
+        assert!(largest.max() <= Some(MAX_EVENT + piece));
+        assert_eq!(
+            chunks.len(),
+            3,
+            "role, text and text: the long event is not judged"
+        );
+    }
+
+    #[test]
+    fn a_long_event_while_holding_is_bounded_and_the_stream_still_judged() {
+        // Nothing useful first: the hold limit commits it, then it streams past the cap.
+        let input = format!("{}{TEXT}{DONE}", huge_event(2 * MAX_EVENT));
+        let mut b = HoldBuffer::new(Strict);
+        let st = feed_bounded(&mut b, input.as_bytes(), 32 * 1024);
+        assert!(b.is_passthrough());
+        assert_eq!(sent(&st), input);
+        assert_eq!(
+            st.last(),
+            Some(&HoldStep::End),
+            "the text after it is content"
+        );
+        // An error after a long event still fails the stream: the parser found its end.
+        let input = format!("{TEXT}{}{ERR}", huge_event(2 * MAX_EVENT));
+        let mut b = HoldBuffer::new(Strict);
+        let st = feed_bounded(&mut b, input.as_bytes(), 16 * 1024);
+        assert_eq!(failure(&st), Some(FailureKind::ErrorPayload));
+        assert_eq!(sent(&st).len(), input.len() - ERR.len());
+        // A long last event the stream ends inside is a stream cut short.
+        let cut = &input[..TEXT.len() + 2 * MAX_EVENT];
+        let mut b = HoldBuffer::new(Strict);
+        let st = feed_bounded(&mut b, cut.as_bytes(), 16 * 1024);
+        assert_eq!(failure(&st), Some(FailureKind::NetworkError));
     }
 
     #[test]
@@ -493,3 +626,6 @@ mod tests {
         assert_eq!(b.on_end(), HoldStep::End);
     }
 }
+
+#[cfg(test)]
+mod properties;

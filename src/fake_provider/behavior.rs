@@ -14,6 +14,8 @@ use super::tools::{
 };
 use super::{send_fixed, RecordedRequest, Shared, SseWriter, HANG_LIMIT};
 
+mod awkward_streams;
+
 /// What the fake provider does with a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Behavior {
@@ -102,6 +104,13 @@ pub enum Behavior {
     EchoMaskedKey {
         status: u16,
     },
+    /// A stream whose first write is only blank lines, then writes cut at awkward points
+    /// (one byte, inside `data:`, between a CR and its LF), with pauses so that each write
+    /// arrives as its own read; the text is `Hello from <model>.`
+    SseBlankLinesThenSplit,
+    /// Some content, then one `data:` event of about this many bytes (written in 64 KiB
+    /// pieces), then the rest of the answer: `Hello ` + the long text + ` and goodbye.`
+    SseHugeEvent(usize),
 }
 
 /// Where a provider puts its model's reasoning.
@@ -197,6 +206,8 @@ impl Behavior {
             "echo_masked_key" => Behavior::EchoMaskedKey {
                 status: param.and_then(|p| u16::try_from(p).ok()).unwrap_or(200),
             },
+            "sse_blank_lines_then_split" => Behavior::SseBlankLinesThenSplit,
+            "sse_huge_event" => Behavior::SseHugeEvent(param.unwrap_or(3 * 1024 * 1024) as usize),
             _ => return None,
         })
     }
@@ -509,6 +520,8 @@ pub(super) fn respond(
                 send_fixed(out, status, json_ct, &[], error(&msg, "invalid_request_error").as_bytes())
             }
         }
+        Behavior::SseBlankLinesThenSplit => awkward_streams::blank_lines_then_split(out, &id, &model),
+        Behavior::SseHugeEvent(len) => awkward_streams::huge_event(out, &id, &model, len),
     }
 }
 
@@ -658,6 +671,22 @@ mod tests {
             "sk-SECRE****7890"
         );
         assert_eq!(masked_key("Bearer short"), "****");
+    }
+
+    #[test]
+    fn split_and_long_streams_parse() {
+        assert_eq!(
+            Behavior::parse("sse_blank_lines_then_split#off"),
+            Some(Behavior::SseBlankLinesThenSplit)
+        );
+        assert_eq!(
+            Behavior::parse("sse_huge_event"),
+            Some(Behavior::SseHugeEvent(3 * 1024 * 1024))
+        );
+        assert_eq!(
+            Behavior::parse("sse_huge_event:2000000"),
+            Some(Behavior::SseHugeEvent(2_000_000))
+        );
     }
 
     #[test]

@@ -188,7 +188,10 @@ pub fn check_payload(
 
 mod stream;
 
-pub use stream::{StreamSignal, StreamTracker};
+pub use stream::{Fed, StreamSignal, StreamTracker};
+
+#[cfg(test)]
+pub(crate) mod arbitrary;
 
 #[cfg(test)]
 mod tests {
@@ -287,5 +290,75 @@ mod tests {
         .unwrap()
         .0;
         assert_eq!((est.completion_tokens, est.output_tokens()), (None, 2));
+    }
+}
+
+/// Property tests of the payload check: it never panics, whatever it is given, and judges
+/// the plain shapes (text in the first choice, no choices) the same way whatever else the
+/// body holds.
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::gate::arbitrary::{json_value, text};
+    use proptest::prelude::*;
+    use serde_json::json;
+    use ContentValidation::*;
+
+    fn tools() -> Offered {
+        Offered::of(
+            &json!({"tools": [{"type": "function", "function": {"name": "Bash",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
+            "required": ["command"]}}}]}),
+        )
+        .unwrap()
+    }
+
+    /// Every mode, with and without offered tools.
+    fn judge(body: &[u8]) -> Vec<Result<(AnswerStats, Option<Value>), GateReject>> {
+        let tools = tools();
+        [Strict, Basic, Off]
+            .into_iter()
+            .flat_map(|mode| [None, Some(&tools)].map(|offered| check_payload(body, mode, offered)))
+            .collect()
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_and_json_never_panic(
+            bytes in prop::collection::vec(any::<u8>(), 0..256),
+            value in json_value(),
+        ) {
+            for body in [bytes, value.to_string().into_bytes()] {
+                let verdicts = judge(&body);
+                // Off reads nothing and passes everything.
+                prop_assert!(verdicts[4..].iter().all(|v| matches!(v, Ok((_, None)))));
+            }
+        }
+
+        #[test]
+        fn text_in_the_first_choice_passes(
+            (before, visible, after) in (text(), prop::char::range('!', '~'), text()),
+            extra in json_value(),
+            more in prop::collection::vec(json_value(), 0..3),
+        ) {
+            let content = format!("{before}{visible}{after}");
+            let message = json!({"role": "assistant", "content": content});
+            let first = json!({"index": 0, "message": message, "finish_reason": "stop"});
+            let mut choices = vec![first];
+            choices.extend(more);
+            let body = json!({"id": "x", "choices": choices, "extra": extra}).to_string();
+            for verdict in judge(body.as_bytes()) {
+                prop_assert!(verdict.is_ok(), "{:?}", verdict);
+            }
+        }
+
+        #[test]
+        fn no_choices_fails(extra in json_value(), usage in json_value()) {
+            let body = json!({"id": "x", "choices": [], "extra": extra, "usage": usage});
+            for verdict in &judge(body.to_string().as_bytes())[..4] {
+                let kind = verdict.as_ref().map_err(|r| r.kind);
+                prop_assert_eq!(kind, Err(FailureKind::EmptyChoices));
+            }
+        }
     }
 }

@@ -21,15 +21,43 @@ pub enum StreamSignal {
     Failed(GateReject),
 }
 
+/// An event that ended the stream without its blank line is still whole: `[DONE]`, or a
+/// JSON frame.
+fn is_whole(ev: &SseEvent) -> bool {
+    let data = ev.data.trim();
+    data == "[DONE]" || serde_json::from_str::<serde::de::IgnoredAny>(data).is_ok()
+}
+
+/// What one [`StreamTracker::feed`] learnt of the chunk it was given. Offsets are into that
+/// chunk, so a caller never cuts by a position from an earlier one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fed {
+    pub signal: StreamSignal,
+    /// Just past the chunk's last complete event or comment block, if it ended one.
+    pub cut: Option<usize>,
+    /// With [`StreamSignal::Failed`]: the bytes before the failing event's block (whole
+    /// events that can still be forwarded); 0 when it began in an earlier chunk.
+    pub good_prefix: usize,
+}
+
+impl Fed {
+    fn signal(signal: StreamSignal) -> Fed {
+        Fed {
+            signal,
+            cut: None,
+            good_prefix: 0,
+        }
+    }
+}
+
 /// Follows an SSE chat stream as bytes arrive and says when it becomes useful or fails.
 #[derive(Debug)]
 pub struct StreamTracker {
     mode: ContentValidation,
     parser: SseParser,
     events: Vec<SseEvent>,
-    ends: Vec<usize>,
-    /// Bytes of the last fed chunk that precede a failing event (safe to forward).
-    good_prefix: usize,
+    /// Where in the chunk being fed each of `events` began.
+    starts: Vec<usize>,
     bytes_seen: usize,
     useful: bool,
     done: bool,
@@ -51,6 +79,8 @@ pub struct StreamTracker {
     /// A call failed the check after other content had committed the stream: the turn ends
     /// without it, and the attempt still counts as failed.
     tool_failure: Option<GateReject>,
+    /// See [`ended_mid_event`](Self::ended_mid_event).
+    cut_short: bool,
 }
 
 impl StreamTracker {
@@ -61,11 +91,11 @@ impl StreamTracker {
             calls: ToolCalls::default(),
             judged: false,
             tool_failure: None,
+            cut_short: false,
             mode,
             parser: SseParser::new(),
             events: Vec::new(),
-            ends: Vec::new(),
-            good_prefix: 0,
+            starts: Vec::new(),
             bytes_seen: 0,
             useful: false,
             done: false,
@@ -91,6 +121,12 @@ impl StreamTracker {
         self.done
     }
 
+    /// Bytes the parser keeps of an unfinished line and event.
+    #[cfg(test)]
+    pub fn buffered(&self) -> usize {
+        self.parser.buffered()
+    }
+
     /// Why a stream that ended without useful content failed: `empty_choices` when no frame
     /// ever carried a choice, `empty_stream` otherwise.
     pub fn empty_reject(&self) -> GateReject {
@@ -104,21 +140,10 @@ impl StreamTracker {
         }
     }
 
-    /// After a [`feed`](Self::feed): the offset in that chunk just past its last complete
-    /// event or comment block, if any.
-    pub fn last_boundary(&self) -> Option<usize> {
-        self.parser.last_boundary()
-    }
-
-    /// Bytes of an unfinished event or line are pending (the stream could not end here).
-    pub fn has_partial(&self) -> bool {
-        self.parser.has_partial()
-    }
-
-    /// After a failing [`feed`](Self::feed): how many bytes of that chunk came before the
-    /// failing event (whole events that can still be forwarded).
-    pub fn good_prefix(&self) -> usize {
-        self.good_prefix
+    /// The event now arriving is longer than [`MAX_EVENT`](crate::sse::MAX_EVENT): it is
+    /// not kept, so it is passed on as it comes and never judged.
+    pub fn is_oversized(&self) -> bool {
+        self.parser.is_oversized()
     }
 
     #[cfg(test)]
@@ -157,55 +182,65 @@ impl StreamTracker {
     }
 
     /// Feeds raw bytes, split anywhere.
-    pub fn feed(&mut self, chunk: &[u8]) -> StreamSignal {
+    pub fn feed(&mut self, chunk: &[u8]) -> Fed {
         self.bytes_seen += chunk.len();
         if !self.checked_start {
             if let Some(&b) = chunk.iter().find(|b| !b.is_ascii_whitespace()) {
                 self.checked_start = true;
                 if b == b'<' {
-                    return self.fail(GateReject::new(
+                    return Fed::signal(self.fail(GateReject::new(
                         FailureKind::HtmlMaintenance,
                         "an HTML page instead of an event stream",
-                    ));
+                    )));
                 }
             }
         }
-        self.ends.clear();
-        self.parser
-            .feed_with_ends(chunk, &mut self.events, &mut self.ends);
+        self.starts.clear();
+        // Every chunk is parsed, in every mode: the cut points come from these bytes.
+        let cut = self
+            .parser
+            .feed_with_starts(chunk, &mut self.events, &mut self.starts);
         let events = std::mem::take(&mut self.events);
-        let mut signal = StreamSignal::Pending;
-        for (i, ev) in events.iter().enumerate() {
+        let mut fed = Fed {
+            signal: StreamSignal::Pending,
+            cut,
+            good_prefix: 0,
+        };
+        let starts = std::mem::take(&mut self.starts);
+        for (ev, &start) in events.iter().zip(&starts) {
             match self.on_event(ev) {
                 StreamSignal::Pending => {}
-                s => {
-                    signal = s;
-                    if matches!(signal, StreamSignal::Failed(_)) {
-                        self.good_prefix = if i == 0 { 0 } else { self.ends[i - 1] };
-                        break;
-                    }
+                s @ StreamSignal::Failed(_) => {
+                    fed.signal = s;
+                    fed.good_prefix = start;
+                    break;
                 }
+                s => fed.signal = s,
             }
         }
         self.events = events;
         self.events.clear();
-        // Off: the first bytes commit, whatever they say (the parser still reads them, so the
-        // commit point and later events stay right).
+        self.starts = starts;
+        // Off: the first bytes commit, whatever they say.
         if self.mode == ContentValidation::Off
             && !self.useful
             && self.checked_start
-            && signal == StreamSignal::Pending
+            && fed.signal == StreamSignal::Pending
         {
             self.useful = true;
-            return StreamSignal::FirstUseful;
+            fed.signal = StreamSignal::FirstUseful;
         }
-        signal
+        fed
     }
 
     /// The stream ended: flushes a last unterminated event and reports the outcome.
     pub fn finish(&mut self) -> StreamSignal {
+        let partial = self.parser.has_partial();
         let mut events = Vec::new();
         self.parser.finish(&mut events);
+        // Bytes were pending and they did not make a whole event (one too long to be kept
+        // makes none): the stream was cut off.
+        self.cut_short = partial && !events.iter().any(is_whole);
         let mut signal = StreamSignal::Pending;
         for ev in &events {
             if let s @ (StreamSignal::FirstUseful | StreamSignal::Failed(_)) = self.on_event(ev) {
@@ -216,6 +251,12 @@ impl StreamTracker {
             signal = self.judge_calls();
         }
         signal
+    }
+
+    /// After [`finish`](Self::finish): the stream ended inside an event (a line or an event
+    /// without its end that is not a whole `[DONE]` or JSON frame).
+    pub fn ended_mid_event(&self) -> bool {
+        self.cut_short
     }
 
     fn fail(&mut self, reject: GateReject) -> StreamSignal {
@@ -286,21 +327,24 @@ impl StreamTracker {
             ContentValidation::Basic => any_choice,
             ContentValidation::Off => true,
         };
-        if let Some(kept) = &mut self.chunks {
-            kept.push(v);
-        }
-        if now_useful && !self.useful {
+        let signal = if now_useful && !self.useful {
             self.useful = true;
             if finished {
                 // Text and calls in one chunk: the calls are judged now, the text commits.
                 let _ = self.judge_calls();
             }
-            return StreamSignal::FirstUseful;
+            StreamSignal::FirstUseful
+        } else if finished {
+            self.judge_calls()
+        } else {
+            StreamSignal::Pending
+        };
+        // A finish whose calls fail the check fails the stream: like its bytes, its chunk
+        // is not handed on.
+        if let (Some(kept), false) = (&mut self.chunks, matches!(signal, StreamSignal::Failed(_))) {
+            kept.push(v);
         }
-        if finished {
-            return self.judge_calls();
-        }
-        StreamSignal::Pending
+        signal
     }
 
     /// The turn's tool calls are whole: each must name an offered tool with arguments it
@@ -354,7 +398,7 @@ mod tests {
         let mut t = StreamTracker::new(mode);
         let mut signals = Vec::new();
         for c in input.as_bytes().chunks(chunk) {
-            match t.feed(c) {
+            match t.feed(c).signal {
                 StreamSignal::Pending => {}
                 s => signals.push(s),
             }
@@ -428,13 +472,11 @@ mod tests {
         assert!(matches!(&signals[1], StreamSignal::Failed(r) if r.kind == ErrorPayload));
         assert_eq!(t.failure().unwrap().detail, "cut off");
         let mut t = StreamTracker::new(Strict);
-        assert!(matches!(
-            t.feed(format!("{TEXT}{TEXT}{err}").as_bytes()),
-            StreamSignal::Failed(_)
-        ));
+        let fed = t.feed(format!("{TEXT}: ping\n\n{TEXT}{err}").as_bytes());
+        assert!(matches!(fed.signal, StreamSignal::Failed(_)));
         assert_eq!(
-            t.good_prefix(),
-            2 * TEXT.len(),
+            fed.good_prefix,
+            2 * TEXT.len() + 8,
             "the content before the error can be forwarded"
         );
     }
@@ -489,6 +531,28 @@ mod tests {
             assert!(t.is_useful(), "{input}");
             assert_eq!(t.stats().tool_calls, want, "{input}");
         }
+    }
+
+    #[test]
+    fn the_chunk_of_a_finish_whose_calls_fail_is_not_kept() {
+        // Its bytes are not forwarded, so a translator must not see it either.
+        let offered = Offered::of(
+            &serde_json::json!({"tools": [{"type": "function", "function": {
+            "name": "Bash", "parameters": {"type": "object", "required": ["command"]}}}]}),
+        )
+        .unwrap();
+        let call = concat!(
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,",
+            "\"function\":{\"name\":\"Bash\",\"arguments\":\"\"}}]}}]}\n\n"
+        );
+        let finish = "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n";
+        let mut t = StreamTracker::new(Strict);
+        t.check_tools(std::sync::Arc::new(offered));
+        t.keep_chunks();
+        let fed = t.feed(format!("{ROLE}{call}{finish}").as_bytes());
+        assert!(matches!(&fed.signal, StreamSignal::Failed(r) if r.kind == InvalidToolCall));
+        assert_eq!(fed.good_prefix, ROLE.len() + call.len());
+        assert_eq!(t.take_chunks().len(), 2, "the role and call chunks only");
     }
 
     #[test]

@@ -343,3 +343,146 @@ mod tests {
         assert!(!text.contains("tool_use"), "{text}");
     }
 }
+
+/// Property tests: for generated chat streams, fed in any groups of chunks, the Messages
+/// events are well formed (`message_start` first; blocks opened one at a time with rising
+/// indexes, each stopped; `message_stop` last, or an `error` event when the stream broke)
+/// and carry the stream's text, reasoning, calls and usage. Any chunks never panic.
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::gate::arbitrary::{
+        answer_stream, any_chunks, client_events, offered, reads, split, ChatStream, Part,
+    };
+    use proptest::prelude::*;
+
+    /// The client's events for `chunks` fed in the groups `cuts` makes, ended with `error`.
+    fn translate(
+        chunks: &[Value],
+        cuts: &[prop::sample::Index],
+        error: Option<&str>,
+        tools: Option<Arc<Offered>>,
+    ) -> Result<Vec<(String, Value)>, TestCaseError> {
+        let mut t = Translator::new("claude-x", tools);
+        let mut bytes = t.start();
+        for group in split(chunks, cuts) {
+            bytes.extend(t.feed(group));
+        }
+        bytes.extend(t.finish(error));
+        prop_assert!(t.finish(None).is_empty(), "a stream ends once");
+        client_events(&bytes)
+    }
+
+    /// Checks the block structure; returns the blocks as (start event, deltas).
+    fn blocks(events: &[(String, Value)]) -> Result<Vec<(Value, Vec<Value>)>, TestCaseError> {
+        prop_assert_eq!(events.first().map(|e| e.0.as_str()), Some("message_start"));
+        let mut blocks: Vec<(Value, Vec<Value>)> = Vec::new();
+        let mut open = None;
+        for (name, data) in &events[1..] {
+            let index = data["index"].as_u64();
+            match name.as_str() {
+                "content_block_start" => {
+                    prop_assert_eq!(open, None, "one block at a time");
+                    prop_assert_eq!(index, Some(blocks.len() as u64));
+                    open = index;
+                    blocks.push((data["content_block"].clone(), Vec::new()));
+                }
+                "content_block_delta" => {
+                    prop_assert!(open.is_some() && index == open);
+                    if let Some(block) = blocks.last_mut() {
+                        block.1.push(data["delta"].clone());
+                    }
+                }
+                "content_block_stop" => {
+                    prop_assert!(open.is_some() && index == open);
+                    open = None;
+                }
+                "message_delta" | "message_stop" | "error" => {
+                    prop_assert_eq!(open, None, "every block is stopped first")
+                }
+                other => prop_assert!(false, "unexpected event {}", other),
+            }
+        }
+        Ok(blocks)
+    }
+
+    /// The concatenated `field` of the deltas of type `kind`.
+    fn joined(blocks: &[(Value, Vec<Value>)], kind: &str, field: &str) -> String {
+        blocks
+            .iter()
+            .flat_map(|(_, deltas)| deltas)
+            .filter(|d| d["type"] == kind)
+            .filter_map(|d| d[field].as_str())
+            .collect()
+    }
+
+    fn last_usage(stream: &ChatStream) -> u64 {
+        stream
+            .parts
+            .iter()
+            .rev()
+            .find_map(|p| match p {
+                Part::Usage(_, c) => Some(*c),
+                _ => None,
+            })
+            .unwrap_or(0)
+    }
+
+    proptest! {
+        #[test]
+        fn events_are_well_formed_and_carry_the_stream(stream in answer_stream(), cuts in reads()) {
+            let events = translate(&stream.chunks(), &cuts, None, None)?;
+            let blocks = blocks(&events)?;
+            let names: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+            prop_assert_eq!(&names[names.len() - 2..], &["message_delta", "message_stop"]);
+            prop_assert_eq!(joined(&blocks, "text_delta", "text"), stream.content());
+            prop_assert_eq!(joined(&blocks, "thinking_delta", "thinking"), stream.reasoning());
+            let calls: Vec<(String, String)> = blocks
+                .iter()
+                .filter(|(start, _)| start["type"] == "tool_use")
+                .map(|(start, deltas)| {
+                    let args = deltas.iter().filter_map(|d| d["partial_json"].as_str()).collect();
+                    (start["name"].as_str().unwrap_or_default().to_string(), args)
+                })
+                .collect();
+            prop_assert_eq!(&calls, &stream.calls());
+            let last_finish = stream.parts.iter().rev().find_map(|p| match p {
+                Part::Finish(f) => Some(*f),
+                _ => None,
+            });
+            let reason = match (calls.is_empty(), last_finish) {
+                (false, _) => "tool_use",
+                (true, Some("length")) => "max_tokens",
+                _ => "end_turn",
+            };
+            let delta = &events[events.len() - 2].1;
+            prop_assert_eq!(delta["delta"]["stop_reason"].as_str(), Some(reason));
+            prop_assert_eq!(delta["usage"]["output_tokens"].as_u64(), Some(last_usage(&stream)));
+        }
+
+        #[test]
+        fn a_broken_stream_ends_with_an_error_and_no_calls(
+            stream in answer_stream(),
+            cuts in reads(),
+        ) {
+            let events = translate(&stream.chunks(), &cuts, Some("stream_stall"), None)?;
+            let blocks = blocks(&events)?;
+            prop_assert_eq!(events.last().map(|e| e.0.as_str()), Some("error"));
+            prop_assert!(blocks.iter().all(|(start, _)| start["type"] != "tool_use"));
+            prop_assert_eq!(joined(&blocks, "text_delta", "text"), stream.content());
+        }
+
+        #[test]
+        fn any_chunks_never_panic(
+            chunks in any_chunks(),
+            cuts in reads(),
+            tools in offered(),
+            broken in any::<bool>(),
+        ) {
+            let events = translate(&chunks, &cuts, broken.then_some("cut"), tools)?;
+            blocks(&events)?;
+            let last = if broken { "error" } else { "message_stop" };
+            prop_assert_eq!(events.last().map(|e| e.0.as_str()), Some(last));
+        }
+    }
+}

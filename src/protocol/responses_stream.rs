@@ -375,3 +375,147 @@ mod tests {
         );
     }
 }
+
+/// Property tests: for generated chat streams, fed in any groups of chunks, the Responses
+/// events are well formed (`response.created` first, numbered in order, output items added
+/// one at a time and each done, `response.completed` last, or `response.incomplete` after a
+/// `length` finish, or `response.failed` when the stream broke) and the output carries the
+/// stream's text, reasoning and calls. Any chunks never panic.
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::gate::arbitrary::{
+        answer_stream, any_chunks, client_events, offered, reads, split, Part,
+    };
+    use proptest::prelude::*;
+
+    /// The client's events for `chunks` fed in the groups `cuts` makes, ended with `error`.
+    fn translate(
+        chunks: &[Value],
+        cuts: &[prop::sample::Index],
+        error: Option<&str>,
+        tools: Option<Arc<Offered>>,
+    ) -> Result<Vec<(String, Value)>, TestCaseError> {
+        let mut t = Translator::new("gpt-x", tools);
+        let mut bytes = t.start();
+        for group in split(chunks, cuts) {
+            bytes.extend(t.feed(group));
+        }
+        bytes.extend(t.finish(error));
+        prop_assert!(t.finish(None).is_empty(), "a stream ends once");
+        client_events(&bytes)
+    }
+
+    /// Checks the event order and numbering and the items' life; returns the final
+    /// response object.
+    fn well_formed(events: &[(String, Value)]) -> Result<Value, TestCaseError> {
+        let names: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+        prop_assert_eq!(&names[..2], &["response.created", "response.in_progress"]);
+        for (n, (_, data)) in events.iter().enumerate() {
+            prop_assert_eq!(data["sequence_number"].as_u64(), Some(n as u64));
+        }
+        let mut open = None;
+        let mut items = 0;
+        for (name, data) in &events[2..events.len() - 1] {
+            let index = data["output_index"].as_u64();
+            match name.as_str() {
+                "response.output_item.added" => {
+                    prop_assert_eq!(open, None, "one item at a time");
+                    prop_assert_eq!(index, Some(items));
+                    open = index;
+                    items += 1;
+                }
+                "response.output_item.done" => {
+                    prop_assert!(open.is_some() && index == open);
+                    open = None;
+                }
+                other => {
+                    prop_assert!(other.starts_with("response."), "{}", other);
+                    prop_assert!(
+                        open.is_some() && index == open,
+                        "{} outside its item",
+                        other
+                    );
+                }
+            }
+        }
+        prop_assert_eq!(open, None, "every item is done before the end");
+        let response = events[events.len() - 1].1["response"].clone();
+        let output = response["output"].as_array().map_or(0, Vec::len);
+        prop_assert_eq!(output as u64, items);
+        Ok(response)
+    }
+
+    /// The texts of the output items of `kind`, joined.
+    fn output_text(response: &Value, kind: &str, pointer: &str) -> String {
+        response["output"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|item| item["type"] == kind)
+            .filter_map(|item| item.pointer(pointer).and_then(Value::as_str))
+            .collect()
+    }
+
+    proptest! {
+        #[test]
+        fn events_are_well_formed_and_carry_the_stream(stream in answer_stream(), cuts in reads()) {
+            let events = translate(&stream.chunks(), &cuts, None, None)?;
+            let response = well_formed(&events)?;
+            let incomplete = stream.parts.iter().any(|p| matches!(p, Part::Finish("length")));
+            let (last, status) = if incomplete {
+                ("response.incomplete", "incomplete")
+            } else {
+                ("response.completed", "completed")
+            };
+            prop_assert_eq!(events.last().map(|e| e.0.as_str()), Some(last));
+            prop_assert_eq!(response["status"].as_str(), Some(status));
+            let deltas: String = events
+                .iter()
+                .filter(|(name, _)| name == "response.output_text.delta")
+                .filter_map(|(_, d)| d["delta"].as_str())
+                .collect();
+            prop_assert_eq!(&deltas, &stream.content());
+            prop_assert_eq!(output_text(&response, "message", "/content/0/text"), stream.content());
+            let reasoning = output_text(&response, "reasoning", "/summary/0/text");
+            prop_assert_eq!(reasoning, stream.reasoning());
+            let calls: Vec<(String, String)> = response["output"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|item| item["type"] == "function_call")
+                .map(|item| {
+                    let field = |k: &str| item[k].as_str().unwrap_or_default().to_string();
+                    (field("name"), field("arguments"))
+                })
+                .collect();
+            prop_assert_eq!(&calls, &stream.calls());
+        }
+
+        #[test]
+        fn a_broken_stream_fails_without_calls(stream in answer_stream(), cuts in reads()) {
+            let events = translate(&stream.chunks(), &cuts, Some("stream_stall"), None)?;
+            let response = well_formed(&events)?;
+            prop_assert_eq!(events.last().map(|e| e.0.as_str()), Some("response.failed"));
+            prop_assert_eq!(output_text(&response, "message", "/content/0/text"), stream.content());
+            prop_assert_eq!(output_text(&response, "function_call", "/name"), "");
+        }
+
+        #[test]
+        fn any_chunks_never_panic(
+            chunks in any_chunks(),
+            cuts in reads(),
+            tools in offered(),
+            broken in any::<bool>(),
+        ) {
+            let events = translate(&chunks, &cuts, broken.then_some("cut"), tools)?;
+            well_formed(&events)?;
+            let last = events.last().map(|e| e.0.as_str());
+            if broken {
+                prop_assert_eq!(last, Some("response.failed"));
+            } else {
+                prop_assert!(matches!(last, Some("response.completed" | "response.incomplete")));
+            }
+        }
+    }
+}

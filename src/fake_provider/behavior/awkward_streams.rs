@@ -1,0 +1,83 @@
+//! Streams that try how fcm reads a provider: writes cut at awkward points so that each
+//! arrives as its own read, and one event longer than fcm holds at once.
+
+use std::io;
+use std::net::TcpStream;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::chunk;
+use crate::fake_provider::SseWriter;
+
+/// Between the writes of a stream meant to arrive in separate reads.
+const WRITE_PAUSE: Duration = Duration::from_millis(30);
+
+/// See [`Behavior::SseBlankLinesThenSplit`](super::Behavior::SseBlankLinesThenSplit).
+pub(super) fn blank_lines_then_split(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+) -> io::Result<bool> {
+    let first = chunk(
+        id,
+        model,
+        json!({"role": "assistant", "content": "Hello "}),
+        None,
+    );
+    let second = chunk(
+        id,
+        model,
+        json!({"content": format!("from {model}.")}),
+        None,
+    );
+    let last = chunk(id, model, json!({}), Some("stop"));
+    let writes = [
+        "\r\n\r\n\n\n".to_string(),
+        "d".to_string(),
+        format!("ata: {first}\n"),
+        "\nda".to_string(),
+        format!("ta: {second}\r\n\r"),
+        format!("\ndata: {last}\n"),
+        "\n".to_string(),
+    ];
+    let mut w = SseWriter::start(out);
+    for piece in &writes {
+        w.raw(piece)?;
+        std::thread::sleep(WRITE_PAUSE);
+    }
+    w.done()
+}
+
+/// See [`Behavior::SseHugeEvent`](super::Behavior::SseHugeEvent).
+pub(super) fn huge_event(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    len: usize,
+) -> io::Result<bool> {
+    let mut w = SseWriter::start(out);
+    w.data(&chunk(
+        id,
+        model,
+        json!({"role": "assistant", "content": "Hello "}),
+        None,
+    ))?;
+    let event = format!(
+        "data: {}\n\n",
+        chunk(id, model, json!({"content": "x".repeat(len)}), None)
+    );
+    let mut rest = event.as_str();
+    while !rest.is_empty() {
+        let mut n = rest.len().min(64 * 1024);
+        while !rest.is_char_boundary(n) {
+            n -= 1;
+        }
+        let (piece, after) = rest.split_at(n);
+        w.raw(piece)?;
+        rest = after;
+    }
+    w.data(&chunk(id, model, json!({"content": " and goodbye."}), None))?;
+    w.data(&chunk(id, model, json!({}), Some("stop")))?;
+    w.done()
+}
