@@ -289,7 +289,7 @@ pub fn row(model: &str, h: &Health, now: u64, cfg: &BreakerConfig) -> BreakerRow
         trip_count: h.trips(now, cfg),
         cooldown_ms_left: h.cooldown_left_ms(now),
         quota_pause_ms_left: h.quota_left_ms(now),
-        paused_for: h.pause(now).and_then(|_| h.paused_for),
+        paused_for: h.pause(now).and(h.paused_for),
         last_failure_kind: h.last_failure_kind,
         updated_at: crate::time::rfc3339(h.updated_at_ms),
     }
