@@ -170,9 +170,59 @@ impl SseParser {
     }
 }
 
+/// Where each blank line of `bytes` ends (the end of a block), for bytes that start inside
+/// a line. `\r\n`, `\n` and `\r` all end a line.
+fn block_ends(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    let mut at_line_start = false;
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < bytes.len() {
+            let b = bytes[i];
+            i += 1;
+            if b == b'\r' || b == b'\n' {
+                if b == b'\r' && bytes.get(i) == Some(&b'\n') {
+                    i += 1;
+                }
+                if at_line_start {
+                    at_line_start = false;
+                    return Some(i);
+                }
+                at_line_start = true;
+            } else {
+                at_line_start = false;
+            }
+        }
+        None
+    })
+}
+
+/// The end of the first block in `bytes` (just past its blank line), for bytes that
+/// continue an event begun earlier; `None` when the event goes on past them.
+pub fn block_end(bytes: &[u8]) -> Option<usize> {
+    block_ends(bytes).next()
+}
+
+/// Whether `bytes` end where a block ends (with a blank line).
+pub fn ends_a_block(bytes: &[u8]) -> bool {
+    block_ends(bytes).last() == Some(bytes.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn where_blocks_end() {
+        assert_eq!(block_end(b"xx\"}\n\ndata: {}\n\n"), Some(6));
+        assert_eq!(block_end(b"xx\"}\r\n\r\ndata"), Some(8));
+        assert_eq!(block_end(b"xxxx"), None);
+        assert_eq!(block_end(b"x\ny\n"), None);
+        assert!(ends_a_block(b"data: {}\n\ndata: {}\n\n"));
+        assert!(ends_a_block(b"x\r\n\r\n"));
+        assert!(!ends_a_block(b"data: {}\n\ndata: {"));
+        assert!(!ends_a_block(b"data: {}\n"));
+        assert!(!ends_a_block(b""));
+    }
 
     fn parse_in_chunks(input: &[u8], chunk: usize) -> Vec<SseEvent> {
         let mut p = SseParser::new();

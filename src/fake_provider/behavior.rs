@@ -15,6 +15,7 @@ use super::tools::{
 use super::{send_fixed, RecordedRequest, Shared, SseWriter, HANG_LIMIT};
 
 mod awkward_streams;
+pub use awkward_streams::huge_text;
 
 /// What the fake provider does with a request.
 #[derive(Debug, Clone, PartialEq, Eq)]

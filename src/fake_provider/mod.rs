@@ -20,7 +20,7 @@ mod behavior;
 mod tools;
 
 use behavior::{behavior_for, respond};
-pub use behavior::{Behavior, Thinker};
+pub use behavior::{huge_text, Behavior, Thinker};
 
 /// How long `hang` holds a connection at most, so a forgotten test cannot hang forever.
 const HANG_LIMIT: Duration = Duration::from_secs(120);

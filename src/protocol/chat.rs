@@ -31,6 +31,9 @@ pub(crate) struct ChatStream {
     held: Vec<Value>,
     /// The turn's calls were judged; positions of the calls that failed.
     judged: Option<Vec<usize>>,
+    /// The last bytes ended inside an event: one too long for the SSE parser, which the
+    /// hold buffer passes on in pieces as they come, with no parsed chunk for it.
+    mid_event: bool,
 }
 
 impl ChatStream {
@@ -42,15 +45,46 @@ impl ChatStream {
             offered,
             held: Vec::new(),
             judged: None,
+            mid_event: false,
         }
     }
 
     /// The bytes to send for released `bytes` (whose chat chunks are `chunks`).
-    pub(crate) fn shape(&mut self, bytes: Vec<u8>, chunks: Vec<Value>) -> Vec<u8> {
+    pub(crate) fn shape(&mut self, mut bytes: Vec<u8>, chunks: Vec<Value>) -> Vec<u8> {
+        let mut rest_of_event = Vec::new();
+        if self.mid_event {
+            // The rest of an event too long to parse goes as it came; what follows it is
+            // whole events, which `chunks` are.
+            match crate::sse::block_end(&bytes) {
+                Some(end) => {
+                    rest_of_event = bytes.drain(..end).collect();
+                    self.mid_event = false;
+                }
+                None => return bytes,
+            }
+        }
+        if !bytes.is_empty() {
+            self.mid_event = !crate::sse::ends_a_block(&bytes);
+        }
+        let mut out = self.shape_events(bytes, chunks);
+        if !rest_of_event.is_empty() {
+            rest_of_event.append(&mut out);
+            out = rest_of_event;
+        }
+        out
+    }
+
+    /// [`ChatStream::shape`] for bytes that begin at an event.
+    fn shape_events(&mut self, bytes: Vec<u8>, chunks: Vec<Value>) -> Vec<u8> {
         let settled = self.content.passes(&bytes);
         let repeats_finish = self.finished && chunks.iter().any(|c| finish_reason(c).is_some());
         if settled && self.held.is_empty() && !repeats_finish && !chunks.iter().any(needs_repair) {
             self.finished |= chunks.iter().any(|c| finish_reason(c).is_some());
+            return bytes;
+        }
+        if chunks.is_empty() && self.held.is_empty() && !contains(&bytes, b"data: [DONE]") {
+            // Nothing parsed to rebuild from (a comment, an event that is not JSON, or the
+            // start of an event over the parser's cap): the bytes go as they came.
             return bytes;
         }
         let mut out = Vec::with_capacity(bytes.len() + 64);

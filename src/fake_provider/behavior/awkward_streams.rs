@@ -65,7 +65,7 @@ pub(super) fn huge_event(
     ))?;
     let event = format!(
         "data: {}\n\n",
-        chunk(id, model, json!({"content": "x".repeat(len)}), None)
+        chunk(id, model, json!({"content": huge_text(len)}), None)
     );
     let mut rest = event.as_str();
     while !rest.is_empty() {
@@ -80,4 +80,12 @@ pub(super) fn huge_event(
     w.data(&chunk(id, model, json!({"content": " and goodbye."}), None))?;
     w.data(&chunk(id, model, json!({}), Some("stop")))?;
     w.done()
+}
+
+/// The long text of `sse_huge_event`: `x`s with a `<` every 1000 characters, so that a
+/// proxy looking for tags or text calls meets it in every piece.
+pub fn huge_text(len: usize) -> String {
+    (0..len)
+        .map(|i| if i % 1000 == 999 { '<' } else { 'x' })
+        .collect()
 }
