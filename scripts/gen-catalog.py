@@ -26,6 +26,35 @@ HEADERS = {"openrouter": {"X-Title": "fcm"}, "orcarouter": {"X-Title": "fcm"}}
 SESSION_HEADER = {"opencode-zen": "x-opencode-session"}
 # Model ids carrying a prefix the API does not expect.
 STRIP_PREFIX = {"zai": "zai/"}
+# Free-tier limits as `quota` objects, each number with where it comes from. `scope`
+# "provider" is one counter for the account; "model" gives every model its own. Providers
+# whose free tier is stated without numbers ("generous", credits, monthly tokens) get none:
+# the `x-ratelimit-*` headers they send tell fcm at run time.
+QUOTA = {
+    # provider-signup.tsv: "Free tier: 40 requests/min"
+    "nvidia": {"requestsPerMinute": 40, "scope": "provider"},
+    # provider-signup.tsv: "30-50 RPM per model (varies by model)": the low end, per model
+    "groq": {"requestsPerMinute": 30, "scope": "model"},
+    # provider-signup.tsv: "text-gen 300 RPM" (its 10k neurons/day are not tokens)
+    "cloudflare": {"requestsPerMinute": 300, "scope": "provider"},
+    # provider-signup.tsv: "50/day <$10 ... (20 req/min)"; provider-quirks.md: one
+    # account-wide quota for every :free model (the 1,000/day tier needs a purchase)
+    "openrouter": {"requestsPerMinute": 20, "requestsPerDay": 50, "scope": "provider"},
+    # provider-signup.tsv: "With API key: 400 RPM"
+    "ovhcloud": {"requestsPerMinute": 400, "scope": "provider"},
+    # provider-signup.tsv: "Codestral free access: 30 req/min, 2000/day"
+    "codestral": {"requestsPerMinute": 30, "requestsPerDay": 2000, "scope": "provider"},
+    # provider-signup.tsv: "1000 RPM · 1M tokens/day per model"
+    "siliconflow": {"requestsPerMinute": 1000, "tokensPerDay": 1000000, "scope": "model"},
+    # provider-signup.tsv: "200 req/day on free models (20 req/min)"
+    "requesty": {"requestsPerMinute": 20, "requestsPerDay": 200, "scope": "provider"},
+}
+# Model limits that differ from the provider's.
+MODEL_QUOTA = {
+    # realwire/groq__200_ratelimit_headers.headers: llama-3.3-70b-versatile on the free
+    # tier sends x-ratelimit-limit-requests 1000 (per day) and -tokens 12000 (per minute)
+    ("groq", "llama-3.3-70b-versatile"): {"requestsPerDay": 1000, "tokensPerMinute": 12000},
+}
 UNKNOWN_CONTEXT = 32768  # conservative window for models whose context is not published
 
 # Capabilities claimed from what a model family is publicly known for; anything not matched is
@@ -90,7 +119,8 @@ def main(ref):
                 "keyRequired": row["no_key_needed"].strip().lower() != "yes",
                 "signupUrl": info.get("signup_url", ""),
                 "limits": info.get("rate_limits", ""),
-                "quota": row["quota_code"],
+                "access": row["quota_code"],
+                **({"quota": QUOTA[pid]} if pid in QUOTA else {}),
                 "models": [],
             })
             if pid in SHARED_QUOTA:
@@ -105,14 +135,17 @@ def main(ref):
             prefix = STRIP_PREFIX.get(pid)
             if prefix and mid.startswith(prefix):
                 mid = mid[len(prefix):]
-            p["models"].append({
+            model = {
                 "id": mid,
                 "label": row["label"],
                 "tier": row["tier"],
                 "sweBench": swe(row["swe_bench_verified"]),
                 "context": tokens(row["context"]),
                 "capabilities": capabilities(mid, row["label"]),
-            })
+            }
+            if (pid, mid) in MODEL_QUOTA:
+                model["quota"] = MODEL_QUOTA[(pid, mid)]
+            p["models"].append(model)
     doc = {"version": 1, "providers": list(providers.values())}
     json.dump(doc, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")

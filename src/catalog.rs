@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::quota::Quota;
+
 /// The catalog shipped inside the binary.
 pub const EMBEDDED: &str = include_str!("../providers.json");
 
@@ -36,8 +38,17 @@ pub struct Provider {
     pub signup_url: String,
     #[serde(default)]
     pub limits: String,
+    /// `free` (free models) or `limited` (a small free allowance or trial credits).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub quota: Option<String>,
+    pub access: Option<String>,
+    /// Free-tier limits (all optional); `scope` says whether they count per model or for
+    /// the whole provider. A word here (`"free"`, as older catalogs had it) states none.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "quota_object"
+    )]
+    pub quota: Option<Quota>,
     /// One 429 pauses every model of the provider (a shared account-wide quota).
     #[serde(default, skip_serializing_if = "is_false")]
     pub shared_quota: bool,
@@ -69,6 +80,31 @@ pub struct Model {
     pub context: u64,
     #[serde(default)]
     pub capabilities: Vec<String>,
+    /// This model's own free-tier limits, counted per model; they win over a
+    /// model-scoped provider `quota`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "quota_object"
+    )]
+    pub quota: Option<Quota>,
+}
+
+/// A `quota` object; the word older catalogs put there (`"free"`, `"limited"`) states no
+/// limit and is read as none.
+fn quota_object<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Quota>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Word(String),
+        Object(serde_json::Value),
+    }
+    match Option::<Either>::deserialize(d)? {
+        None | Some(Either::Word(_)) => Ok(None),
+        Some(Either::Object(v)) => Quota::deserialize(v)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
 }
 
 fn yes() -> bool {
@@ -512,6 +548,33 @@ mod tests {
                 assert!(cause.contains(c), "{text}: {cause}");
             }
         }
+    }
+
+    #[test]
+    fn quotas_parse_from_the_catalog_and_older_words_state_none() {
+        use crate::quota::Scope;
+        let c = Catalog::parse(EMBEDDED, "embedded").unwrap();
+        let openrouter = c.provider("openrouter").unwrap().quota.clone().unwrap();
+        assert_eq!(
+            (openrouter.requests_per_day, openrouter.scope),
+            (Some(50), Some(Scope::Provider))
+        );
+        let llama = c.find("groq/llama-3.3-70b-versatile").unwrap().model;
+        assert_eq!(
+            llama.quota.as_ref().unwrap().tokens_per_minute,
+            Some(12_000)
+        );
+        let old = r#"{"version":1,"providers":[{"id":"a","baseUrl":"http://x","quota":"free","models":[{"id":"m","context":1,"quota":null}]}]}"#;
+        let c = Catalog::parse(old, "old").unwrap();
+        assert!(c.providers[0].quota.is_none() && c.providers[0].models[0].quota.is_none());
+        let typo = r#"{"version":1,"providers":[{"id":"a","baseUrl":"http://x","models":[{"id":"m","context":1,"quota":{"requestPerDay":5}}]}]}"#;
+        let err = Catalog::parse(typo, "t").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "malformed catalog t: providers[0].models[0].quota"
+        );
+        let cause = std::error::Error::source(&err).unwrap().to_string();
+        assert!(cause.contains("unknown field `requestPerDay`"), "{cause}");
     }
 
     #[test]

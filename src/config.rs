@@ -404,12 +404,16 @@ impl Config {
 
     /// The catalog with the user's custom providers merged in: a provider with a new id is
     /// added (marked custom); one with a catalog id replaces that provider's `baseUrl`, and
-    /// its models, when it lists any.
+    /// its `quota` and models when it gives them (an OpenRouter account with credits has
+    /// 1,000 requests a day, not 50).
     pub(crate) fn merge_into(&self, catalog: &mut Catalog) -> Result<(), ConfigError> {
         for custom in &self.providers {
             match catalog.providers.iter_mut().find(|p| p.id == custom.id) {
                 Some(existing) => {
                     existing.base_url = custom.base_url.clone();
+                    if custom.quota.is_some() {
+                        existing.quota = custom.quota.clone();
+                    }
                     if !custom.models.is_empty() {
                         existing.models = custom.models.clone();
                     }

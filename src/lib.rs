@@ -24,6 +24,7 @@ pub(crate) mod http;
 pub mod install;
 pub(crate) mod persist;
 pub(crate) mod protocol;
+pub(crate) mod quota;
 pub(crate) mod rank;
 pub(crate) mod readers;
 pub(crate) mod reasoning;

@@ -88,6 +88,19 @@ pub fn rfc3339(ms: u64) -> String {
     )
 }
 
+/// Milliseconds in a day.
+pub const DAY_MS: u64 = 86_400_000;
+
+/// The UTC day of `ms`, `2026-12-01`: how the usage ledger names its days.
+pub fn utc_day(ms: u64) -> String {
+    rfc3339(ms)[..10].to_string()
+}
+
+/// The start of the UTC day after the one `ms` falls in: when a per-day quota frees up.
+pub fn next_utc_midnight(ms: u64) -> u64 {
+    (ms / DAY_MS + 1) * DAY_MS
+}
+
 const MONTHS: [&str; 12] = [
     "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
 ];
@@ -179,6 +192,21 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(1_796_102_301_000), "2026-12-01T05:18:21Z");
         assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn utc_days_and_their_ends() {
+        assert_eq!(utc_day(1_796_102_301_000), "2026-12-01");
+        assert_eq!(
+            rfc3339(next_utc_midnight(1_796_102_301_000)),
+            "2026-12-02T00:00:00Z"
+        );
+        let midnight = next_utc_midnight(0);
+        assert_eq!(
+            (utc_day(midnight - 1), utc_day(midnight)),
+            ("1970-01-01".into(), "1970-01-02".into())
+        );
+        assert_eq!(next_utc_midnight(midnight), midnight + DAY_MS);
     }
 
     #[test]
