@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
+use crate::catalog::ApiKey;
 use crate::classify::{classify_http, classify_transport, FailureKind, TransportFailure, Verdict};
 use crate::failure::{failure, one_line, Failure};
 use crate::gate::{check_payload, AnswerStats, GateReject};
@@ -35,10 +36,12 @@ pub enum Answer {
     Stream(Box<crate::stream::OpenStream>),
 }
 
-/// Sends `client_body` to `target` and judges the answer. Streams return once committed.
+/// Sends `client_body` to `target` with `key` (one of its keys, or none for a provider
+/// without one) and judges the answer. Streams return once committed.
 pub fn attempt(
     upstream: &Upstream,
     target: &Target,
+    key: Option<&ApiKey>,
     client_body: &Value,
     stream: bool,
     limits: &Limits,
@@ -81,7 +84,7 @@ pub fn attempt(
     };
     let out = Outgoing {
         url,
-        api_key: target.api_key.as_deref(),
+        api_key: key.map(|k| k.value.as_str()),
         headers: &target.headers,
         body: target.request_body(client_body),
         stream,

@@ -93,15 +93,9 @@ pub struct Model {
 /// A `quota` object; the word older catalogs put there (`"free"`, `"limited"`) states no
 /// limit and is read as none.
 fn quota_object<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Quota>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Either {
-        Word(String),
-        Object(serde_json::Value),
-    }
-    match Option::<Either>::deserialize(d)? {
-        None | Some(Either::Word(_)) => Ok(None),
-        Some(Either::Object(v)) => Quota::deserialize(v)
+    match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::String(_)) => Ok(None),
+        Some(v) => Quota::deserialize(v)
             .map(Some)
             .map_err(serde::de::Error::custom),
     }
@@ -159,32 +153,151 @@ impl KeyStatus {
     }
 }
 
-/// Where keys come from: the environment (first listed variable that is set wins), then
-/// `config.json` `apiKeys.<provider>`.
-pub struct KeySource<'a> {
-    pub env: &'a dyn Fn(&str) -> Option<String>,
-    pub config_keys: &'a BTreeMap<String, String>,
+/// A provider's keys in `config.json` `apiKeys`: one key, or a list of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum KeyList {
+    One(String),
+    Many(Vec<String>),
 }
 
-impl KeySource<'_> {
-    pub fn lookup(&self, provider: &Provider) -> (KeyStatus, Option<String>) {
-        for var in &provider.api_key_env {
-            if let Some(v) = (self.env)(var).filter(|v| !v.trim().is_empty()) {
-                return (KeyStatus::Env(var.clone()), Some(v.trim().to_string()));
+impl KeyList {
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        let (one, many) = match self {
+            KeyList::One(k) => (Some(k.as_str()), &[][..]),
+            KeyList::Many(ks) => (None, ks.as_slice()),
+        };
+        one.into_iter().chain(many.iter().map(String::as_str))
+    }
+}
+
+impl<'de> Deserialize<'de> for KeyList {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = KeyList;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a key, or a list of keys")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<KeyList, E> {
+                Ok(KeyList::One(v.to_string()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<KeyList, A::Error> {
+                let mut keys = Vec::new();
+                while let Some(k) = seq.next_element::<String>()? {
+                    keys.push(k);
+                }
+                Ok(KeyList::Many(keys))
             }
         }
-        if let Some(v) = self
+        d.deserialize_any(Keys)
+    }
+}
+
+impl From<&str> for KeyList {
+    fn from(key: &str) -> KeyList {
+        KeyList::One(key.to_string())
+    }
+}
+
+/// One API key of a provider: its value, where it came from, and the only names fcm shows
+/// for it (`groq#2`, and a fingerprint that tells keys apart in state files).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    /// `<provider>#<n>`, n counting from 1 in the order keys are read.
+    pub label: String,
+    /// [`key_id`] of the value.
+    pub id: String,
+    pub value: String,
+    pub origin: KeyStatus,
+}
+
+/// Never the value, even in a debug print.
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ApiKey({}, {})", self.label, self.id)
+    }
+}
+
+/// A fingerprint of a key for state files (`usage.json` rows, a rejected key): 64 bits of
+/// FNV-1a, enough to tell a user's keys apart and far too few to recover one.
+pub fn key_id(value: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in value.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// Where keys come from: the environment (the first listed variable that is set, then the
+/// same name with `_2`, `_3`, ... for more keys), then `config.json` `apiKeys.<provider>`
+/// (a key or a list). Every distinct key found is used.
+pub struct KeySource<'a> {
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    pub config_keys: &'a BTreeMap<String, KeyList>,
+}
+
+/// Numbered variables read after a provider's own (`GROQ_API_KEY_2` ...), up to this one.
+const MAX_NUMBERED_KEY: usize = 32;
+
+impl KeySource<'_> {
+    /// Whether the provider can be called, and its first key.
+    pub fn lookup(&self, provider: &Provider) -> (KeyStatus, Option<String>) {
+        match self.keys(provider).into_iter().next() {
+            Some(k) => (k.origin, Some(k.value)),
+            None if provider.key_required => {
+                (KeyStatus::Missing(provider.api_key_env.clone()), None)
+            }
+            None => (KeyStatus::NotNeeded, None),
+        }
+    }
+
+    /// Every key of the provider, in the order they are read, without repeats.
+    pub fn keys(&self, provider: &Provider) -> Vec<ApiKey> {
+        let env = |name: &str| {
+            (self.env)(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let mut found: Vec<(String, KeyStatus)> = Vec::new();
+        if let Some(var) = provider.api_key_env.iter().find(|v| env(v).is_some()) {
+            found.push((env(var).expect("found set"), KeyStatus::Env(var.clone())));
+            for n in 2..=MAX_NUMBERED_KEY {
+                let numbered = format!("{var}_{n}");
+                match env(&numbered) {
+                    Some(v) => found.push((v, KeyStatus::Env(numbered))),
+                    None => break,
+                }
+            }
+        }
+        for v in self
             .config_keys
             .get(&provider.id)
-            .filter(|v| !v.trim().is_empty())
+            .into_iter()
+            .flat_map(KeyList::iter)
         {
-            return (KeyStatus::Config, Some(v.trim().to_string()));
+            let v = v.trim();
+            if !v.is_empty() {
+                found.push((v.to_string(), KeyStatus::Config));
+            }
         }
-        if provider.key_required {
-            (KeyStatus::Missing(provider.api_key_env.clone()), None)
-        } else {
-            (KeyStatus::NotNeeded, None)
+        let mut keys: Vec<ApiKey> = Vec::new();
+        for (value, origin) in found {
+            if keys.iter().any(|k| k.value == value) {
+                continue;
+            }
+            keys.push(ApiKey {
+                label: format!("{}#{}", provider.id, keys.len() + 1),
+                id: key_id(&value),
+                value,
+                origin,
+            });
         }
+        keys
     }
 }
 
@@ -634,7 +747,7 @@ mod tests {
                 Some("env-key-123456")
             )
         );
-        cfg.insert("codestral".to_string(), "cfg-key".to_string());
+        cfg.insert("codestral".to_string(), KeyList::from("cfg-key"));
         let none = |_: &str| None;
         let (status, key) = KeySource {
             env: &none,
@@ -660,6 +773,58 @@ mod tests {
         }
         .lookup(c.provider("llm7").unwrap());
         assert_eq!(status, KeyStatus::NotNeeded);
+    }
+
+    #[test]
+    fn several_keys_from_numbered_variables_and_a_list() {
+        let c = Catalog::parse(EMBEDDED, "embedded").unwrap();
+        let groq = c.provider("groq").unwrap();
+        let env = |v: &str| match v {
+            "GROQ_API_KEY" => Some("gsk-one-1234567890".to_string()),
+            "GROQ_API_KEY_2" => Some(" gsk-two-1234567890\n".to_string()),
+            "GROQ_API_KEY_4" => Some("gsk-after-a-gap-123".to_string()),
+            _ => None,
+        };
+        let mut cfg = BTreeMap::new();
+        let list: KeyList =
+            serde_json::from_str(r#"["gsk-two-1234567890", "gsk-three-123456789", " "]"#).unwrap();
+        cfg.insert("groq".to_string(), list);
+        let keys = KeySource {
+            env: &env,
+            config_keys: &cfg,
+        }
+        .keys(groq);
+        let seen: Vec<(&str, &str, &KeyStatus)> = keys
+            .iter()
+            .map(|k| (k.label.as_str(), k.value.as_str(), &k.origin))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (
+                    "groq#1",
+                    "gsk-one-1234567890",
+                    &KeyStatus::Env("GROQ_API_KEY".into())
+                ),
+                (
+                    "groq#2",
+                    "gsk-two-1234567890",
+                    &KeyStatus::Env("GROQ_API_KEY_2".into())
+                ),
+                ("groq#3", "gsk-three-123456789", &KeyStatus::Config),
+            ]
+        );
+        assert_eq!(keys[0].id, key_id("gsk-one-1234567890"));
+        assert_ne!(keys[0].id, keys[1].id);
+        assert!(
+            !format!("{keys:?}").contains("gsk-"),
+            "debug prints never show a key"
+        );
+        let err = serde_json::from_str::<KeyList>("7").unwrap_err();
+        assert!(
+            err.to_string().contains("a key, or a list of keys"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::catalog::{Catalog, InvalidCatalog, Provider};
+use crate::catalog::{Catalog, InvalidCatalog, KeyList, Provider};
 use crate::gate::ContentValidation;
 use crate::sets;
 // A set's type lives with its rules in `sets`; the router names it through the config.
@@ -24,7 +24,8 @@ pub(crate) const MIN_TIMEOUT_MS: u64 = 1000;
 #[serde(rename_all = "camelCase", default)]
 pub(crate) struct Config {
     pub(crate) port: u16,
-    pub(crate) api_keys: BTreeMap<String, String>,
+    /// A key or a list of keys per provider id.
+    pub(crate) api_keys: BTreeMap<String, KeyList>,
     /// Custom providers beside the catalog, or overrides of a catalog provider's `baseUrl`.
     pub(crate) providers: Vec<Provider>,
     pub(crate) router: RouterConfig,

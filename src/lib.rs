@@ -22,6 +22,7 @@ pub(crate) mod gate;
 pub(crate) mod hold;
 pub(crate) mod http;
 pub mod install;
+pub(crate) mod ledger;
 pub(crate) mod persist;
 pub(crate) mod protocol;
 pub(crate) mod quota;

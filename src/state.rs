@@ -242,6 +242,67 @@ fn create_private_dir(dir: &Path) -> Result<(), StateError> {
     })
 }
 
+/// How long [`update_json`] waits for another process's change of the same file.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+/// A lock file older than this was left by a process that died holding it.
+const STALE_LOCK: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Reads, changes and writes back a state file that several fcm processes change (a
+/// running server and a `fcm bench` both add to `usage.json`): under `NAME.lock`, created
+/// exclusively, so one process's change is never lost under another's. A lock left by a
+/// dead process is taken over after 30 s; one still held after 3 s makes this an error.
+/// Returns the file as written.
+pub fn update_json<T: Serialize + DeserializeOwned + Default>(
+    path: &Path,
+    change: impl FnOnce(&mut T),
+) -> Result<T, StateError> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    create_private_dir(dir)?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("state");
+    let lock = dir.join(format!("{name}.lock"));
+    let started = std::time::Instant::now();
+    loop {
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&lock)
+        {
+            Ok(_) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let stale = fs::metadata(&lock)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > STALE_LOCK);
+                if stale {
+                    let _ = fs::remove_file(&lock);
+                    continue;
+                }
+                if started.elapsed() > LOCK_WAIT {
+                    return Err(StateError::Write {
+                        path: path.to_path_buf(),
+                        source: std::io::Error::other(format!(
+                            "{} is held by another fcm process (remove it if none runs)",
+                            lock.display()
+                        )),
+                    });
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(source) => return Err(StateError::Write { path: lock, source }),
+        }
+    }
+    let result = load_json::<T>(path).and_then(|mut value| {
+        change(&mut value);
+        write_json_atomic(path, &value).map(|()| value)
+    });
+    let _ = fs::remove_file(&lock);
+    result
+}
+
 /// Largest state file fcm reads. Its own files stay far below (the history ring of 500
 /// requests is well under 1 MiB); a larger one is not fcm's, or is broken, and reading it
 /// whole would hold its size several times over in memory while it is parsed.

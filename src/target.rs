@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::catalog::{KeySource, ModelRef};
+use crate::catalog::{ApiKey, KeySource, ModelRef};
 use crate::gate::ContentValidation;
 use crate::secrets::Secrets;
 
@@ -21,7 +21,9 @@ pub struct Target {
     pub wire_model: String,
     /// The chat URL, or why it cannot be built (a missing URL variable).
     pub url: Result<String, crate::catalog::UrlError>,
-    pub api_key: Option<String>,
+    /// The provider's keys in the order they are used (none for a provider without one);
+    /// each attempt is sent with one of them.
+    pub keys: Vec<ApiKey>,
     pub headers: Vec<(String, String)>,
     pub drop_fields: Vec<String>,
     /// Every secret fcm knows (one set shared by all targets): removed from what this
@@ -36,7 +38,6 @@ impl Target {
         session_id: &str,
         secrets: &Arc<Secrets>,
     ) -> Target {
-        let (_, api_key) = keys.lookup(m.provider);
         let mut headers: Vec<(String, String)> = m
             .provider
             .headers
@@ -51,7 +52,7 @@ impl Target {
             provider_id: m.provider.id.clone(),
             wire_model: m.model.id.clone(),
             url: m.provider.chat_url(keys.env),
-            api_key,
+            keys: keys.keys(m.provider),
             headers,
             drop_fields: m.provider.drop_fields.clone(),
             secrets: secrets.clone(),
@@ -190,7 +191,8 @@ pub(crate) mod tests {
             sent,
             json!({"model": "glm-5.3-flash", "messages": [], "stream": true})
         );
-        assert_eq!(t.api_key.as_deref(), Some("k-123456789012"));
+        assert_eq!(t.keys[0].value, "k-123456789012");
+        assert_eq!(t.keys[0].label, "zai#1");
     }
 
     #[test]

@@ -143,7 +143,14 @@ pub fn ping_asking(
         pause: f.verdict.quota_pause,
         detail: f.detail,
     };
-    match attempt(upstream, target, &question.body(), true, &limits) {
+    match attempt(
+        upstream,
+        target,
+        target.keys.first(),
+        &question.body(),
+        true,
+        &limits,
+    ) {
         Ok(Answer::Full { stats, elapsed, .. }) => {
             let ms = elapsed.as_millis() as u64;
             Ping::Ok {

@@ -77,9 +77,14 @@ impl Setup {
     /// flag's value if any, `FCM_TOKEN` and `serve.token`, whichever is in force).
     pub(crate) fn secrets(&self, token: Option<&str>) -> Arc<Secrets> {
         let keys = self.keys();
-        let mut values: Vec<String> = self.config.api_keys.values().cloned().collect();
+        let mut values: Vec<String> = self
+            .config
+            .api_keys
+            .values()
+            .flat_map(|list| list.iter().map(str::to_string))
+            .collect();
         for p in &self.catalog.providers {
-            values.extend(keys.lookup(p).1);
+            values.extend(keys.keys(p).into_iter().map(|k| k.value));
             values.extend(
                 p.headers
                     .iter()

@@ -45,6 +45,8 @@ impl GateReject {
 pub struct AnswerStats {
     /// `usage.completion_tokens` when the provider reported it.
     pub completion_tokens: Option<u64>,
+    /// `usage.prompt_tokens` when the provider reported it.
+    pub prompt_tokens: Option<u64>,
     /// Characters of text, reasoning and tool arguments: the basis of a token estimate.
     pub content_chars: usize,
     /// Tool calls that passed the check against the request's tools (0 when none were
@@ -122,6 +124,10 @@ pub(super) fn completion_tokens(v: &Value) -> Option<u64> {
         .and_then(Value::as_u64)
 }
 
+pub(super) fn prompt_tokens(v: &Value) -> Option<u64> {
+    v.pointer("/usage/prompt_tokens").and_then(Value::as_u64)
+}
+
 /// Judges a complete non-stream body; with `offered` (the request's tools, strict mode)
 /// every tool call must be one the client can run. A passing body comes back parsed (except
 /// in `off` mode, which does not read it), so the answer is parsed once on its way out.
@@ -153,6 +159,7 @@ pub fn check_payload(
     };
     let mut stats = AnswerStats {
         completion_tokens: completion_tokens(&v),
+        prompt_tokens: prompt_tokens(&v),
         ..AnswerStats::default()
     };
     if mode == ContentValidation::Basic {

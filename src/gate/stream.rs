@@ -7,7 +7,8 @@ use crate::toolcall::{Offered, ToolCalls};
 use serde_json::Value;
 
 use super::{
-    completion_tokens, error_message, useful_chars, AnswerStats, ContentValidation, GateReject,
+    completion_tokens, error_message, prompt_tokens, useful_chars, AnswerStats, ContentValidation,
+    GateReject,
 };
 
 /// What feeding a chunk to a [`StreamTracker`] revealed.
@@ -290,6 +291,9 @@ impl StreamTracker {
         }
         if let Some(t) = completion_tokens(&v) {
             self.stats.completion_tokens = Some(t);
+        }
+        if let Some(t) = prompt_tokens(&v) {
+            self.stats.prompt_tokens = Some(t);
         }
         let mut chars = 0;
         let mut any_choice = false;

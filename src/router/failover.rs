@@ -242,7 +242,14 @@ impl Router {
     ) -> Result<Answer, Failure> {
         let c = self.pool.get(i);
         let key = c.key();
-        match attempt(&self.upstream, &c.target, job.body, job.stream, &job.limits) {
+        match attempt(
+            &self.upstream,
+            &c.target,
+            c.target.keys.first(),
+            job.body,
+            job.stream,
+            &job.limits,
+        ) {
             Ok(answer) => {
                 let (status, latency) = match &answer {
                     Answer::Full {

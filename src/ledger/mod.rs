@@ -1,0 +1,714 @@
+//! The usage ledger: what fcm spent per UTC day, provider, model and key (requests,
+//! tokens, rate-limited answers), what each provider last said is left, which keys are out
+//! of use for a while, and which key of a provider to use next. It answers one question
+//! for the router, the bench, `fcm check` and probes: may this model be sent one more
+//! request now, with which key, and if not, until when ([`Ledger::reserve`])?
+//!
+//! The limits themselves are `quota`'s; the file and how two copies combine are
+//! [`book`]'s; what `fcm usage` shows of it is [`report`]'s. Several processes add to
+//! `usage.json` (a server and a bench), so a ledger saves by merging what it added since
+//! its last save into the file as it is then, and takes in what the others added
+//! ([`Ledger::sync`]).
+
+pub mod book;
+pub mod report;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use crate::catalog::{ApiKey, ModelRef};
+use crate::gate::AnswerStats;
+use crate::quota::{self, Exhausted, Quota, Scope, Spent, Window, MINUTE_MS};
+use crate::state::StateError;
+use crate::time::utc_day;
+
+use book::slot;
+pub use book::{Book, Hold, HoldReason, Reported, UsageBook};
+
+/// Requests sent with one key of a provider before the next key takes over.
+pub const DEFAULT_STICKY: u32 = 3;
+/// Three 429s for one model and key within a minute ...
+const STORM_COUNT: usize = 3;
+const STORM_WINDOW_MS: u64 = 60_000;
+/// ... pause it this long, whatever each `Retry-After` said: some providers' quota
+/// answers are optimistic, and asking again at once only earns the next 429.
+pub const STORM_PAUSE: Duration = Duration::from_secs(15 * 60);
+/// A key the provider rejected is passed over this long (another of its keys serves);
+/// a new key is a new fingerprint, so fixing it takes effect at once.
+pub const KEY_REJECTED_PAUSE: Duration = Duration::from_secs(60 * 60);
+
+/// One key as the ledger knows it: its label and fingerprint, never its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyTag {
+    /// `groq#2`; `None` for a provider that takes no key.
+    pub label: Option<String>,
+    /// The fingerprint (empty for no key).
+    pub id: String,
+}
+
+/// A model as the ledger sees it: its counters, the rules on them, and its provider's keys.
+#[derive(Debug, Clone)]
+pub struct Metered {
+    pub provider: String,
+    /// `provider/modelId`.
+    pub model: String,
+    /// Each catalog rule with the counter it limits (the model, or the provider).
+    rules: Vec<(String, Quota)>,
+    /// The counter a provider's `x-ratelimit-*` figures belong to.
+    reported_scope: String,
+    /// What a 429 pauses: the whole provider for one account-wide quota, else the model.
+    pause_scope: String,
+    /// At least one: a provider without a key has a single tag without a label.
+    keys: Vec<KeyTag>,
+}
+
+impl Metered {
+    /// `m` with its provider's `keys` (in the order they are used).
+    pub fn new(m: ModelRef<'_>, keys: &[ApiKey]) -> Metered {
+        let model = m.key();
+        let provider = m.provider.id.clone();
+        let counter = |scope: Scope| match scope {
+            Scope::Provider => provider.clone(),
+            Scope::Model => model.clone(),
+        };
+        let rules = quota::rules(m.provider.quota.as_ref(), m.model.quota.as_ref())
+            .into_iter()
+            .map(|r| (counter(r.scope), r.quota))
+            .collect();
+        let provider_wide = m.provider.shared_quota
+            || m.provider
+                .quota
+                .as_ref()
+                .is_some_and(|q| q.scope.unwrap_or(Scope::Provider) == Scope::Provider);
+        let reported_scope = counter(if provider_wide {
+            Scope::Provider
+        } else {
+            Scope::Model
+        });
+        let pause_scope = counter(if m.provider.shared_quota {
+            Scope::Provider
+        } else {
+            Scope::Model
+        });
+        let mut tags: Vec<KeyTag> = keys
+            .iter()
+            .map(|k| KeyTag {
+                label: Some(k.label.clone()),
+                id: k.id.clone(),
+            })
+            .collect();
+        if tags.is_empty() {
+            tags.push(KeyTag {
+                label: None,
+                id: String::new(),
+            });
+        }
+        Metered {
+            provider,
+            model,
+            rules,
+            reported_scope,
+            pause_scope,
+            keys: tags,
+        }
+    }
+
+    /// How many keys the provider has (0 for one that takes none).
+    pub fn key_count(&self) -> usize {
+        self.keys.iter().filter(|k| k.label.is_some()).count()
+    }
+
+    /// The catalog's rules on this model and the counter each limits.
+    pub fn rules(&self) -> impl Iterator<Item = (&str, &Quota)> {
+        self.rules.iter().map(|(c, q)| (c.as_str(), q))
+    }
+}
+
+/// Permission to send one request, with the key to send it with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// Index into the provider's keys (0 for a provider without one).
+    pub key: usize,
+    /// `groq#2`, for traces; `None` without a key.
+    pub label: Option<String>,
+}
+
+impl Grant {
+    /// The key to send, out of the target's keys.
+    pub fn api_key<'a>(&self, keys: &'a [ApiKey]) -> Option<&'a ApiKey> {
+        keys.get(self.key)
+    }
+}
+
+/// Why no key of a model may be sent a request now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Why {
+    /// A known budget is spent (the catalog's limit, or what the provider said is left).
+    Budget(String),
+    /// Paused after 429s.
+    Paused,
+    /// The provider rejected the key.
+    Rejected,
+}
+
+/// No key of a model may be sent a request before `until_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocked {
+    pub until_ms: u64,
+    pub why: Why,
+}
+
+/// Tokens one answer cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tokens {
+    pub prompt: u64,
+    pub completion: u64,
+    /// How many of them are fcm's estimate.
+    pub estimated: u64,
+}
+
+impl Tokens {
+    /// From the answer's `usage`, else estimated: the prompt as the router estimated it,
+    /// the completion from the characters that came back.
+    pub fn of(stats: &AnswerStats, prompt_estimate: u64) -> Tokens {
+        let (prompt, prompt_estimated) = match stats.prompt_tokens {
+            Some(n) => (n, 0),
+            None => (prompt_estimate, prompt_estimate),
+        };
+        let completion = stats.output_tokens();
+        let completion_estimated = if stats.completion_tokens.is_some() {
+            0
+        } else {
+            completion
+        };
+        Tokens {
+            prompt,
+            completion,
+            estimated: prompt_estimated + completion_estimated,
+        }
+    }
+}
+
+/// Requests and tokens of one counter and key per second, for the last minute.
+#[derive(Debug, Default)]
+struct Minute {
+    /// (second, requests, tokens), oldest first.
+    seconds: VecDeque<(u64, u64, u64)>,
+}
+
+impl Minute {
+    fn add(&mut self, now: u64, requests: u64, tokens: u64) {
+        let sec = now / 1000;
+        self.forget(now);
+        match self.seconds.back_mut() {
+            Some(last) if last.0 == sec => {
+                last.1 += requests;
+                last.2 += tokens;
+            }
+            _ => self.seconds.push_back((sec, requests, tokens)),
+        }
+    }
+
+    fn forget(&mut self, now: u64) {
+        while self
+            .seconds
+            .front()
+            .is_some_and(|(s, _, _)| s * 1000 + MINUTE_MS <= now)
+        {
+            self.seconds.pop_front();
+        }
+    }
+
+    /// (requests, tokens, when the oldest of them leaves the window).
+    fn spent(&self, now: u64) -> (u64, u64, u64) {
+        let live = self
+            .seconds
+            .iter()
+            .filter(|(s, _, _)| s * 1000 + MINUTE_MS > now);
+        let (mut requests, mut tokens, mut oldest) = (0, 0, None);
+        for (s, r, t) in live {
+            requests += r;
+            tokens += t;
+            oldest = oldest.or(Some(*s));
+        }
+        // The whole second counts: a request late in it leaves the window late too.
+        (
+            requests,
+            tokens,
+            oldest.map_or(0, |s| (s + 1) * 1000 + MINUTE_MS),
+        )
+    }
+}
+
+/// Which key of a provider is in use and how many requests it has had in a row.
+#[derive(Debug, Default)]
+struct Rotation {
+    current: usize,
+    served: u32,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// Everything known: the file as last read, and what this process added since.
+    book: Book,
+    /// What this process added since its last save.
+    pending: Book,
+    minutes: HashMap<String, Minute>,
+    rotations: HashMap<String, Rotation>,
+    /// Recent 429s per model and key.
+    storms: HashMap<String, VecDeque<u64>>,
+    /// When this process last wrote or read the file (its modification time then).
+    synced: Option<SystemTime>,
+}
+
+impl Inner {
+    /// What `counter` spent with `key` today and in the last minute. A provider's counter
+    /// sums its models' rows.
+    fn spent(&self, counter: &str, provider: &str, key: &KeyTag, now: u64) -> Spent {
+        let (minute_requests, minute_tokens, minute_frees_at) = self
+            .minutes
+            .get(&slot(counter, &key.id))
+            .map_or((0, 0, 0), |m| m.spent(now));
+        let mut spent = Spent {
+            minute_requests,
+            minute_tokens,
+            minute_frees_at,
+            ..Spent::default()
+        };
+        if let Some(rows) = self.book.days.get(&utc_day(now)) {
+            if counter == provider {
+                for r in rows
+                    .values()
+                    .filter(|r| r.provider == provider && r.key_id == key.id)
+                {
+                    spent.day_requests += r.requests;
+                    spent.day_tokens += r.tokens();
+                }
+            } else if let Some(r) = rows.get(&slot(counter, &key.id)) {
+                spent.day_requests = r.requests;
+                spent.day_tokens = r.tokens();
+            }
+        }
+        spent
+    }
+
+    /// What stops one more request to `m` with its key `k` now, if anything: the block
+    /// that ends last (all of them must end before the key serves again).
+    fn key_blocked(
+        &self,
+        m: &Metered,
+        k: usize,
+        tokens: u64,
+        now: u64,
+        probe: bool,
+    ) -> Option<Blocked> {
+        let key = &m.keys[k];
+        let mut blocks: Vec<Blocked> = Vec::new();
+        for scope in [&m.model, &m.provider] {
+            if let Some(h) = self.book.holds.get(&slot(scope, &key.id)) {
+                if h.until_ms > now {
+                    let why = match h.why {
+                        HoldReason::KeyRejected => Why::Rejected,
+                        HoldReason::RateLimited | HoldReason::RetryStorm => Why::Paused,
+                    };
+                    blocks.push(Blocked {
+                        until_ms: h.until_ms,
+                        why,
+                    });
+                }
+            }
+        }
+        for (counter, q) in &m.rules {
+            let spent = self.spent(counter, &m.provider, key, now);
+            blocks.extend(q.blocks(&spent, tokens, now, probe).map(budget));
+        }
+        if let Some(r) = self.book.reported.get(&slot(&m.reported_scope, &key.id)) {
+            blocks.extend(
+                r.windows
+                    .iter()
+                    .filter_map(|w| w.blocks(tokens, now, probe))
+                    .map(budget),
+            );
+        }
+        blocks.into_iter().max_by_key(|b| b.until_ms)
+    }
+
+    /// Counts one request of `m` with key `k` sent now.
+    fn count_request(&mut self, m: &Metered, k: usize, tokens: u64, now: u64) {
+        let key = &m.keys[k];
+        let day = utc_day(now);
+        for book in [&mut self.book, &mut self.pending] {
+            book.row(&day, &m.provider, &m.model, key.label.as_deref(), &key.id)
+                .requests += 1;
+        }
+        for (counter, q) in &m.rules {
+            if q.requests_per_minute.is_some() || q.tokens_per_minute.is_some() {
+                self.minutes
+                    .entry(slot(counter, &key.id))
+                    .or_default()
+                    .add(now, 1, tokens);
+            }
+        }
+        if let Some(r) = self
+            .book
+            .reported
+            .get_mut(&slot(&m.reported_scope, &key.id))
+        {
+            for w in &mut r.windows {
+                w.spend(tokens);
+            }
+        }
+    }
+}
+
+fn budget(e: Exhausted) -> Blocked {
+    Blocked {
+        until_ms: e.until_ms,
+        why: Why::Budget(e.what),
+    }
+}
+
+/// The shared ledger of one fcm process.
+pub struct Ledger {
+    inner: Mutex<Inner>,
+    dirty: AtomicBool,
+    /// Requests on one key before the next (`router.keys.sticky`).
+    sticky: u32,
+}
+
+impl Ledger {
+    pub fn new(file: UsageBook, now: u64, sticky: u32) -> Ledger {
+        let mut book = Book::from_file(file);
+        book.prune(now);
+        Ledger {
+            inner: Mutex::new(Inner {
+                book,
+                ..Inner::default()
+            }),
+            dirty: AtomicBool::new(false),
+            sticky: sticky.max(1),
+        }
+    }
+
+    /// Reads `usage.json` (missing: empty; corrupt: set aside with a warning).
+    pub fn load(path: &Path, now: u64, sticky: u32) -> Result<Ledger, StateError> {
+        let ledger = Ledger::new(crate::state::load_json(path)?, now, sticky);
+        ledger.lock().synced = modified(path);
+        Ok(ledger)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes one request of `m` needing `tokens` (the prompt's estimate) out of its
+    /// budget, with the key to send it with: the provider's current key while it has had
+    /// fewer than `sticky` requests in a row, else the next, passing over keys whose
+    /// budget is spent, that are paused or were rejected. `probe`: a bench ping or
+    /// background probe, which leaves the last tenth of a daily budget alone. When no key
+    /// may serve, says until when and why.
+    pub fn reserve(
+        &self,
+        m: &Metered,
+        tokens: u64,
+        now: u64,
+        probe: bool,
+    ) -> Result<Grant, Blocked> {
+        let mut inner = self.lock();
+        let n = m.keys.len();
+        let (current, served) = inner
+            .rotations
+            .get(&m.provider)
+            .map_or((0, 0), |r| (r.current, r.served));
+        let start = if current < n && served < self.sticky {
+            current
+        } else {
+            (current + 1) % n
+        };
+        let mut earliest: Option<Blocked> = None;
+        for i in 0..n {
+            let k = (start + i) % n;
+            if let Some(b) = inner.key_blocked(m, k, tokens, now, probe) {
+                if earliest.as_ref().is_none_or(|e| b.until_ms < e.until_ms) {
+                    earliest = Some(b);
+                }
+                continue;
+            }
+            let r = inner.rotations.entry(m.provider.clone()).or_default();
+            if r.current == k && i == 0 && served < self.sticky {
+                r.served += 1;
+            } else {
+                *r = Rotation {
+                    current: k,
+                    served: 1,
+                };
+            }
+            inner.count_request(m, k, tokens, now);
+            self.dirty.store(true, Ordering::Release);
+            return Ok(Grant {
+                key: k,
+                label: m.keys[k].label.clone(),
+            });
+        }
+        Err(earliest.expect("a model has at least one key slot"))
+    }
+
+    /// Whether every key of `m` is blocked now (nothing is taken): planning's view.
+    pub fn blocked(&self, m: &Metered, tokens: u64, now: u64) -> Option<Blocked> {
+        let inner = self.lock();
+        let mut earliest: Option<Blocked> = None;
+        for k in 0..m.keys.len() {
+            match inner.key_blocked(m, k, tokens, now, false) {
+                None => return None,
+                Some(b) if earliest.as_ref().is_none_or(|e| b.until_ms < e.until_ms) => {
+                    earliest = Some(b)
+                }
+                Some(_) => {}
+            }
+        }
+        earliest
+    }
+
+    /// Keeps the rate-limit windows an answer to `m` with `grant`'s key reported.
+    pub fn report(&self, m: &Metered, grant: &Grant, windows: &[Window], now: u64) {
+        if windows.is_empty() {
+            return;
+        }
+        let key = &m.keys[grant.key];
+        let r = Reported {
+            scope: m.reported_scope.clone(),
+            provider: m.provider.clone(),
+            key: key.label.clone(),
+            key_id: key.id.clone(),
+            seen_at_ms: now,
+            windows: windows.to_vec(),
+        };
+        let mut inner = self.lock();
+        inner.pending.report(r.clone());
+        inner.book.report(r);
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// Adds the tokens an answer cost.
+    pub fn tokens(&self, m: &Metered, grant: &Grant, t: Tokens, now: u64) {
+        let key = &m.keys[grant.key];
+        let day = utc_day(now);
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        for book in [&mut inner.book, &mut inner.pending] {
+            let row = book.row(&day, &m.provider, &m.model, key.label.as_deref(), &key.id);
+            row.prompt_tokens += t.prompt;
+            row.completion_tokens += t.completion;
+            row.estimated_tokens += t.estimated;
+        }
+        for (counter, q) in &m.rules {
+            if q.tokens_per_minute.is_some() {
+                inner
+                    .minutes
+                    .entry(slot(counter, &key.id))
+                    .or_default()
+                    .add(now, 0, t.completion);
+            }
+        }
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// Counts a rate-limited answer of `m` with `grant`'s key and returns how long to
+    /// pause: `pause` (from `Retry-After`), or [`STORM_PAUSE`] when this is the third 429
+    /// for the model and key within a minute. With several keys the ledger holds this key
+    /// only (the others serve on); with one, the caller pauses the model in its breaker.
+    pub fn rate_limited(&self, m: &Metered, grant: &Grant, pause: Duration, now: u64) -> Duration {
+        let key = &m.keys[grant.key];
+        let day = utc_day(now);
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        for book in [&mut inner.book, &mut inner.pending] {
+            book.row(&day, &m.provider, &m.model, key.label.as_deref(), &key.id)
+                .rate_limited += 1;
+        }
+        let recent = inner.storms.entry(slot(&m.model, &key.id)).or_default();
+        recent.retain(|t| now.saturating_sub(*t) < STORM_WINDOW_MS);
+        recent.push_back(now);
+        let storm = recent.len() >= STORM_COUNT;
+        if storm {
+            recent.clear();
+        }
+        let (pause, why) = if storm {
+            (pause.max(STORM_PAUSE), HoldReason::RetryStorm)
+        } else {
+            (pause, HoldReason::RateLimited)
+        };
+        if m.key_count() > 1 {
+            let hold = Hold {
+                scope: if storm {
+                    m.model.clone()
+                } else {
+                    m.pause_scope.clone()
+                },
+                provider: m.provider.clone(),
+                key: key.label.clone(),
+                key_id: key.id.clone(),
+                until_ms: now + pause.as_millis() as u64,
+                why,
+            };
+            inner.pending.hold(hold.clone());
+            inner.book.hold(hold);
+        }
+        self.dirty.store(true, Ordering::Release);
+        pause
+    }
+
+    /// The provider rejected `grant`'s key: with several keys it is passed over for
+    /// [`KEY_REJECTED_PAUSE`] (the others serve); a single key is left as it was (the
+    /// router skips its provider for the rest of the request, and asks again next time).
+    pub fn rejected(&self, m: &Metered, grant: &Grant, now: u64) {
+        if m.key_count() < 2 {
+            return;
+        }
+        let key = &m.keys[grant.key];
+        let hold = Hold {
+            scope: m.provider.clone(),
+            provider: m.provider.clone(),
+            key: key.label.clone(),
+            key_id: key.id.clone(),
+            until_ms: now + KEY_REJECTED_PAUSE.as_millis() as u64,
+            why: HoldReason::KeyRejected,
+        };
+        let mut inner = self.lock();
+        inner.pending.hold(hold.clone());
+        inner.book.hold(hold);
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// How many more probe requests `m` may be sent today across its keys, as far as a
+    /// known daily limit says (its last tenth kept back); `None` when no daily limit is
+    /// known. The counter it comes from is named, since a provider-wide one is shared by
+    /// all its models.
+    pub fn probe_room(&self, m: &Metered, now: u64) -> Option<Room> {
+        let inner = self.lock();
+        let keep = |limit: u64| limit.div_ceil(quota::PROBE_RESERVE_DIVISOR);
+        let mut total: Option<Room> = None;
+        for key in &m.keys {
+            let mut tightest: Option<Room> = None;
+            let mut consider = |counter: &str, room: u64, limit: u64| {
+                if tightest.as_ref().is_none_or(|t| room < t.left) {
+                    tightest = Some(Room {
+                        counter: counter.to_string(),
+                        left: room,
+                        daily_limit: limit,
+                    });
+                }
+            };
+            for (counter, q) in &m.rules {
+                if let Some(limit) = q.requests_per_day {
+                    let used = inner.spent(counter, &m.provider, key, now).day_requests;
+                    consider(
+                        counter,
+                        limit.saturating_sub(keep(limit)).saturating_sub(used),
+                        limit,
+                    );
+                }
+            }
+            if let Some(r) = inner.book.reported.get(&slot(&m.reported_scope, &key.id)) {
+                for w in &r.windows {
+                    let (Some(limit), Some(left)) = (w.limit, w.remaining) else {
+                        continue;
+                    };
+                    let daily = w.period == Some(quota::Period::Day)
+                        || (w.period.is_none() && w.unit == quota::Unit::Requests);
+                    if daily && w.reset_at > now {
+                        consider(&m.reported_scope, left.saturating_sub(keep(limit)), limit);
+                    }
+                }
+            }
+            let held = [&m.model, &m.provider].iter().any(|s| {
+                inner
+                    .book
+                    .holds
+                    .get(&slot(s, &key.id))
+                    .is_some_and(|h| h.until_ms > now)
+            });
+            if let Some(mut t) = tightest {
+                if held {
+                    t.left = 0;
+                }
+                total = Some(match total {
+                    None => t,
+                    Some(mut sum) => {
+                        sum.left += t.left;
+                        sum.daily_limit += t.daily_limit;
+                        sum
+                    }
+                });
+            }
+        }
+        total
+    }
+
+    /// The ledger as a file, for `fcm usage` and the dashboard.
+    pub fn snapshot(&self) -> UsageBook {
+        self.lock().book.to_file()
+    }
+
+    /// Whether anything was added since the last save.
+    pub fn is_dirty(&self) -> bool {
+        self.dirty.load(Ordering::Acquire)
+    }
+
+    /// Saves what this process added into `path` (merged with what is there: another
+    /// process may have added too) and takes in the others' additions. Does nothing when
+    /// this process added nothing and the file has not changed since it last looked.
+    /// A failed write keeps the additions for the next try.
+    pub fn sync(&self, path: &Path, now: u64) -> Result<bool, StateError> {
+        let changed_on_disk = modified(path) != self.lock().synced;
+        if !self.dirty.swap(false, Ordering::AcqRel) && !changed_on_disk {
+            return Ok(false);
+        }
+        let pending = std::mem::take(&mut self.lock().pending);
+        let written = crate::state::update_json(path, |file: &mut UsageBook| {
+            let mut disk = Book::from_file(std::mem::take(file));
+            disk.absorb(&pending);
+            disk.prune(now);
+            *file = disk.to_file();
+        });
+        let mut inner = self.lock();
+        match written {
+            Ok(file) => {
+                // What the file holds now, plus what was added while it was written.
+                let mut book = Book::from_file(file);
+                book.absorb(&inner.pending);
+                inner.book = book;
+                inner.synced = modified(path);
+                Ok(true)
+            }
+            Err(e) => {
+                let mut back = pending;
+                back.absorb(&inner.pending);
+                inner.pending = back;
+                self.dirty.store(true, Ordering::Release);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// A file's modification time, to notice another process's write.
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// How many more probe requests a model may be sent today, from the tightest known daily
+/// limit (summed over its provider's keys).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Room {
+    /// The counter that limits it: the model, or its provider for a provider-wide limit.
+    pub counter: String,
+    pub left: u64,
+    pub daily_limit: u64,
+}
+
+#[cfg(test)]
+mod tests;
