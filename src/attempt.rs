@@ -31,6 +31,8 @@ pub enum Answer {
         parsed: Option<Value>,
         stats: AnswerStats,
         elapsed: Duration,
+        /// The rate-limit windows the response head reported.
+        rate: Vec<crate::quota::Window>,
     },
     /// A stream with useful content (or past the hold limit); `held` goes to the client first.
     Stream(Box<crate::stream::OpenStream>),
@@ -96,6 +98,25 @@ pub fn attempt(
         }
         f
     })?;
+    // What the provider says is left goes with whatever comes of the answer.
+    let rate = std::mem::take(&mut incoming.rate);
+    let mut judged = judge(incoming, target, stream, limits, started);
+    match &mut judged {
+        Ok(Answer::Full { rate: r, .. }) => *r = rate,
+        Ok(Answer::Stream(s)) => s.rate = rate,
+        Err(f) => f.rate = rate.into(),
+    }
+    judged
+}
+
+/// Judges a provider's answer: an error status, a stream to hold, or a full body.
+fn judge(
+    mut incoming: Incoming,
+    target: &Target,
+    stream: bool,
+    limits: &Limits,
+    started: Instant,
+) -> Result<Answer, Failure> {
     if !(200..300).contains(&incoming.status) {
         let (body, _) = read_limited(&mut incoming.body, ERROR_BODY_LIMIT).unwrap_or_default();
         let verdict = classify_http(
@@ -176,6 +197,7 @@ fn read_full(
             parsed,
             stats,
             elapsed: started.elapsed(),
+            rate: Vec::new(),
         }),
         Err(r) => Err(target.gate_failure_after(r, incoming.retry_after.as_deref(), started)),
     }

@@ -29,6 +29,7 @@ pub(crate) enum Command {
     History(cmd::history::HistoryArgs),
     Install(cmd::install::InstallArgs),
     Sets(cmd::sets::SetsArgs),
+    Usage(cmd::usage::UsageArgs),
     FakeProvider(cmd::fake_provider::FakeProviderArgs),
 }
 
@@ -67,6 +68,7 @@ pub fn run() -> i32 {
         Command::History(a) => cmd::history::run(a),
         Command::Install(a) => cmd::install::run(a),
         Command::Sets(a) => cmd::sets::run(a),
+        Command::Usage(a) => cmd::usage::run(a),
         Command::FakeProvider(a) => cmd::fake_provider::run(a),
     };
     match result {

@@ -53,6 +53,23 @@ pub struct RouterConfig {
     pub(crate) active_set: Option<String>,
     pub(crate) probe: ProbeConfig,
     pub(crate) reasoning: ReasoningConfig,
+    pub(crate) keys: KeysConfig,
+}
+
+/// How a provider's several keys take turns.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct KeysConfig {
+    /// Requests sent with one key before the next key takes over.
+    pub(crate) sticky: u32,
+}
+
+impl Default for KeysConfig {
+    fn default() -> Self {
+        KeysConfig {
+            sticky: crate::ledger::DEFAULT_STICKY,
+        }
+    }
 }
 
 /// Where a model's reasoning goes on its way to the client.
@@ -371,6 +388,9 @@ impl Config {
                 set.sticky = 1;
             }
         }
+        let mut sticky = u64::from(self.router.keys.sticky);
+        clamp_u64(&mut sticky, 1, 1000, "router.keys.sticky", warnings);
+        self.router.keys.sticky = sticky as u32;
         if let Some(secs) = self.router.probe.interval_sec {
             let mut s = secs;
             clamp_u64(&mut s, 1, 86_400, "router.probe.intervalSec", warnings);

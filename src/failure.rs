@@ -19,6 +19,8 @@ pub struct Failure {
     pub elapsed: Duration,
     /// The provider's `Retry-After` (or reset header), whatever the status.
     pub retry_after: Option<Duration>,
+    /// The rate-limit windows the answer's headers reported (none without an answer).
+    pub rate: Box<[crate::quota::Window]>,
 }
 
 impl Failure {
@@ -39,6 +41,7 @@ pub(crate) fn failure(
         detail,
         elapsed: started.elapsed(),
         retry_after: None,
+        rate: Box::default(),
     }
 }
 

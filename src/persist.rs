@@ -1,6 +1,7 @@
-//! Saving a running server's state: breakers and history reach the disk debounced (at most
-//! one write per file every 2 s, within 3 s of the last change even when traffic stops,
-//! and once more at shutdown), and `serve.json` tells other fcm commands where it listens.
+//! Saving a running server's state: breakers, history and the usage ledger reach the disk
+//! debounced (at most one write per file every 2 s, within 3 s of the last change even
+//! when traffic stops, and once more at shutdown), and `serve.json` tells other fcm
+//! commands where it listens.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::breaker::Breakers;
+use crate::ledger::Ledger;
 use crate::state::{self, StateError};
 use crate::trace::History;
 
@@ -24,6 +26,7 @@ const TICK: Duration = Duration::from_millis(250);
 pub struct WriteCounts {
     pub breakers: AtomicU64,
     pub history: AtomicU64,
+    pub usage: AtomicU64,
 }
 
 /// Where a server's state files are.
@@ -31,6 +34,7 @@ pub struct WriteCounts {
 pub struct StatePaths {
     pub breakers: PathBuf,
     pub history: PathBuf,
+    pub usage: PathBuf,
 }
 
 /// Writes one snapshot; on failure warns and calls `retry` so the change is saved later.
@@ -67,13 +71,23 @@ fn with_causes(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// Writes dirty state now. Returns false when a write failed (the state stays dirty).
-pub fn flush(
-    breakers: &Breakers,
-    history: &History,
-    paths: &StatePaths,
-    counts: &WriteCounts,
-) -> bool {
+/// Writes dirty state now, and merges the usage ledger with `usage.json` (what this server
+/// spent goes in, what a bench or check spent meanwhile comes back). Returns false when a
+/// write failed (the state stays dirty).
+pub fn flush(app: &impl StateSource, paths: &StatePaths) -> bool {
+    let (breakers, history, counts) = (app.breakers(), app.history(), app.writes());
+    let usage = match app.ledger().sync(&paths.usage, crate::time::now_ms()) {
+        Ok(wrote) => {
+            if wrote {
+                counts.usage.fetch_add(1, Ordering::Relaxed);
+            }
+            true
+        }
+        Err(e) => {
+            eprintln!("fcm serve: warning: {}", with_causes(&e));
+            false
+        }
+    };
     let b = save(
         breakers.take_dirty(),
         &paths.breakers,
@@ -86,7 +100,7 @@ pub fn flush(
         &counts.history,
         || history.mark_dirty(),
     );
-    b && h
+    b && h && usage
 }
 
 /// How often freed heap memory is handed back to the system.
@@ -106,6 +120,7 @@ fn release_free_memory() {
 pub(crate) trait StateSource: Send + Sync + 'static {
     fn breakers(&self) -> &Breakers;
     fn history(&self) -> &History;
+    fn ledger(&self) -> &Ledger;
     fn writes(&self) -> &WriteCounts;
 }
 
@@ -134,11 +149,14 @@ impl Flusher {
                         continue;
                     }
                     let writes = app.writes();
-                    let before = writes.breakers.load(Ordering::Relaxed)
-                        + writes.history.load(Ordering::Relaxed);
-                    flush(app.breakers(), app.history(), &paths, writes);
-                    let after = writes.breakers.load(Ordering::Relaxed)
-                        + writes.history.load(Ordering::Relaxed);
+                    let total = || {
+                        writes.breakers.load(Ordering::Relaxed)
+                            + writes.history.load(Ordering::Relaxed)
+                            + writes.usage.load(Ordering::Relaxed)
+                    };
+                    let before = total();
+                    flush(&*app, &paths);
+                    let after = total();
                     if after != before {
                         last_write = Some(Instant::now());
                     }

@@ -65,6 +65,9 @@ impl crate::persist::StateSource for App {
     fn history(&self) -> &crate::trace::History {
         &self.router.history
     }
+    fn ledger(&self) -> &crate::ledger::Ledger {
+        &self.router.ledger
+    }
     fn writes(&self) -> &crate::persist::WriteCounts {
         &self.writes
     }
@@ -386,6 +389,10 @@ fn handle_request(req: &Request, conn: &mut Conn, app: &Arc<App>) {
                 .unwrap_or_default(),
         ),
         ("POST", "/fcm/admin/breakers/reset") => admin_reset(req, app),
+        ("GET", "/fcm/admin/usage") => Reply::json(
+            200,
+            &serde_json::to_value(app.router.ledger.snapshot()).unwrap_or_default(),
+        ),
         ("GET", "/fcm/admin/history") => {
             let n = req
                 .head
@@ -478,7 +485,7 @@ fn health(app: &App) -> Value {
         },
         "inFlight": app.in_flight.load(Ordering::Acquire),
         "connections": app.connections.open(),
-        "stateWrites": {"breakers": app.writes.breakers.load(Ordering::Relaxed), "history": app.writes.history.load(Ordering::Relaxed)},
+        "stateWrites": {"breakers": app.writes.breakers.load(Ordering::Relaxed), "history": app.writes.history.load(Ordering::Relaxed), "usage": app.writes.usage.load(Ordering::Relaxed)},
     })
 }
 

@@ -48,6 +48,8 @@ pub struct OpenStream {
     pub ttft: Duration,
     /// Committed by the hold limit rather than by content.
     pub passthrough: bool,
+    /// The rate-limit windows the response head reported.
+    pub rate: Vec<crate::quota::Window>,
     hold: HoldBuffer,
     chunks: Receiver<Chunk>,
     started: Instant,
@@ -101,6 +103,7 @@ pub(crate) fn open(
         held: Vec::new(),
         ttft: Duration::ZERO,
         passthrough: false,
+        rate: Vec::new(),
         hold,
         chunks: rx,
         started,
@@ -252,7 +255,14 @@ pub(crate) enum StreamEnd {
 /// Records how a committed stream ended (breaker, live ranking, trace): given by the
 /// router with the stream, so the attempt that committed is the one that is judged.
 pub(crate) trait Settle {
-    fn settle(self: Box<Self>, end: &StreamEnd, ttft: Duration, trace: &mut Trace);
+    /// `stats`: what the stream carried (usage, characters), for what it cost.
+    fn settle(
+        self: Box<Self>,
+        end: &StreamEnd,
+        ttft: Duration,
+        stats: &AnswerStats,
+        trace: &mut Trace,
+    );
 }
 
 /// The client's side of a stream: the HTTP edge frames and writes the bytes.
@@ -281,7 +291,7 @@ impl Committed<'_> {
     ) {
         let Committed { mut stream, settle } = self;
         let end = forward(&mut stream, client, &mut shape);
-        settle.settle(&end, stream.ttft, trace);
+        settle.settle(&end, stream.ttft, stream.stats(), trace);
     }
 }
 

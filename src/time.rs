@@ -101,6 +101,20 @@ pub fn next_utc_midnight(ms: u64) -> u64 {
     (ms / DAY_MS + 1) * DAY_MS
 }
 
+/// Reads back what [`rfc3339`] writes (`2026-12-01T05:11:41Z`), as ms since the epoch.
+pub fn parse_rfc3339(text: &str) -> Option<u64> {
+    let (date, clock) = text.trim().strip_suffix('Z')?.split_once('T')?;
+    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, mo, day) = (d.next()??, d.next()??, d.next()??);
+    let mut c = clock.split(':').map(|p| p.parse::<u64>().ok());
+    let (h, mi, s) = (c.next()??, c.next()??, c.next()??);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&day) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let days = u64::try_from(days_from_civil(y, mo as u32, day as u32)).ok()?;
+    Some(((days * 86_400) + h * 3600 + mi * 60 + s) * 1000)
+}
+
 const MONTHS: [&str; 12] = [
     "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
 ];
@@ -192,6 +206,15 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(1_796_102_301_000), "2026-12-01T05:18:21Z");
         assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn rfc3339_reads_back() {
+        for ms in [0, 1_796_102_301_000, 951_782_400_000] {
+            assert_eq!(parse_rfc3339(&rfc3339(ms)), Some(ms));
+        }
+        assert_eq!(parse_rfc3339("2026-13-01T00:00:00Z"), None);
+        assert_eq!(parse_rfc3339("soon"), None);
     }
 
     #[test]

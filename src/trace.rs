@@ -29,6 +29,10 @@ pub(crate) enum SkipReason {
     Stale,
     /// The model said it was overloaded a moment ago: left alone for a short back-off.
     OverloadPaused,
+    /// A known budget is spent: the catalog's limit, or what the provider said is left.
+    QuotaBudget,
+    /// Every key of the provider was rejected a moment ago (another provider serves).
+    KeyRejected,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +42,13 @@ pub struct Skip {
     /// The provider whose account-wide quota paused this model (`sharedQuota` providers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) provider: Option<String>,
+    /// When it can be tried again (RFC 3339), where fcm knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) until: Option<String>,
+    /// The limit that was reached (`requestsPerDay 50 reached`,
+    /// `x-ratelimit-remaining-requests 0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) limit: Option<String>,
 }
 
 impl Skip {
@@ -46,6 +57,8 @@ impl Skip {
             model: model.into(),
             reason,
             provider: None,
+            until: None,
+            limit: None,
         }
     }
 
@@ -67,6 +80,9 @@ pub(crate) struct AttemptRecord {
     /// Why it failed; `None` for the attempt that served.
     pub(crate) kind: Option<FailureKind>,
     pub(crate) latency_ms: u64,
+    /// The key it was sent with, as `<provider>#<n>` (never the key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) key: Option<String>,
 }
 
 impl AttemptRecord {
@@ -312,6 +328,7 @@ mod tests {
             status,
             kind,
             latency_ms: 5,
+            key: None,
         }
     }
 

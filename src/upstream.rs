@@ -43,6 +43,8 @@ pub struct Incoming {
     pub status: u16,
     pub content_type: Option<String>,
     pub retry_after: Option<String>,
+    /// The rate-limit windows its `x-ratelimit-*` headers report (any status).
+    pub rate: Vec<crate::quota::Window>,
     pub body: Box<dyn Read + Send>,
 }
 
@@ -142,12 +144,22 @@ impl Upstream {
             .max()
             .map(|d| d.as_secs_f64().ceil().to_string())
         });
+        // Header names arrive lower-cased; only the rate-limit ones are read further.
+        let rate = crate::quota::read_headers(
+            response
+                .headers()
+                .iter()
+                .filter(|(k, _)| k.as_str().contains("ratelimit"))
+                .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))),
+            crate::time::now_ms(),
+        );
         let status = response.status().as_u16();
         let body = Box::new(response.into_body().into_reader());
         Ok(Incoming {
             status,
             content_type,
             retry_after,
+            rate,
             body,
         })
     }

@@ -14,9 +14,12 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::attempt::{attempt, Answer};
+use crate::catalog::ApiKey;
 use crate::classify::FailureKind;
 use crate::failure::Failure;
-use crate::gate::ContentValidation;
+use crate::gate::{AnswerStats, ContentValidation};
+use crate::ledger::{Blocked, Grant, Ledger, Metered, Tokens};
+use crate::quota::Window;
 use crate::target::{Limits, Target};
 use crate::toolcall::Offered;
 use crate::upstream::Upstream;
@@ -28,6 +31,9 @@ pub const PING_MAX_TOKENS: u32 = 32;
 const PING_MAX_BODY: usize = 8 * 1024 * 1024;
 /// A rate limit asking to wait at most this long is waited out between pings.
 const MAX_PING_WAIT: Duration = Duration::from_secs(5);
+/// A known budget that frees within this is waited for between pings (a per-minute
+/// limit); a longer one (a daily limit) ends the model's pings.
+const MAX_BUDGET_WAIT: Duration = Duration::from_secs(61);
 /// Median time to first token at or under which a fully successful model is `Perfect`.
 pub const PERFECT_TTFT_MS: u64 = 1000;
 /// Median time to first token from which a fully successful model is `Slow`.
@@ -113,20 +119,62 @@ pub enum Ping {
     },
 }
 
-/// Runs one streaming ping of the plain question through the shared attempt and drains it.
-pub fn ping(upstream: &Upstream, target: &Target, timeout: Duration) -> Ping {
-    ping_asking(upstream, target, Question::Sum, timeout)
+/// A ping's estimated prompt tokens, charged against token budgets.
+pub fn ping_tokens(question: Question) -> u64 {
+    crate::router::estimate_prompt_tokens(&question.body())
 }
 
-/// Runs one streaming ping of `question` through the shared attempt and drains it. A tool
-/// ping's calls are checked against its tool (`Limits::tools`), exactly as the router checks
-/// a client's: a broken or invented call fails the ping as `invalid_tool_call`.
-pub fn ping_asking(
+/// One streaming ping of `question`, sent through the ledger: a key from it, or nothing
+/// sent when no key of the model may be (`Err`, with until when). `probe` leaves the last
+/// tenth of a daily budget alone (bench pings and background probes; `fcm check` is the
+/// user's own request). What the answer reported is left, what it cost, a 429 or a
+/// rejected key go into the ledger.
+pub fn metered_ping(
     upstream: &Upstream,
     target: &Target,
+    metered: &Metered,
+    ledger: &Ledger,
     question: Question,
     timeout: Duration,
-) -> Ping {
+    probe: bool,
+) -> Result<(Ping, Grant), Blocked> {
+    let prompt = ping_tokens(question);
+    let grant = ledger.reserve(metered, prompt, crate::time::now_ms(), probe)?;
+    let (ping, rate, stats) = ping_asking(
+        upstream,
+        target,
+        grant.api_key(&target.keys),
+        question,
+        timeout,
+    );
+    let now = crate::time::now_ms();
+    ledger.report(metered, &grant, &rate, now);
+    if let Some(stats) = stats {
+        ledger.tokens(metered, &grant, Tokens::of(&stats, prompt), now);
+    }
+    if let Ping::Failed { kind, pause, .. } = &ping {
+        if kind.is_quota() {
+            ledger.rate_limited(metered, &grant, pause.unwrap_or_default(), now);
+        }
+        if *kind == FailureKind::AuthError {
+            ledger.rejected(metered, &grant, now);
+        }
+    }
+    Ok((ping, grant))
+}
+
+/// Runs one streaming ping of `question` with `key` through the shared attempt and drains
+/// it. A tool ping's calls are checked against its tool (`Limits::tools`), exactly as the
+/// router checks a client's: a broken or invented call fails the ping as
+/// `invalid_tool_call`. Also gives the rate-limit windows the answer reported and, when
+/// content came, what it carried.
+fn ping_asking(
+    upstream: &Upstream,
+    target: &Target,
+    key: Option<&ApiKey>,
+    question: Question,
+    timeout: Duration,
+) -> (Ping, Vec<Window>, Option<AnswerStats>) {
     let limits = Limits {
         body_read: timeout,
         first_token: timeout,
@@ -143,52 +191,74 @@ pub fn ping_asking(
         pause: f.verdict.quota_pause,
         detail: f.detail,
     };
-    match attempt(
-        upstream,
-        target,
-        target.keys.first(),
-        &question.body(),
-        true,
-        &limits,
-    ) {
-        Ok(Answer::Full { stats, elapsed, .. }) => {
+    match attempt(upstream, target, key, &question.body(), true, &limits) {
+        Ok(Answer::Full {
+            stats,
+            elapsed,
+            rate,
+            ..
+        }) => {
             let ms = elapsed.as_millis() as u64;
-            Ping::Ok {
+            let ping = Ping::Ok {
                 ttft_ms: ms,
                 total_ms: ms,
                 tokens: stats.output_tokens(),
                 tool_calls: stats.tool_calls as u32,
-            }
+            };
+            (ping, rate, Some(stats))
         }
-        Ok(Answer::Stream(s)) => {
+        Ok(Answer::Stream(mut s)) => {
             let ttft_ms = s.ttft.as_millis() as u64;
+            let rate = std::mem::take(&mut s.rate);
             match s.drain(limits.deadline) {
-                Ok((stats, total)) => Ping::Ok {
-                    ttft_ms,
-                    total_ms: total.as_millis() as u64,
-                    tokens: stats.output_tokens(),
-                    tool_calls: stats.tool_calls as u32,
-                },
-                Err(f) => failed(f),
+                Ok((stats, total)) => {
+                    let ping = Ping::Ok {
+                        ttft_ms,
+                        total_ms: total.as_millis() as u64,
+                        tokens: stats.output_tokens(),
+                        tool_calls: stats.tool_calls as u32,
+                    };
+                    (ping, rate, Some(stats))
+                }
+                Err(f) => (failed(f), rate, None),
             }
         }
-        Err(f) => failed(f),
+        Err(mut f) => {
+            let rate = std::mem::take(&mut f.rate).into_vec();
+            (failed(f), rate, None)
+        }
     }
 }
 
-/// Asks one model each of `questions` in a row, honouring rate limits and giving up early on
-/// failures that another ping cannot change (a bad key, an unresolvable URL). Results come
-/// in the order they were sent.
+/// Asks one model each of `questions` in a row through the ledger, honouring rate limits
+/// and giving up early on failures that another ping cannot change (a bad key, an
+/// unresolvable URL). A per-minute budget that runs out is waited for (at most a minute
+/// each time); a daily one that runs out ends the model's pings. Results come in the
+/// order they were sent.
 pub fn probe(
     upstream: &Upstream,
     target: &Target,
+    metered: &Metered,
+    ledger: &Ledger,
     questions: &[Question],
     timeout: Duration,
 ) -> Vec<(Question, Ping)> {
     let mut results = Vec::new();
     let mut timeouts_in_a_row = 0;
     for (i, question) in questions.iter().enumerate() {
-        let p = ping_asking(upstream, target, *question, timeout);
+        let p = loop {
+            match metered_ping(upstream, target, metered, ledger, *question, timeout, true) {
+                Ok((p, _)) => break Some(p),
+                Err(b) => {
+                    let wait = b.until_ms.saturating_sub(crate::time::now_ms());
+                    if wait > MAX_BUDGET_WAIT.as_millis() as u64 {
+                        break None;
+                    }
+                    std::thread::sleep(Duration::from_millis(wait.max(10)));
+                }
+            }
+        };
+        let Some(p) = p else { break };
         let last = i + 1 == questions.len();
         let stop = match &p {
             Ping::Failed {

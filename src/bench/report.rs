@@ -22,6 +22,9 @@ pub enum BenchVerdict {
     Down,
     AuthFailed,
     NoKey,
+    /// Not contacted: its known budget for today is below the pings it would need (a
+    /// bench never spends the last tenth of a daily limit).
+    QuotaBudget,
 }
 
 impl BenchVerdict {
@@ -36,6 +39,7 @@ impl BenchVerdict {
             BenchVerdict::Down => "Down",
             BenchVerdict::AuthFailed => "Auth failed",
             BenchVerdict::NoKey => "No key",
+            BenchVerdict::QuotaBudget => "Over budget",
         }
     }
 }
@@ -281,9 +285,17 @@ pub fn summarize(m: ModelRef<'_>, pings: &[(Question, Ping)], measured_at: &str)
     }
 }
 
+/// The entry of a model the bench did not contact because its known budget is spent.
+pub fn over_budget(m: ModelRef<'_>, measured_at: &str) -> ModelResult {
+    ModelResult {
+        verdict: BenchVerdict::QuotaBudget,
+        ..summarize(m, &[], measured_at)
+    }
+}
+
 /// Sorts best first and numbers the ranks. Order: usable models first; then by verdict
 /// (Perfect, Normal, Slow, Unstable, Rate limited, Empty answers, Down, Auth failed, No
-/// key); then success rate (higher first); then median time to first token; then catalog
+/// key, Over budget); then success rate (higher first); then median time to first token; then catalog
 /// tier and SWE-bench score; then the model key, so equal results keep a stable order.
 pub fn rank(results: &mut [ModelResult]) {
     results.sort_by(|a, b| compare(&standing(a), &standing(b)));
@@ -313,6 +325,8 @@ pub fn merge(previous: BenchReport, current: &BenchReport) -> BenchReport {
     let mut models = current.models.clone();
     for old in previous.models {
         match models.iter_mut().find(|m| m.model == old.model) {
+            // Not contacted this time (over budget): what it showed before still stands.
+            Some(new) if new.verdict == BenchVerdict::QuotaBudget && old.pings > 0 => *new = old,
             Some(new) => new.keep_tools_of(&old),
             None => models.push(old),
         }

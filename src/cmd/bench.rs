@@ -1,5 +1,6 @@
 //! `fcm bench`: choose the models, probe them on a thread pool, print and save the ranking.
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,9 +10,12 @@ use argh::FromArgs;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
-use crate::bench::{merge, probe, questions, rank, summarize, BenchReport, ModelResult};
+use crate::bench::{
+    merge, over_budget, probe, questions, rank, summarize, BenchReport, ModelResult,
+};
 use crate::catalog::{Catalog, KeySource, ModelRef};
 use crate::cmd::{process_id_token, require_provider, usage, Setup};
+use crate::ledger::{Ledger, Metered, Room};
 use crate::secrets::Secrets;
 use crate::state;
 use crate::table;
@@ -69,7 +73,14 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     let setup = Setup::load()?;
     let models = select(&setup.catalog, &args.provider, &args.model)?;
     let secrets = setup.secrets(None);
-    let report = execute(&models, &setup.keys(), &plan, &secrets)?;
+    let usage_path = state::state_file("usage.json")?;
+    let ledger = Ledger::load(&usage_path, time::now_ms(), setup.config.router.keys.sticky)?;
+    let report = execute(&models, &setup.keys(), &plan, &secrets, &ledger);
+    // What the pings spent, whatever came of them (a running server takes it in).
+    if let Err(e) = ledger.sync(&usage_path, time::now_ms()) {
+        eprintln!("fcm bench: warning: {e:#}", e = anyhow::Error::new(e));
+    }
+    let report = report?;
     if args.json {
         print_json(&report, &secrets)?;
     } else {
@@ -145,11 +156,15 @@ pub fn select<'a>(
 }
 
 /// Probes every model that has a key (the others are reported as `no key`) and ranks them.
+/// Every ping goes through `ledger`: a model whose known daily budget (its last tenth kept
+/// back) is below the pings it needs is not contacted (`over budget`), and a plan that
+/// spends more than a tenth of a known daily limit is said before it starts.
 pub fn execute(
     models: &[ModelRef<'_>],
     keys: &KeySource<'_>,
     plan: &ProbePlan,
     secrets: &Arc<Secrets>,
+    ledger: &Ledger,
 ) -> Result<BenchReport> {
     let session = process_id_token();
     let now = time::rfc3339(time::now_ms());
@@ -157,10 +172,22 @@ pub fn execute(
     let (reachable, no_key): (Vec<&ModelRef<'_>>, Vec<&ModelRef<'_>>) = models
         .iter()
         .partition(|m| keys.lookup(m.provider).0.usable());
-    let targets: Vec<(ModelRef<'_>, Target)> = reachable
+    let asked = questions(plan.pings, plan.tools);
+    let all: Vec<(ModelRef<'_>, Target, Metered)> = reachable
         .iter()
-        .map(|m| (**m, Target::resolve(**m, keys, &session, secrets)))
+        .map(|m| {
+            let target = Target::resolve(**m, keys, &session, secrets);
+            let metered = Metered::new(**m, &target.keys);
+            (**m, target, metered)
+        })
         .collect();
+    let budget = budget_plan(&all, ledger, asked.len() as u64);
+    for line in &budget.notices {
+        eprintln!("fcm bench: {line}");
+    }
+    let (targets, over): (Vec<_>, Vec<_>) = all
+        .into_iter()
+        .partition(|(m, _, _)| !budget.skipped.contains(&m.key()));
     let bar = if plan.progress {
         let b =
             ProgressBar::with_draw_target(Some(targets.len() as u64), ProgressDrawTarget::stderr());
@@ -176,7 +203,6 @@ pub fn execute(
     } else {
         ProgressBar::hidden()
     };
-    let asked = questions(plan.pings, plan.tools);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(plan.concurrency.min(targets.len().max(1)))
         .thread_name(|i| format!("fcm-probe-{i}"))
@@ -187,20 +213,74 @@ pub fn execute(
         targets
             .par_iter()
             .with_max_len(1)
-            .map(|(m, target)| {
-                let pings = probe(&upstream, target, &asked, plan.timeout);
+            .map(|(m, target, metered)| {
+                let pings = probe(&upstream, target, metered, ledger, &asked, plan.timeout);
                 bar.inc(1);
-                summarize(*m, &pings, &now)
+                match pings.is_empty() {
+                    // Its budget ran out before its first ping (a request beside the bench).
+                    true => over_budget(*m, &now),
+                    false => summarize(*m, &pings, &now),
+                }
             })
             .collect()
     });
     bar.finish_and_clear();
     results.extend(no_key.iter().map(|m| summarize(**m, &[], &now)));
+    results.extend(over.iter().map(|(m, _, _)| over_budget(*m, &now)));
     rank(&mut results);
     Ok(BenchReport {
         generated_at: now,
         models: results,
     })
+}
+
+/// What a bench run may spend, decided before it starts.
+#[derive(Debug, Default)]
+pub struct BudgetPlan {
+    /// Models not to contact: their counter's known budget is below its pings.
+    pub skipped: Vec<String>,
+    /// Lines for stderr: spending over a tenth of a known daily limit, and what was skipped.
+    pub notices: Vec<String>,
+}
+
+/// The bench's pings against each counter's known daily budget: models sharing a counter
+/// (a provider-wide limit) share its room. `pings`: requests each model is sent.
+pub fn budget_plan(
+    models: &[(ModelRef<'_>, Target, Metered)],
+    ledger: &Ledger,
+    pings: u64,
+) -> BudgetPlan {
+    let now = time::now_ms();
+    // counter -> (its room, models, requests planned)
+    let mut counters: BTreeMap<String, (Room, Vec<String>, u64)> = BTreeMap::new();
+    for (m, _, metered) in models {
+        if let Some(room) = ledger.probe_room(metered, now) {
+            let entry = counters
+                .entry(room.counter.clone())
+                .or_insert_with(|| (room, Vec::new(), 0));
+            entry.1.push(m.key());
+            entry.2 += pings;
+        }
+    }
+    let mut plan = BudgetPlan::default();
+    for (counter, (room, members, planned)) in counters {
+        let share = planned as f64 * 100.0 / room.daily_limit.max(1) as f64;
+        if planned > room.left {
+            plan.notices.push(format!(
+                "{counter}: not contacted ({} models): {planned} requests needed, {} left for probes today of a known {} a day (the last 10% is kept for real work); `--pings 1` or `--model` spends less",
+                members.len(),
+                room.left,
+                room.daily_limit
+            ));
+            plan.skipped.extend(members);
+        } else if planned * 10 > room.daily_limit {
+            plan.notices.push(format!(
+                "{counter}: will spend {planned} requests of a known {} a day ({share:.0}%), {} left for probes before it",
+                room.daily_limit, room.left
+            ));
+        }
+    }
+    plan
 }
 
 /// 0 when at least one model is usable, 1 when none is.

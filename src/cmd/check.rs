@@ -6,14 +6,18 @@ use anyhow::Result;
 use argh::FromArgs;
 use serde_json::json;
 
-use crate::bench::{ping, Ping};
+use crate::bench::{metered_ping, Ping, Question};
 use crate::breaker::BreakerState;
 use crate::catalog::{key_hint, tier_rank, KeyStatus, ModelRef};
 use crate::classify::FailureKind;
 use crate::cmd::usage;
 use crate::cmd::{process_id_token, require_provider, Setup};
+use crate::ledger::{Ledger, Metered, Why};
+use crate::quota::{Unit, Window};
 use crate::rank::{compare, Standing, UNKNOWN};
+use crate::state;
 use crate::target::Target;
+use crate::time;
 use crate::upstream::Upstream;
 
 #[derive(FromArgs)]
@@ -133,24 +137,20 @@ pub fn run(args: CheckArgs) -> Result<i32> {
     let m = choose(&setup, &args.target)?;
     let keys = setup.keys();
     let secrets = setup.secrets(None);
-    let (status, key) = keys.lookup(m.provider);
-    let key_note = match (&status, &key) {
-        (KeyStatus::Env(var), Some(k)) => format!("{var} {}", key_hint(k)),
-        (KeyStatus::Config, Some(k)) => {
-            format!("config.json apiKeys.{} {}", m.provider.id, key_hint(k))
-        }
-        _ => status.describe(),
-    };
+    let (status, _) = keys.lookup(m.provider);
     let report = |code: i32,
                   kind: Option<FailureKind>,
                   http: Option<u16>,
                   ms: Option<u64>,
-                  line: String|
+                  line: String,
+                  key_note: &str,
+                  left: &[Window]|
      -> Result<i32> {
         // The one place check writes: nothing a provider echoed of a secret gets through.
         if args.json {
             let v = json!({"model": m.key(), "ok": code == EXIT_OK, "exitCode": code, "kind": kind,
-                           "status": http, "latencyMs": ms, "key": key_note, "message": line});
+                           "status": http, "latencyMs": ms, "key": key_note, "message": line,
+                           "remaining": left});
             println!("{}", secrets.redact(&v.to_string()));
         } else {
             println!("{}", secrets.redact(&line));
@@ -167,16 +167,69 @@ pub fn run(args: CheckArgs) -> Result<i32> {
                 m.provider.signup_url
             )
         };
-        return report(
-            EXIT_NO_KEY,
-            None,
-            None,
-            None,
-            format!("FAIL {}: key not set; {how}", m.key()),
-        );
+        let line = format!("FAIL {}: key not set; {how}", m.key());
+        return report(EXIT_NO_KEY, None, None, None, line, &status.describe(), &[]);
     }
     let target = Target::resolve(m, &keys, &process_id_token(), &secrets);
-    match ping(&Upstream::new(), &target, Duration::from_secs(args.timeout)) {
+    let metered = Metered::new(m, &target.keys);
+    let usage_path = state::state_file("usage.json")?;
+    let ledger = Ledger::load(&usage_path, time::now_ms(), setup.config.router.keys.sticky)?;
+    let timeout = Duration::from_secs(args.timeout);
+    let sent = metered_ping(
+        &Upstream::new(),
+        &target,
+        &metered,
+        &ledger,
+        Question::Sum,
+        timeout,
+        false,
+    );
+    if let Err(e) = ledger.sync(&usage_path, time::now_ms()) {
+        eprintln!("fcm check: warning: {:#}", anyhow::Error::new(e));
+    }
+    let (ping, grant) = match sent {
+        Ok(sent) => sent,
+        Err(b) => {
+            let why = match &b.why {
+                Why::Budget(what) => format!("its known budget is spent ({what})"),
+                Why::Paused => "its keys are paused after rate limits".to_string(),
+                Why::Rejected => "the provider rejected its keys within the hour".to_string(),
+            };
+            let line = format!(
+                "FAIL {}: not sent: {why}; frees up at {} (`fcm usage` shows what is left)",
+                m.key(),
+                time::rfc3339(b.until_ms)
+            );
+            let kind = Some(FailureKind::QuotaExhausted);
+            return report(
+                EXIT_RATE_LIMITED,
+                kind,
+                None,
+                None,
+                line,
+                &status.describe(),
+                &[],
+            );
+        }
+    };
+    let key_note = match grant.api_key(&target.keys) {
+        Some(k) => {
+            let origin = match &k.origin {
+                KeyStatus::Env(var) => var.clone(),
+                _ => format!("config.json apiKeys.{}", m.provider.id),
+            };
+            let several = if target.keys.len() > 1 {
+                format!("{} ", k.label)
+            } else {
+                String::new()
+            };
+            format!("{several}{origin} {}", key_hint(&k.value))
+        }
+        None => status.describe(),
+    };
+    let left = ledger.left(&metered, grant.key, time::now_ms());
+    let left_note = left_note(&left);
+    match ping {
         Ping::Ok {
             total_ms, tokens, ..
         } => report(
@@ -185,9 +238,11 @@ pub fn run(args: CheckArgs) -> Result<i32> {
             Some(200),
             Some(total_ms),
             format!(
-                "ok   {}: answered in {total_ms} ms, {tokens} tokens ({key_note})",
+                "ok   {}: answered in {total_ms} ms, {tokens} tokens ({key_note}){left_note}",
                 m.key()
             ),
+            &key_note,
+            &left,
         ),
         Ping::Failed {
             kind,
@@ -201,12 +256,41 @@ pub fn run(args: CheckArgs) -> Result<i32> {
                 .map(|s| format!("HTTP {s}, "))
                 .unwrap_or_default();
             let line = format!(
-                "FAIL {}: {} ({http_note}{kind}): {detail} ({key_note})",
+                "FAIL {}: {} ({http_note}{kind}): {detail} ({key_note}){left_note}",
                 m.key(),
                 what(kind)
             );
-            report(code, Some(kind), http, None, line)
+            report(code, Some(kind), http, None, line, &key_note, &left)
         }
+    }
+}
+
+/// `; left: 998 requests (resets in 1m26s), 11963 tokens (resets in 185 ms)`, from what
+/// the provider reported on this answer; empty when it reported nothing.
+fn left_note(windows: &[Window]) -> String {
+    let now = time::now_ms();
+    let parts: Vec<String> = windows
+        .iter()
+        .filter_map(|w| {
+            let left = w.remaining?;
+            let unit = match w.unit {
+                Unit::Requests => "requests",
+                Unit::Tokens => "tokens",
+            };
+            let per = match w.period {
+                Some(p) => format!(" per {}", format!("{p:?}").to_ascii_lowercase()),
+                None => String::new(),
+            };
+            Some(format!(
+                "{left} {unit}{per} (resets in {})",
+                time::human_ms(w.reset_at.saturating_sub(now))
+            ))
+        })
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; left: {}", parts.join(", "))
     }
 }
 

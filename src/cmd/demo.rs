@@ -93,7 +93,9 @@ pub(crate) fn run(args: DemoArgs) -> Result<i32> {
     };
     // The simulated provider takes no key: there is no secret to keep out of the output.
     let secrets = Default::default();
-    let report = execute(&all, &keys, &plan, &secrets)?;
+    // The simulated provider's spending is not the user's: an in-memory ledger, not saved.
+    let ledger = crate::ledger::Ledger::new(Default::default(), crate::time::now_ms(), 1);
+    let report = execute(&all, &keys, &plan, &secrets, &ledger)?;
     if args.json {
         print_json(&report, &secrets)?;
         return Ok(0);

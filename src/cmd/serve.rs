@@ -11,6 +11,7 @@ use argh::FromArgs;
 
 use crate::breaker::{BreakerBook, Breakers};
 use crate::cmd::{process_id_token, usage, Setup};
+use crate::ledger::Ledger;
 use crate::persist::{self, Flusher, ServeInfo, StatePaths, WriteCounts};
 use crate::router::Router;
 use crate::serve::{self, App};
@@ -148,16 +149,19 @@ pub fn run(args: ServeArgs) -> Result<i32> {
     let paths = StatePaths {
         breakers: state::state_file("breakers.json")?,
         history: state::state_file("history.json")?,
+        usage: state::state_file("usage.json")?,
     };
     let now = crate::time::now_ms();
     let book: BreakerBook = state::load_json(&paths.breakers)?;
     let history: HistoryFile = state::load_json(&paths.history)?;
     let breakers = Breakers::new(book, setup.config.router.breaker.clone(), now);
+    let ledger = Ledger::load(&paths.usage, now, setup.config.router.keys.sticky)?;
     let router = Router::new(
         &setup.catalog,
         &setup.keys(),
         &setup.config.router,
         breakers,
+        ledger,
         History::new(history),
         Some(state::state_file("bench.json")?),
         &process_id_token(),
@@ -208,12 +212,7 @@ pub fn run(args: ServeArgs) -> Result<i32> {
     }
     let result = serve::run(listener, app.clone());
     flusher.stop();
-    persist::flush(
-        &app.router.breakers,
-        &app.router.history,
-        &paths,
-        &app.writes,
-    );
+    persist::flush(&*app, &paths);
     let _ = std::fs::remove_file(&info_path);
     result.context("fcm serve stopped")?;
     eprintln!(

@@ -103,16 +103,6 @@ pub enum HoldReason {
     KeyRejected,
 }
 
-impl HoldReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HoldReason::RateLimited => "rate_limited",
-            HoldReason::RetryStorm => "retry_storm",
-            HoldReason::KeyRejected => "key_rejected",
-        }
-    }
-}
-
 /// A key of a provider (or a keyless model) out of use until a moment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -181,10 +171,6 @@ impl Book {
             reported,
             holds,
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.days.is_empty() && self.reported.is_empty() && self.holds.is_empty()
     }
 
     /// The row of `model` with key `key_id` on `day`, created empty.

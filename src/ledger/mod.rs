@@ -120,11 +120,6 @@ impl Metered {
     pub fn key_count(&self) -> usize {
         self.keys.iter().filter(|k| k.label.is_some()).count()
     }
-
-    /// The catalog's rules on this model and the counter each limits.
-    pub fn rules(&self) -> impl Iterator<Item = (&str, &Quota)> {
-        self.rules.iter().map(|(c, q)| (c.as_str(), q))
-    }
 }
 
 /// Permission to send one request, with the key to send it with.
@@ -648,14 +643,30 @@ impl Ledger {
         total
     }
 
+    /// The windows the provider last reported for `m` with its `key`-th key that have not
+    /// reset yet (after a request, what is left).
+    pub fn left(&self, m: &Metered, key: usize, now: u64) -> Vec<Window> {
+        let inner = self.lock();
+        let Some(tag) = m.keys.get(key) else {
+            return Vec::new();
+        };
+        inner
+            .book
+            .reported
+            .get(&slot(&m.reported_scope, &tag.id))
+            .map(|r| {
+                r.windows
+                    .iter()
+                    .filter(|w| w.reset_at > now)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The ledger as a file, for `fcm usage` and the dashboard.
     pub fn snapshot(&self) -> UsageBook {
         self.lock().book.to_file()
-    }
-
-    /// Whether anything was added since the last save.
-    pub fn is_dirty(&self) -> bool {
-        self.dirty.load(Ordering::Acquire)
     }
 
     /// Saves what this process added into `path` (merged with what is there: another

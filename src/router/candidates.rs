@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::breaker::{BreakerState, Breakers, Pause};
 use crate::capability::Needs;
 use crate::catalog::{tier_rank, Catalog, KeySource, KeyStatus};
+use crate::ledger::{Blocked, Ledger, Metered, Why};
 use crate::secrets::Secrets;
 use crate::target::Target;
 use crate::trace::{Skip, SkipReason, Trace};
@@ -34,6 +35,8 @@ pub(crate) struct Candidate {
     pub capabilities: Vec<String>,
     /// Its [`family`], the same model on other providers.
     pub family: String,
+    /// Its counters and limits, and its provider's keys, as the usage ledger knows them.
+    pub metered: Metered,
 }
 
 impl Candidate {
@@ -48,6 +51,23 @@ impl Candidate {
         } else {
             Skip::new(self.target.key.clone(), SkipReason::QuotaPaused)
         }
+    }
+
+    /// The skip for a model none of whose keys may be sent a request now: a spent budget
+    /// (`quota_budget`), keys paused after 429s (`quota_paused`) or rejected
+    /// (`key_rejected`), with when it frees up.
+    pub(crate) fn ledger_skip(&self, b: &Blocked) -> Skip {
+        let mut skip = match &b.why {
+            Why::Budget(what) => {
+                let mut s = Skip::new(self.key(), SkipReason::QuotaBudget);
+                s.limit = Some(what.clone());
+                s
+            }
+            Why::Paused => self.quota_skip(),
+            Why::Rejected => Skip::new(self.key(), SkipReason::KeyRejected),
+        };
+        skip.until = Some(crate::time::rfc3339(b.until_ms));
+        skip
     }
 
     /// The skip for a paused model: an overloaded model's back-off, or a quota pause.
@@ -83,8 +103,10 @@ impl Candidates {
                     KeyStatus::Missing(vars) => Some(format!("set {}", vars.join(" or "))),
                     _ => None,
                 };
+                let target = Target::resolve(m, keys, session_id, secrets);
                 Candidate {
-                    target: Target::resolve(m, keys, session_id, secrets),
+                    metered: Metered::new(m, &target.keys),
+                    target,
                     tier: tier_rank(&m.model.tier),
                     swe: m.model.swe_bench.unwrap_or(-1.0),
                     missing_key,
@@ -137,12 +159,16 @@ impl Candidates {
 
     /// The routable models in the order they would be tried, with the skipped ones.
     /// `needed_tokens`: the request's estimated size; smaller context windows are skipped.
+    /// `prompt_tokens`: its prompt alone, against token budgets; a model whose every key's
+    /// known budget is spent is skipped (`quota_budget`) with when it frees up.
     pub(crate) fn plan(
         &self,
         breakers: &Breakers,
+        ledger: &Ledger,
         evidence: &Evidence,
         now_ms: u64,
         needed_tokens: u64,
+        prompt_tokens: u64,
     ) -> (Vec<usize>, Vec<Skip>) {
         let routable: Vec<usize> = (0..self.all.len())
             .filter(|i| self.all[*i].missing_key.is_none())
@@ -165,6 +191,10 @@ impl Candidates {
             }
             if state == BreakerState::Open {
                 skipped.push(Skip::new(c.key(), SkipReason::CircuitOpen));
+                continue;
+            }
+            if let Some(b) = ledger.blocked(&c.metered, prompt_tokens, now_ms) {
+                skipped.push(c.ledger_skip(&b));
                 continue;
             }
             let (evidence, ttft_ms) = view.of(c.key());
@@ -332,18 +362,24 @@ fn moved_ahead(without: &[usize], with: &[usize], proven: &[usize]) -> usize {
 /// Tokens a request needs: its text (characters / 4, the usual rough rate for English and
 /// code) plus the answer it asks room for (`max_tokens`).
 pub fn estimate_tokens(body: &Value) -> u64 {
-    let chars: usize = ["messages", "tools"]
-        .iter()
-        .filter_map(|k| body.get(*k))
-        .map(crate::protocol::text_chars)
-        .sum();
     let answer = body
         .get("max_tokens")
         .or_else(|| body.get("max_completion_tokens"))
         .and_then(Value::as_u64)
         .unwrap_or(0);
     // Saturating: `max_tokens: 18446744073709551615` is larger than every window, not tiny.
-    crate::protocol::estimate_tokens(chars).saturating_add(answer)
+    estimate_prompt_tokens(body).saturating_add(answer)
+}
+
+/// Tokens of a request's prompt alone (its messages and tools, characters / 4): what a
+/// provider's token budget is charged before the answer.
+pub fn estimate_prompt_tokens(body: &Value) -> u64 {
+    let chars: usize = ["messages", "tools"]
+        .iter()
+        .filter_map(|k| body.get(*k))
+        .map(crate::protocol::text_chars)
+        .sum();
+    crate::protocol::estimate_tokens(chars)
 }
 
 /// A model's family across providers: its id without the vendor path, the `:free` tag or

@@ -14,12 +14,13 @@ use crate::capability::Needs;
 use crate::classify::FailureKind;
 use crate::failure::Failure;
 use crate::gate::AnswerStats;
+use crate::ledger::{Blocked, Grant, Tokens};
 use crate::stream::{Committed, Settle, StreamEnd};
 use crate::target::Limits;
 use crate::trace::{AttemptRecord, Outcome, Skip, SkipReason, Trace};
 
 use super::refusal::{FailedAttempt, Refused};
-use super::{estimate_tokens, Route, Router};
+use super::{estimate_prompt_tokens, estimate_tokens, Route, Router};
 
 /// A 502/503/504 with a `Retry-After` this short from the last candidate is waited out once.
 const SHORT_RETRY: Duration = Duration::from_secs(5);
@@ -59,6 +60,17 @@ struct Job<'a> {
     body: &'a Value,
     stream: bool,
     limits: Limits,
+    /// The prompt's estimated tokens, charged against token budgets.
+    prompt_tokens: u64,
+}
+
+/// Why one candidate did not serve.
+enum Missed {
+    /// It was tried and failed.
+    Failed(Failure),
+    /// No key of it may be sent a request now (a spent budget, paused or rejected keys):
+    /// nothing was sent.
+    Blocked(Blocked),
 }
 
 impl Router {
@@ -76,6 +88,7 @@ impl Router {
             stream: ask.stream,
             // Streams keep the gate's parsed chunks: the client's protocol shapes them.
             limits: self.limits(deadline, ask.stream, ask.tools.clone()),
+            prompt_tokens: estimate_prompt_tokens(ask.body),
         };
         let mut details = Vec::new();
         if let Route::Pinned(key) = route {
@@ -94,16 +107,26 @@ impl Router {
             // HALF_OPEN trial slot is taken if free so its result counts as the trial.
             let trial = self.breakers.admit(key, crate::time::now_ms()) == Admission::Trial;
             return match self.try_one(i, &job, &mut trace, &mut details, trial) {
-                Ok(answer) => Ok(self.served(answer, trace, i, trial)),
-                Err(f) => Err(Box::new(self.refuse_pinned(trace, &f, details))),
+                Ok(answer) => Ok(self.served(answer, trace, i, trial, job.prompt_tokens)),
+                Err(Missed::Failed(f)) => Err(Box::new(self.refuse_pinned(trace, &f, details))),
+                // Not sent: it would have been refused for its spent budget.
+                Err(Missed::Blocked(b)) => {
+                    if trial {
+                        self.breakers.release_trial(key);
+                    }
+                    trace.skipped.push(c.ledger_skip(&b));
+                    Err(Box::new(self.refuse_blocked(trace, key, &b)))
+                }
             };
         }
         let mut needed = estimate_tokens(ask.body);
         let (mut order, skipped) = self.pool.plan(
             &self.breakers,
+            &self.ledger,
             &self.evidence,
             crate::time::now_ms(),
             needed,
+            job.prompt_tokens,
         );
         trace.skipped = skipped;
         let mut preferred = Vec::new();
@@ -159,14 +182,24 @@ impl Router {
                     continue;
                 }
             };
+            let f = match self.try_one(i, &job, &mut trace, &mut details, trial) {
+                Ok(answer) => return Ok(self.served(answer, trace, i, trial, job.prompt_tokens)),
+                Err(Missed::Failed(f)) => f,
+                Err(Missed::Blocked(b)) => {
+                    // Its budget was spent since planning (by a request running beside
+                    // this one): skipped like the others, nothing sent.
+                    if trial {
+                        self.breakers.release_trial(c.key());
+                    }
+                    trace.skipped.push(c.ledger_skip(&b));
+                    continue;
+                }
+            };
             if last_resort.as_deref() == Some(c.key()) {
                 last_resort = None;
             }
-            let f = match self.try_one(i, &job, &mut trace, &mut details, trial) {
-                Ok(answer) => return Ok(self.served(answer, trace, i, trial)),
-                Err(f) => f,
-            };
-            if f.verdict.blocks_provider {
+            // A rejected key blocks the provider, unless it has other keys to try.
+            if f.verdict.blocks_provider && c.metered.key_count() < 2 {
                 blocked.insert(c.target.provider_id.as_str());
             }
             if f.kind() == FailureKind::ContextOverflow {
@@ -210,8 +243,17 @@ impl Router {
             {
                 // Tried whatever its breaker says, like a pinned model.
                 let trial = self.breakers.admit(&key, crate::time::now_ms()) == Admission::Trial;
-                if let Ok(answer) = self.try_one(i, &job, &mut trace, &mut details, trial) {
-                    return Ok(self.served(answer, trace, i, trial));
+                match self.try_one(i, &job, &mut trace, &mut details, trial) {
+                    Ok(answer) => {
+                        return Ok(self.served(answer, trace, i, trial, job.prompt_tokens))
+                    }
+                    Err(Missed::Blocked(b)) => {
+                        if trial {
+                            self.breakers.release_trial(&key);
+                        }
+                        trace.skipped.push(c.ledger_skip(&b));
+                    }
+                    Err(Missed::Failed(_)) => {}
                 }
             }
         }
@@ -230,7 +272,8 @@ impl Router {
         }
     }
 
-    /// One attempt and its trace record; the outcome is recorded here, except for a
+    /// One attempt and its trace record: a key from the ledger (or none, when no key may
+    /// be sent a request now), the request, and its outcome recorded here, except for a
     /// committed stream, whose outcome is known only when it ends.
     fn try_one(
         &self,
@@ -239,42 +282,58 @@ impl Router {
         trace: &mut Trace,
         details: &mut Vec<FailedAttempt>,
         trial: bool,
-    ) -> Result<Answer, Failure> {
+    ) -> Result<(Answer, Grant), Missed> {
         let c = self.pool.get(i);
         let key = c.key();
+        let grant = self
+            .ledger
+            .reserve(&c.metered, job.prompt_tokens, crate::time::now_ms(), false)
+            .map_err(Missed::Blocked)?;
+        let api_key = grant.api_key(&c.target.keys);
         match attempt(
             &self.upstream,
             &c.target,
-            c.target.keys.first(),
+            api_key,
             job.body,
             job.stream,
             &job.limits,
         ) {
             Ok(answer) => {
-                let (status, latency) = match &answer {
+                let now = crate::time::now_ms();
+                let (status, latency, rate) = match &answer {
                     Answer::Full {
-                        status, elapsed, ..
-                    } => (*status, *elapsed),
-                    Answer::Stream(s) => (s.status, s.ttft),
+                        status,
+                        elapsed,
+                        rate,
+                        ..
+                    } => (*status, *elapsed, rate),
+                    Answer::Stream(s) => (s.status, s.ttft, &s.rate),
                 };
-                if matches!(answer, Answer::Full { .. }) {
+                self.ledger.report(&c.metered, &grant, rate, now);
+                if let Answer::Full { stats, .. } = &answer {
                     self.record_success(key, latency);
+                    let tokens = Tokens::of(stats, job.prompt_tokens);
+                    self.ledger.tokens(&c.metered, &grant, tokens, now);
                 }
                 trace.attempts.push(AttemptRecord {
                     model: key.to_string(),
                     status: Some(status),
                     kind: None,
                     latency_ms: latency.as_millis() as u64,
+                    key: grant.label.clone(),
                 });
-                Ok(answer)
+                Ok((answer, grant))
             }
-            Err(f) => {
-                self.record_failure(i, &f, trial);
+            Err(mut f) => {
+                self.ledger
+                    .report(&c.metered, &grant, &f.rate, crate::time::now_ms());
+                self.record_failure(i, &mut f, trial, &grant);
                 trace.attempts.push(AttemptRecord {
                     model: key.to_string(),
                     status: f.status,
                     kind: Some(f.kind()),
                     latency_ms: f.elapsed.as_millis() as u64,
+                    key: grant.label.clone(),
                 });
                 details.push(FailedAttempt {
                     model: key.to_string(),
@@ -283,7 +342,7 @@ impl Router {
                     blame: f.verdict.blame,
                     detail: f.detail.clone(),
                 });
-                Err(f)
+                Err(Missed::Failed(f))
             }
         }
     }
@@ -294,17 +353,29 @@ impl Router {
         self.evidence.observe(key, Some(ttft.as_millis() as u64));
     }
 
-    /// A model failed: its breaker, its live window and, for an account-wide quota, every
-    /// model of its provider.
-    fn record_failure(&self, i: usize, f: &Failure, trial: bool) {
+    /// A model failed: its breaker, its live window, the ledger (a rate-limited or rejected
+    /// key) and, for an account-wide quota, every model of its provider. A third 429
+    /// within a minute stretches the pause to 15 min (`f`'s verdict says so afterwards).
+    /// With several keys a 429 pauses that key in the ledger, not the model.
+    fn record_failure(&self, i: usize, f: &mut Failure, trial: bool, grant: &Grant) {
         let c = self.pool.get(i);
         let now = crate::time::now_ms();
-        self.breakers
-            .record_failure(c.key(), &f.verdict, now, trial);
-        if f.verdict.damages_health {
+        let several_keys = c.metered.key_count() > 1;
+        if let Some(pause) = f.verdict.quota_pause {
+            f.verdict.quota_pause = Some(self.ledger.rate_limited(&c.metered, grant, pause, now));
+        }
+        if f.kind() == FailureKind::AuthError {
+            self.ledger.rejected(&c.metered, grant, now);
+        }
+        let mut verdict = f.verdict.clone();
+        if several_keys {
+            verdict.quota_pause = None;
+        }
+        self.breakers.record_failure(c.key(), &verdict, now, trial);
+        if verdict.damages_health {
             self.evidence.observe(c.key(), None);
         }
-        if let (true, Some(pause)) = (c.shared_quota, f.verdict.quota_pause) {
+        if let (true, Some(pause)) = (c.shared_quota, verdict.quota_pause) {
             // One account-wide quota: every model of the provider waits.
             let until = now + pause.as_millis() as u64;
             for other in self.pool.of_provider(&c.target.provider_id) {
@@ -313,7 +384,14 @@ impl Router {
         }
     }
 
-    fn served<'r>(&'r self, answer: Answer, mut trace: Trace, i: usize, trial: bool) -> Served<'r> {
+    fn served<'r>(
+        &'r self,
+        (answer, grant): (Answer, Grant),
+        mut trace: Trace,
+        i: usize,
+        trial: bool,
+        prompt_tokens: u64,
+    ) -> Served<'r> {
         trace.served_model = Some(self.pool.get(i).key().to_string());
         trace.outcome = Outcome::Served;
         let delivery = match answer {
@@ -335,6 +413,8 @@ impl Router {
                     router: self,
                     candidate: i,
                     trial,
+                    grant,
+                    prompt_tokens,
                 }),
             })),
         };
@@ -342,24 +422,40 @@ impl Router {
     }
 }
 
-/// The committed stream's model and trial slot, for recording how the stream ended.
+/// The committed stream's model, trial slot and key, for recording how the stream ended
+/// and what it cost.
 struct StreamTicket<'r> {
     router: &'r Router,
     candidate: usize,
     trial: bool,
+    grant: Grant,
+    prompt_tokens: u64,
 }
 
 impl Settle for StreamTicket<'_> {
-    fn settle(self: Box<Self>, end: &StreamEnd, ttft: Duration, trace: &mut Trace) {
+    fn settle(
+        self: Box<Self>,
+        end: &StreamEnd,
+        ttft: Duration,
+        stats: &AnswerStats,
+        trace: &mut Trace,
+    ) {
         let router = self.router;
-        let key = router.pool.get(self.candidate).key();
+        let c = router.pool.get(self.candidate);
+        let key = c.key();
+        // Whatever the end, the tokens that came were spent.
+        let tokens = Tokens::of(stats, self.prompt_tokens);
+        router
+            .ledger
+            .tokens(&c.metered, &self.grant, tokens, crate::time::now_ms());
         match end {
             StreamEnd::Complete { completion_tokens } => {
                 router.record_success(key, ttft);
                 trace.completion_tokens = *completion_tokens;
             }
             StreamEnd::Failed(f) => {
-                router.record_failure(self.candidate, f, self.trial);
+                let mut f = f.clone();
+                router.record_failure(self.candidate, &mut f, self.trial, &self.grant);
                 if let Some(last) = trace.attempts.last_mut() {
                     last.kind = Some(f.kind());
                 }

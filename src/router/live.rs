@@ -221,6 +221,8 @@ fn load_bench(path: &Path) -> BenchPrior {
     report
         .models
         .into_iter()
+        // A model the bench did not contact (no key, over budget) proved nothing either way.
+        .filter(|m| m.pings > 0)
         .map(|m| {
             let entry = BenchEntry {
                 usable: m.usable,

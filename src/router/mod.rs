@@ -24,13 +24,14 @@ use std::time::{Duration, Instant};
 use crate::breaker::Breakers;
 use crate::catalog::{Catalog, KeySource};
 use crate::config::{FailoverConfig, ModelSet, ReasoningConfig, RouterConfig};
+use crate::ledger::Ledger;
 use crate::secrets::Secrets;
 use crate::target::Limits;
 use crate::trace::{History, Trace};
 use crate::upstream::Upstream;
 
-pub use candidates::estimate_tokens;
 pub(crate) use candidates::Candidate;
+pub use candidates::{estimate_prompt_tokens, estimate_tokens};
 pub(crate) use failover::{Ask, Delivery, Served};
 pub(crate) use refusal::Refused;
 
@@ -72,6 +73,8 @@ pub(crate) struct Router {
     set_counters: Mutex<HashMap<String, u64>>,
     evidence: Evidence,
     pub breakers: Breakers,
+    /// What was spent and is left, per provider, model and key; which key goes next.
+    pub ledger: Ledger,
     pub history: History,
     pub failover: FailoverConfig,
     pub reasoning: ReasoningConfig,
@@ -90,6 +93,7 @@ impl Router {
         keys: &KeySource<'_>,
         cfg: &RouterConfig,
         breakers: Breakers,
+        ledger: Ledger,
         history: History,
         bench_path: Option<PathBuf>,
         session_id: &str,
@@ -104,6 +108,7 @@ impl Router {
             set_counters: Mutex::new(HashMap::new()),
             evidence,
             breakers,
+            ledger,
             history,
             failover: cfg.failover.clone(),
             reasoning: cfg.reasoning.clone(),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::bench::{ping, Ping};
+use crate::bench::{metered_ping, Ping, Question};
 use crate::breaker::{Admission, BreakerState};
 use crate::classify::Verdict;
 
@@ -22,13 +22,31 @@ impl Router {
             if self.breakers.admit(c.key(), now) != Admission::Trial {
                 continue;
             }
-            let ok = match ping(&self.upstream, &c.target, timeout) {
-                Ping::Ok { ttft_ms, .. } => {
+            // A probe never spends the last tenth of a daily budget, nor a spent one.
+            let question = Question::Sum;
+            let sent = metered_ping(
+                &self.upstream,
+                &c.target,
+                &c.metered,
+                &self.ledger,
+                question,
+                timeout,
+                true,
+            );
+            let ok = match sent {
+                Err(_) => {
+                    self.breakers.release_trial(c.key());
+                    continue;
+                }
+                Ok((Ping::Ok { ttft_ms, .. }, _)) => {
                     self.record_success(c.key(), Duration::from_millis(ttft_ms));
                     true
                 }
-                Ping::Failed { kind, pause, .. } => {
-                    let verdict = Verdict::of(kind, pause);
+                Ok((Ping::Failed { kind, pause, .. }, _)) => {
+                    let mut verdict = Verdict::of(kind, pause);
+                    if c.metered.key_count() > 1 {
+                        verdict.quota_pause = None; // the ledger holds that key instead
+                    }
                     self.breakers
                         .record_failure(c.key(), &verdict, crate::time::now_ms(), true);
                     false

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use crate::breaker::BreakerRow;
 use crate::classify::{Blame, FailureKind};
 use crate::failure::Failure;
+use crate::ledger::{Blocked, Why};
 use crate::protocol::ErrorReport;
 use crate::trace::{Outcome, SkipReason, Trace};
 
@@ -60,6 +61,28 @@ impl Router {
             status: 401,
             retry_after_secs: None,
             message: format!("no key for {key}: {how}"),
+            details: Vec::new(),
+        }
+    }
+
+    /// A pinned model none of whose keys may be sent a request now: 429 with when it
+    /// frees up, and nothing sent (it would have been refused).
+    pub(super) fn refuse_blocked(&self, mut trace: Trace, key: &str, b: &Blocked) -> Refused {
+        trace.outcome = Outcome::AllFailed;
+        let now = crate::time::now_ms();
+        let why = match &b.why {
+            Why::Budget(what) => format!("its known budget is spent ({what})"),
+            Why::Paused => "its keys are paused after rate limits".to_string(),
+            Why::Rejected => "the provider rejected its keys".to_string(),
+        };
+        Refused {
+            trace,
+            status: 429,
+            retry_after_secs: Some(b.until_ms.saturating_sub(now).div_ceil(1000).max(1)),
+            message: format!(
+                "{key} was not sent the request: {why}; it frees up at {} (`fcm usage` shows what is left)",
+                crate::time::rfc3339(b.until_ms)
+            ),
             details: Vec::new(),
         }
     }
@@ -157,8 +180,17 @@ impl Router {
             "no model can be routed to: no provider key is set (`fcm models` lists the variables)"
                 .to_string()
         } else if details.is_empty() {
+            let budget = trace
+                .skipped
+                .iter()
+                .filter(|s| s.reason == SkipReason::QuotaBudget)
+                .count();
+            let spent = match budget {
+                0 => String::new(),
+                n => format!(" ({n} of them have spent a known budget: `fcm usage` shows it)"),
+            };
             format!(
-                "all {} candidate models are paused or their circuits are open",
+                "all {} candidate models are paused, out of budget or their circuits are open{spent}",
                 trace.skipped.len()
             )
         } else {
@@ -186,9 +218,16 @@ impl Router {
         let by_model: HashMap<&str, &BreakerRow> =
             rows.iter().map(|r| (r.model.as_str(), r)).collect();
         self.routable()
-            .map(|c| match by_model.get(c.key()) {
-                Some(r) => now + r.cooldown_ms_left.max(r.quota_pause_ms_left),
-                None => now,
+            .map(|c| {
+                let breaker = match by_model.get(c.key()) {
+                    Some(r) => now + r.cooldown_ms_left.max(r.quota_pause_ms_left),
+                    None => now,
+                };
+                let budget = self
+                    .ledger
+                    .blocked(&c.metered, 0, now)
+                    .map_or(now, |b| b.until_ms);
+                breaker.max(budget)
             })
             .min()
     }
