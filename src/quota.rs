@@ -256,40 +256,43 @@ impl Window {
             || (self.period.is_none() && self.unit == Unit::Requests && self.limit.is_some())
     }
 
-    /// Whether this window stops one more request needing `tokens` at `now`; `probe` keeps
-    /// the last tenth of a daily window out of reach. A window whose reset has passed says
-    /// nothing any more.
-    pub fn blocks(&self, tokens: u64, now: u64, probe: bool) -> Option<Exhausted> {
+    /// Whether this window stops one more request needing `tokens` at `now`, with
+    /// `in_flight` others sent since it was reported and not answered yet (each may take a
+    /// unit this figure still counts as left); `probe` keeps the last tenth of a daily
+    /// window out of reach. A window whose reset has passed says nothing any more.
+    pub fn blocks(&self, tokens: u64, in_flight: u64, now: u64, probe: bool) -> Option<Exhausted> {
         if self.reset_at <= now {
             return None;
         }
         let remaining = self.remaining?;
-        let need = match self.unit {
+        let one = match self.unit {
             Unit::Requests => 1,
             Unit::Tokens => tokens.max(1),
         };
-        if self.unit == Unit::Tokens && self.limit.is_some_and(|l| need > l) {
+        if self.unit == Unit::Tokens && self.limit.is_some_and(|l| one > l) {
             return None; // never fits: the provider's own 413 says so
         }
         let keep = match self.limit {
             Some(limit) if probe && self.daily() => limit.div_ceil(PROBE_RESERVE_DIVISOR),
             _ => 0,
         };
-        (remaining < need.saturating_add(keep)).then(|| Exhausted {
+        let need = one.saturating_mul(in_flight + 1).saturating_add(keep);
+        (remaining < need).then(|| Exhausted {
             until_ms: self.reset_at,
-            what: format!("{} {remaining}", self.header()),
+            what: match in_flight {
+                0 => format!("{} {remaining}", self.header()),
+                n => format!("{} {remaining}, {n} in flight", self.header()),
+            },
         })
     }
 
-    /// Takes one request needing `tokens` off what is left (sent, not yet answered), so
-    /// requests in flight at once do not all count on the same last unit.
-    pub fn spend(&mut self, tokens: u64) {
-        let need = match self.unit {
-            Unit::Requests => 1,
-            Unit::Tokens => tokens,
-        };
-        if let Some(r) = self.remaining.as_mut() {
-            *r = r.saturating_sub(need);
+    /// Takes one request off what is left: it was answered without fresh figures (an
+    /// error, a lost connection), and may have counted all the same.
+    pub fn spend_one(&mut self) {
+        if self.unit == Unit::Requests {
+            if let Some(r) = self.remaining.as_mut() {
+                *r = r.saturating_sub(1);
+            }
         }
     }
 }
@@ -604,36 +607,35 @@ mod tests {
         };
         let requests = Unit::Requests;
         let tokens = Unit::Tokens;
+        let until = |w: Window, tokens: u64, in_flight: u64, probe: bool| {
+            w.blocks(tokens, in_flight, NOW, probe).map(|e| e.until_ms)
+        };
         assert_eq!(
-            w(requests, None, 0, NOW + 5)
-                .blocks(10, NOW, false)
-                .map(|e| e.until_ms),
+            until(w(requests, None, 0, NOW + 5), 10, 0, false),
             Some(NOW + 5)
         );
         assert_eq!(
-            w(requests, None, 0, NOW).blocks(10, NOW, false),
+            until(w(requests, None, 0, NOW), 10, 0, false),
             None,
             "reset passed"
         );
-        assert_eq!(w(requests, None, 1, NOW + 5).blocks(10, NOW, false), None);
-        assert!(w(tokens, Some(12_000), 3000, NOW + 5)
-            .blocks(5000, NOW, false)
-            .is_some());
+        assert_eq!(until(w(requests, None, 1, NOW + 5), 10, 0, false), None);
+        let on_its_way = until(w(requests, None, 1, NOW + 5), 10, 1, false);
         assert_eq!(
-            w(tokens, Some(12_000), 3000, NOW + 5).blocks(20_000, NOW, false),
-            None,
-            "never fits: the provider says so"
+            on_its_way,
+            Some(NOW + 5),
+            "one is on its way for the last unit"
         );
+        assert!(until(w(tokens, Some(12_000), 3000, NOW + 5), 5000, 0, false).is_some());
+        let huge = until(w(tokens, Some(12_000), 3000, NOW + 5), 20_000, 0, false);
+        assert_eq!(huge, None, "never fits: the provider says so");
         // Probes keep a tenth of a daily window.
-        assert!(w(requests, Some(1000), 100, NOW + 5)
-            .blocks(1, NOW, true)
-            .is_some());
-        assert!(w(requests, Some(1000), 101, NOW + 5)
-            .blocks(1, NOW, true)
-            .is_none());
-        let mut spent = w(requests, Some(10), 1, NOW + 5);
-        spent.spend(99);
-        assert_eq!(spent.remaining, Some(0));
+        assert!(until(w(requests, Some(1000), 100, NOW + 5), 1, 0, true).is_some());
+        assert!(until(w(requests, Some(1000), 101, NOW + 5), 1, 0, true).is_none());
+        let mut answered = w(requests, Some(10), 1, NOW + 5);
+        answered.spend_one();
+        answered.spend_one();
+        assert_eq!(answered.remaining, Some(0));
     }
 
     #[test]

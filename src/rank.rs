@@ -1,6 +1,7 @@
 //! The one ordering of models, best first, used by the router, the bench table and
 //! `fcm check`: health now, then evidence of working (live traffic or the last bench), then
-//! speed, then the catalog's tier and SWE-bench score. Each caller fills a [`Standing`]
+//! speed, then the catalog's tier and SWE-bench score, then headroom left in free-tier
+//! budgets. Each caller fills a [`Standing`]
 //! with what it knows; what it does not know it leaves equal, so that field never decides.
 
 use std::cmp::Ordering;
@@ -28,6 +29,10 @@ pub(crate) struct Standing<'a> {
     pub tier: usize,
     /// SWE-bench score, higher first (-1 when unknown).
     pub swe: f64,
+    /// Share of its tightest known free-tier limit left, higher first (1.0 when no limit
+    /// is known or the caller does not know): of two otherwise equal models, the one
+    /// further from a 429.
+    pub headroom: f64,
     /// Breaks the remaining ties so equal models keep a stable order ("" keeps input order).
     pub key: &'a str,
 }
@@ -46,6 +51,7 @@ pub(crate) fn compare(a: &Standing<'_>, b: &Standing<'_>) -> Ordering {
         )
         .then(a.tier.cmp(&b.tier))
         .then(b.swe.total_cmp(&a.swe))
+        .then(b.headroom.total_cmp(&a.headroom))
         .then(a.key.cmp(b.key))
 }
 
@@ -69,6 +75,7 @@ mod tests {
             ttft_ms: ttft,
             tier,
             swe,
+            headroom: 1.0,
             key,
         }
     }
@@ -121,6 +128,21 @@ mod tests {
         ];
         v.sort_by(compare);
         assert_eq!(v.iter().map(|r| r.key).collect::<Vec<_>>(), ["c", "b", "a"]);
+    }
+
+    #[test]
+    fn headroom_breaks_a_tie_before_the_key() {
+        let mut a = standing("a", BreakerState::Closed, UNKNOWN, None, 1, 60.0);
+        let mut b = a.clone();
+        b.key = "b";
+        a.headroom = 0.05;
+        assert_eq!(compare(&a, &b), Ordering::Greater, "b has more left");
+        a.tier = 0;
+        assert_eq!(
+            compare(&a, &b),
+            Ordering::Less,
+            "only a tie: a better tier wins"
+        );
     }
 
     #[test]

@@ -148,7 +148,7 @@ pub fn metered_ping(
         timeout,
     );
     let now = crate::time::now_ms();
-    ledger.report(metered, &grant, &rate, now);
+    ledger.answered(metered, &grant, &rate, now);
     if let Some(stats) = stats {
         ledger.tokens(metered, &grant, Tokens::of(&stats, prompt), now);
     }

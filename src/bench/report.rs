@@ -314,6 +314,7 @@ fn standing(r: &ModelResult) -> Standing<'_> {
         ttft_ms: r.ttft_ms_p50,
         tier: tier_rank(&r.tier),
         swe: r.swe_bench.unwrap_or(-1.0),
+        headroom: 1.0,
         key: &r.model,
     }
 }

@@ -114,6 +114,7 @@ fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>> {
         ttft_ms: None,
         tier: tier_rank(&m.tier),
         swe: m.swe_bench.unwrap_or(-1.0),
+        headroom: 1.0,
         key: "",
     };
     let best = provider

@@ -15,7 +15,9 @@ use super::tools::{
 use super::{send_fixed, RecordedRequest, Shared, SseWriter, HANG_LIMIT};
 
 mod awkward_streams;
+mod rate_limits;
 pub use awkward_streams::huge_text;
+pub use rate_limits::{LimitStyle, WINDOW as COUNTDOWN_WINDOW};
 
 /// What the fake provider does with a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +114,16 @@ pub enum Behavior {
     /// Some content, then one `data:` event of about this many bytes (written in 64 KiB
     /// pieces), then the rest of the answer: `Hello ` + the long text + ` and goodbye.`
     SseHugeEvent(usize),
+    /// Answers like `ok` with `x-ratelimit-*` headers in one provider's style
+    /// (`countdown_groq:3`, `countdown_openrouter`, `countdown_cerebras`,
+    /// `countdown_mistral`) that count this model's requests per key down from the limit
+    /// (default 3) in windows of [`rate_limits::WINDOW`]; past the limit, 429.
+    CountsDown {
+        style: LimitStyle,
+        limit: u64,
+    },
+    /// 401 for a key holding `REVOKED`; other keys are answered like `ok`.
+    RejectsRevoked,
 }
 
 /// Where a provider puts its model's reasoning.
@@ -209,7 +221,14 @@ impl Behavior {
             },
             "sse_blank_lines_then_split" => Behavior::SseBlankLinesThenSplit,
             "sse_huge_event" => Behavior::SseHugeEvent(param.unwrap_or(3 * 1024 * 1024) as usize),
-            _ => return None,
+            "rejects_revoked" => Behavior::RejectsRevoked,
+            _ => match name.strip_prefix("countdown_").and_then(LimitStyle::parse) {
+                Some(style) => Behavior::CountsDown {
+                    style,
+                    limit: param.unwrap_or(3),
+                },
+                None => return None,
+            },
         })
     }
 }
@@ -523,6 +542,18 @@ pub(super) fn respond(
         }
         Behavior::SseBlankLinesThenSplit => awkward_streams::blank_lines_then_split(out, &id, &model),
         Behavior::SseHugeEvent(len) => awkward_streams::huge_event(out, &id, &model, len),
+        Behavior::CountsDown { style, limit } => {
+            let said = Said { id: &id, model: &model, answer: &answer, stream, usage };
+            rate_limits::counts_down(req, shared, out, &said, style, limit)
+        }
+        Behavior::RejectsRevoked => {
+            let sent = req.header("authorization").unwrap_or("");
+            if sent.contains("REVOKED") {
+                send_fixed(out, 401, json_ct, &[], error("Invalid API key: this key was revoked", "authentication_error").as_bytes())
+            } else {
+                ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO)
+            }
+        }
     }
 }
 
@@ -549,14 +580,61 @@ pub(super) fn ok_answer(
     usage: bool,
     pause: Duration,
 ) -> io::Result<bool> {
+    let said = Said {
+        id,
+        model,
+        answer,
+        stream,
+        usage,
+    };
+    ok_answer_with(out, &said, pause, &[])
+}
+
+/// What an `ok` answer says, and how.
+#[derive(Clone, Copy)]
+pub(super) struct Said<'a> {
+    pub id: &'a str,
+    pub model: &'a str,
+    pub answer: &'a str,
+    pub stream: bool,
+    pub usage: bool,
+}
+
+/// An `ok` answer whose head carries `extra` headers too.
+pub(super) fn ok_answer_with(
+    out: &mut TcpStream,
+    said: &Said<'_>,
+    pause: Duration,
+    extra: &[(&str, String)],
+) -> io::Result<bool> {
+    let Said {
+        id,
+        model,
+        answer,
+        stream,
+        usage,
+    } = *said;
     if stream {
-        return stream_words(SseWriter::start(out), id, model, answer, usage, pause);
+        return stream_words(
+            SseWriter::start_with(out, extra),
+            id,
+            model,
+            answer,
+            usage,
+            pause,
+        );
     }
     let words = answer.split_whitespace().count() as u64;
     let b = json!({"id": id, "object": "chat.completion", "created": 1_700_000_000u64, "model": model,
                    "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
                    "usage": {"prompt_tokens": 12, "completion_tokens": words, "total_tokens": 12 + words}});
-    send_fixed(out, 200, "application/json", &[], b.to_string().as_bytes())
+    send_fixed(
+        out,
+        200,
+        "application/json",
+        extra,
+        b.to_string().as_bytes(),
+    )
 }
 
 fn stream_words(

@@ -20,7 +20,7 @@ mod behavior;
 mod tools;
 
 use behavior::{behavior_for, respond};
-pub use behavior::{huge_text, Behavior, Thinker};
+pub use behavior::{huge_text, Behavior, LimitStyle, Thinker, COUNTDOWN_WINDOW};
 
 /// How long `hang` holds a connection at most, so a forgotten test cannot hang forever.
 const HANG_LIMIT: Duration = Duration::from_secs(120);
@@ -71,6 +71,8 @@ pub(super) struct Shared {
     aborted: AtomicU64,
     /// Requests seen per model (for behaviours that change over time).
     seen: Mutex<HashMap<String, u64>>,
+    /// Rate-limit windows per model and key: when each started, requests in it.
+    windows: Mutex<HashMap<String, (Instant, u64)>>,
 }
 
 /// A running fake provider; stops when dropped.
@@ -102,6 +104,7 @@ impl FakeProvider {
             counter: AtomicU64::new(0),
             aborted: AtomicU64::new(0),
             seen: Mutex::new(HashMap::new()),
+            windows: Mutex::new(HashMap::new()),
         });
         let s = shared.clone();
         std::thread::Builder::new()
@@ -234,10 +237,16 @@ pub(super) struct SseWriter<'a> {
 
 impl<'a> SseWriter<'a> {
     pub(super) fn start(out: &'a mut TcpStream) -> Self {
-        let headers = [
+        SseWriter::start_with(out, &[])
+    }
+
+    /// A stream whose head carries `extra` headers too.
+    pub(super) fn start_with(out: &'a mut TcpStream, extra: &[(&str, String)]) -> Self {
+        let mut headers = vec![
             ("content-type".to_string(), "text/event-stream".to_string()),
             ("cache-control".to_string(), "no-cache".to_string()),
         ];
+        headers.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
         SseWriter {
             out,
             pending: crate::http::head(200, &headers, None, true),

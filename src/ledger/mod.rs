@@ -255,6 +255,9 @@ struct Inner {
     rotations: HashMap<String, Rotation>,
     /// Recent 429s per model and key.
     storms: HashMap<String, VecDeque<u64>>,
+    /// Requests sent and not answered yet, per reported counter and key: what the
+    /// provider's last figures cannot have counted.
+    in_flight: HashMap<String, u64>,
     /// When this process last wrote or read the file (its modification time then).
     synced: Option<SystemTime>,
 }
@@ -320,15 +323,45 @@ impl Inner {
             let spent = self.spent(counter, &m.provider, key, now);
             blocks.extend(q.blocks(&spent, tokens, now, probe).map(budget));
         }
-        if let Some(r) = self.book.reported.get(&slot(&m.reported_scope, &key.id)) {
+        let at = slot(&m.reported_scope, &key.id);
+        if let Some(r) = self.book.reported.get(&at) {
+            let in_flight = self.in_flight.get(&at).copied().unwrap_or(0);
             blocks.extend(
                 r.windows
                     .iter()
-                    .filter_map(|w| w.blocks(tokens, now, probe))
+                    .filter_map(|w| w.blocks(tokens, in_flight, now, probe))
                     .map(budget),
             );
         }
         blocks.into_iter().max_by_key(|b| b.until_ms)
+    }
+
+    /// The share of its tightest known limit that key `k` of `m` has left (1.0 when no
+    /// limit is known): the catalog's limits against what was spent, and the provider's
+    /// own figures.
+    fn key_headroom(&self, m: &Metered, k: usize, now: u64) -> f64 {
+        let key = &m.keys[k];
+        let mut least = 1.0f64;
+        let mut consider = |used: u64, limit: Option<u64>| {
+            if let Some(limit) = limit.filter(|l| *l > 0) {
+                least = least.min(1.0 - (used as f64 / limit as f64).min(1.0));
+            }
+        };
+        for (counter, q) in &m.rules {
+            let spent = self.spent(counter, &m.provider, key, now);
+            consider(spent.minute_requests, q.requests_per_minute);
+            consider(spent.day_requests, q.requests_per_day);
+            consider(spent.minute_tokens, q.tokens_per_minute);
+            consider(spent.day_tokens, q.tokens_per_day);
+        }
+        if let Some(r) = self.book.reported.get(&slot(&m.reported_scope, &key.id)) {
+            for w in r.windows.iter().filter(|w| w.reset_at > now) {
+                if let (Some(left), Some(limit)) = (w.remaining, w.limit) {
+                    consider(limit.saturating_sub(left), Some(limit));
+                }
+            }
+        }
+        least
     }
 
     /// Counts one request of `m` with key `k` sent now.
@@ -347,15 +380,10 @@ impl Inner {
                     .add(now, 1, tokens);
             }
         }
-        if let Some(r) = self
-            .book
-            .reported
-            .get_mut(&slot(&m.reported_scope, &key.id))
-        {
-            for w in &mut r.windows {
-                w.spend(tokens);
-            }
-        }
+        *self
+            .in_flight
+            .entry(slot(&m.reported_scope, &key.id))
+            .or_default() += 1;
     }
 }
 
@@ -451,7 +479,29 @@ impl Ledger {
         Err(earliest.expect("a model has at least one key slot"))
     }
 
-    /// Whether every key of `m` is blocked now (nothing is taken): planning's view.
+    /// Planning's view of `m` (nothing is taken): blocked when every key is, else the
+    /// headroom of its best key, the share of its tightest known limit left (1.0 when no
+    /// limit is known), which breaks ties between otherwise equal models.
+    pub fn assess(&self, m: &Metered, tokens: u64, now: u64) -> Result<f64, Blocked> {
+        let inner = self.lock();
+        let mut earliest: Option<Blocked> = None;
+        let mut best: Option<f64> = None;
+        for k in 0..m.keys.len() {
+            match inner.key_blocked(m, k, tokens, now, false) {
+                None => {
+                    let h = inner.key_headroom(m, k, now);
+                    best = Some(best.map_or(h, |b: f64| b.max(h)));
+                }
+                Some(b) if earliest.as_ref().is_none_or(|e| b.until_ms < e.until_ms) => {
+                    earliest = Some(b)
+                }
+                Some(_) => {}
+            }
+        }
+        best.ok_or_else(|| earliest.expect("a model has at least one key slot"))
+    }
+
+    /// Whether every key of `m` is blocked now (nothing is taken).
     pub fn blocked(&self, m: &Metered, tokens: u64, now: u64) -> Option<Blocked> {
         let inner = self.lock();
         let mut earliest: Option<Blocked> = None;
@@ -467,12 +517,24 @@ impl Ledger {
         earliest
     }
 
-    /// Keeps the rate-limit windows an answer to `m` with `grant`'s key reported.
-    pub fn report(&self, m: &Metered, grant: &Grant, windows: &[Window], now: u64) {
+    /// The request [`reserve`](Self::reserve) granted was answered (or ended without an
+    /// answer): it is no longer in flight, and the windows its answer reported replace the
+    /// last ones. Without any, the last figures lose the request it may have cost. Called
+    /// once per grant.
+    pub fn answered(&self, m: &Metered, grant: &Grant, windows: &[Window], now: u64) {
+        let key = &m.keys[grant.key];
+        let at = slot(&m.reported_scope, &key.id);
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        if let Some(n) = inner.in_flight.get_mut(&at) {
+            *n = n.saturating_sub(1);
+        }
         if windows.is_empty() {
+            if let Some(r) = inner.book.reported.get_mut(&at) {
+                r.windows.iter_mut().for_each(Window::spend_one);
+            }
             return;
         }
-        let key = &m.keys[grant.key];
         let r = Reported {
             scope: m.reported_scope.clone(),
             provider: m.provider.clone(),
@@ -481,7 +543,6 @@ impl Ledger {
             seen_at_ms: now,
             windows: windows.to_vec(),
         };
-        let mut inner = self.lock();
         inner.pending.report(r.clone());
         inner.book.report(r);
         self.dirty.store(true, Ordering::Release);

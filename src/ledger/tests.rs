@@ -81,14 +81,14 @@ fn what_the_provider_said_is_left_decides_until_its_reset() {
     let (m, _) = metered(&c, "p/a", 1);
     let l = Ledger::new(UsageBook::default(), NOW, DEFAULT_STICKY);
     let g = l.reserve(&m, 1, NOW, false).unwrap();
-    l.report(&m, &g, &[window(1, NOW + 30_000)], NOW);
+    l.answered(&m, &g, &[window(1, NOW + 30_000)], NOW);
     // One left: this request takes it, the next one waits for the reset.
     assert!(l.reserve(&m, 1, NOW + 1, false).is_ok());
     let b = l.reserve(&m, 1, NOW + 2, false).unwrap_err();
     assert_eq!(b.until_ms, NOW + 30_000);
     assert_eq!(
         b.why,
-        Why::Budget("x-ratelimit-remaining-requests 0".into())
+        Why::Budget("x-ratelimit-remaining-requests 1, 1 in flight".into())
     );
     assert!(
         l.reserve(&m, 1, NOW + 30_000, false).is_ok(),

@@ -193,10 +193,13 @@ impl Candidates {
                 skipped.push(Skip::new(c.key(), SkipReason::CircuitOpen));
                 continue;
             }
-            if let Some(b) = ledger.blocked(&c.metered, prompt_tokens, now_ms) {
-                skipped.push(c.ledger_skip(&b));
-                continue;
-            }
+            let headroom = match ledger.assess(&c.metered, prompt_tokens, now_ms) {
+                Ok(headroom) => headroom,
+                Err(b) => {
+                    skipped.push(c.ledger_skip(&b));
+                    continue;
+                }
+            };
             let (evidence, ttft_ms) = view.of(c.key());
             ranked.push((
                 *i,
@@ -208,6 +211,7 @@ impl Candidates {
                     ttft_ms,
                     tier: c.tier,
                     swe: c.swe,
+                    headroom,
                     key: c.key(),
                 },
             ));

@@ -149,6 +149,8 @@ impl Router {
             .filter(|m| self.knows(m));
         let mut queue: VecDeque<usize> = order.into();
         let mut waited = false;
+        // Candidates sent again with another of their keys, once per extra key.
+        let mut key_retries: Vec<usize> = Vec::new();
         while let Some(i) = queue.pop_front() {
             let c = self.pool.get(i);
             if trace.attempts.len() >= self.ordinary_attempts(last_resort.is_some())
@@ -208,6 +210,17 @@ impl Router {
             }
             if !f.verdict.failover {
                 break;
+            }
+            // With several keys a rejected or rate-limited key is that key's fault: the
+            // same model goes again at once with the next (the ledger holds this one).
+            let keys = c.metered.key_count();
+            if keys > 1 && (f.kind() == FailureKind::AuthError || f.kind().is_quota()) {
+                let tried = key_retries.iter().filter(|j| **j == i).count();
+                if tried + 1 < keys {
+                    key_retries.push(i);
+                    queue.push_front(i);
+                    continue;
+                }
             }
             // The last candidate asks for a moment (a 502/503/504 with a short
             // Retry-After): wait once and ask again rather than fail the request.
@@ -309,7 +322,7 @@ impl Router {
                     } => (*status, *elapsed, rate),
                     Answer::Stream(s) => (s.status, s.ttft, &s.rate),
                 };
-                self.ledger.report(&c.metered, &grant, rate, now);
+                self.ledger.answered(&c.metered, &grant, rate, now);
                 if let Answer::Full { stats, .. } = &answer {
                     self.record_success(key, latency);
                     let tokens = Tokens::of(stats, job.prompt_tokens);
@@ -326,7 +339,7 @@ impl Router {
             }
             Err(mut f) => {
                 self.ledger
-                    .report(&c.metered, &grant, &f.rate, crate::time::now_ms());
+                    .answered(&c.metered, &grant, &f.rate, crate::time::now_ms());
                 self.record_failure(i, &mut f, trial, &grant);
                 trace.attempts.push(AttemptRecord {
                     model: key.to_string(),
