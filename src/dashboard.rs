@@ -1,9 +1,11 @@
-//! The page `fcm serve` shows at `/`: breakers, quota pauses and the last decisions, on one
-//! self-contained HTML page (no scripts or assets from elsewhere) that reloads itself.
+//! The page `fcm serve` shows at `/`: breakers, quota pauses, today's usage of each free
+//! tier and the last decisions, on one self-contained HTML page (no scripts or assets from
+//! elsewhere) that reloads itself.
 
 use std::fmt::Write;
 
 use crate::breaker::BreakerRow;
+use crate::ledger::report::UsageReport;
 use crate::time::human_ms;
 use crate::trace::Trace;
 
@@ -26,7 +28,12 @@ pub(crate) struct Summary {
     pub(crate) in_flight: usize,
 }
 
-pub(crate) fn render(summary: &Summary, breakers: &[BreakerRow], recent: &[Trace]) -> String {
+pub(crate) fn render(
+    summary: &Summary,
+    breakers: &[BreakerRow],
+    usage: &UsageReport,
+    recent: &[Trace],
+) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
@@ -87,6 +94,7 @@ th{{background:#f0f0f0}}.CLOSED{{color:#1a7f37}}.DEGRADED{{color:#9a6700}}.HALF_
         }
         h.push_str("</table>");
     }
+    usage_section(&mut h, usage);
     let _ = write!(h, "<h2>Last {} decisions</h2>", recent.len());
     if recent.is_empty() {
         h.push_str("<p>No requests yet.</p>");
@@ -112,6 +120,37 @@ th{{background:#f0f0f0}}.CLOSED{{color:#1a7f37}}.DEGRADED{{color:#9a6700}}.HALF_
     h
 }
 
+/// Today's spending per provider, as `fcm usage` shows it.
+fn usage_section(h: &mut String, usage: &UsageReport) {
+    let _ = write!(h, "<h2>Usage today ({} UTC)</h2>", esc(&usage.day));
+    if usage.providers.is_empty() {
+        h.push_str("<p>Nothing spent yet.</p>");
+        return;
+    }
+    let now = crate::time::now_ms();
+    h.push_str("<table><tr><th>Provider</th><th>Requests</th><th>Tokens in / out</th><th>429s</th><th>Limits (catalog)</th><th>Left (provider says)</th><th>Resets in</th></tr>");
+    for p in &usage.providers {
+        let held = p.keys.iter().filter(|k| k.held_until.is_some()).count();
+        let held = match held {
+            0 => String::new(),
+            n => format!(" ({n} key{} held)", if n == 1 { "" } else { "s" }),
+        };
+        let _ = write!(
+            h,
+            "<tr><td><code>{}</code>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&p.provider),
+            esc(&held),
+            esc(&p.requests_cell()),
+            esc(&p.tokens_cell()),
+            p.rate_limited,
+            esc(&p.limits_cell()),
+            esc(&p.remaining.describe()),
+            esc(&p.reset_at.describe(now))
+        );
+    }
+    h.push_str("</table>");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,9 +168,20 @@ mod tests {
                 in_flight: 0,
             },
             &[],
+            &UsageReport {
+                day: "2026-12-02".into(),
+                from: "2026-12-02".into(),
+                providers: vec![crate::ledger::report::UsageLine {
+                    provider: "<groq>".into(),
+                    requests: 7,
+                    ..Default::default()
+                }],
+                models: Vec::new(),
+            },
             &[t],
         );
         assert!(page.contains("&lt;script&gt;") && !page.contains("<script>"));
+        assert!(page.contains("Usage today (2026-12-02 UTC)") && page.contains("&lt;groq&gt;"));
         assert!(
             !page.contains("src=") && !page.contains("href="),
             "no external assets"

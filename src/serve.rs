@@ -43,6 +43,8 @@ const LINGER: Duration = Duration::from_secs(2);
 /// A running server's shared state.
 pub struct App {
     pub router: Router,
+    /// The catalog the router was built from (the dashboard's usage section names limits).
+    pub catalog: crate::catalog::Catalog,
     pub address: SocketAddr,
     pub started: Instant,
     pub in_flight: AtomicUsize,
@@ -429,9 +431,24 @@ fn dashboard(app: &App) -> Reply {
         routable: app.router.routable().count(),
         in_flight: app.in_flight.load(Ordering::Acquire),
     };
+    let mut configured: Vec<&str> = app
+        .router
+        .routable()
+        .filter(|c| !c.target.keys.is_empty())
+        .map(|c| c.target.provider_id.as_str())
+        .collect();
+    configured.dedup();
+    let usage = crate::ledger::report::report(
+        &app.router.ledger.snapshot(),
+        &app.catalog,
+        &configured,
+        now,
+        1,
+    );
     let page = crate::dashboard::render(
         &summary,
         &app.router.breakers.rows(now),
+        &usage,
         &app.router.history.last(50),
     );
     Reply {

@@ -82,7 +82,10 @@ pub(crate) fn run(args: ModelsArgs) -> Result<i32> {
             m.model.tier.clone(),
             m.model.swe_bench.map_or("-".into(), |s| format!("{s:.1}")),
             table::tokens(m.model.context),
-            status.describe(),
+            match keys.keys(m.provider).len() {
+                n if n > 1 => format!("{} ({n} keys)", status.describe()),
+                _ => status.describe(),
+            },
         ]);
     }
     println!("{t}");

@@ -175,6 +175,7 @@ pub fn run(args: ServeArgs) -> Result<i32> {
     }
     let app = Arc::new(App {
         router,
+        catalog: setup.catalog.clone(),
         address,
         started: Instant::now(),
         in_flight: AtomicUsize::new(0),

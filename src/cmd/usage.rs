@@ -7,12 +7,12 @@ use argh::FromArgs;
 
 use crate::cmd::admin::admin_get;
 use crate::cmd::{usage, Setup};
-use crate::ledger::report::{report, KeyLine, Left, Resets, UsageLine, UsageReport};
+use crate::ledger::report::{report, KeyLine, UsageLine, UsageReport};
 use crate::ledger::UsageBook;
 use crate::persist::live_server;
 use crate::state;
 use crate::table;
-use crate::time::{self, human_ms};
+use crate::time;
 
 #[derive(FromArgs)]
 #[argh(subcommand, name = "usage")]
@@ -139,22 +139,15 @@ fn row(name: &str, l: &UsageLine, now: u64, provider: bool) -> Vec<String> {
     } else {
         String::new()
     };
-    let requests = match l.limits.as_ref().and_then(|q| q.requests_per_day) {
-        Some(limit) => format!("{} of {limit}/day", l.requests),
-        None => l.requests.to_string(),
-    };
-    let approx = if l.estimated_tokens > 0 { "~" } else { "" };
-    let tokens = format!("{approx}{} / {}", l.prompt_tokens, l.completion_tokens);
-    let limits = l.limits.as_ref().map_or("-".to_string(), |q| q.describe());
     vec![
         name.to_string(),
         keys,
-        requests,
-        tokens,
+        l.requests_cell(),
+        l.tokens_cell(),
         l.rate_limited.to_string(),
-        limits,
-        left_cell(&l.remaining),
-        resets_cell(&l.reset_at, now),
+        l.limits_cell(),
+        l.remaining.describe(),
+        l.reset_at.describe(now),
     ]
 }
 
@@ -169,37 +162,5 @@ fn keys_cell(keys: &[KeyLine]) -> String {
                 n.to_string()
             }
         }
-    }
-}
-
-fn left_cell(left: &Left) -> String {
-    let mut parts = Vec::new();
-    if let Some(n) = left.requests {
-        parts.push(format!("{n} requests"));
-    }
-    if let Some(n) = left.tokens {
-        parts.push(format!("{n} tokens"));
-    }
-    if parts.is_empty() {
-        "-".to_string()
-    } else {
-        parts.join(", ")
-    }
-}
-
-fn resets_cell(resets: &Resets, now: u64) -> String {
-    let when = |at: &Option<String>| {
-        at.as_deref()
-            .and_then(crate::time::parse_rfc3339)
-            .map(|t| human_ms(t.saturating_sub(now)))
-    };
-    let parts: Vec<String> = [when(&resets.requests), when(&resets.tokens)]
-        .into_iter()
-        .flatten()
-        .collect();
-    if parts.is_empty() {
-        "-".to_string()
-    } else {
-        parts.join(" / ")
     }
 }

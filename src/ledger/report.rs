@@ -59,6 +59,24 @@ pub struct Left {
     pub tokens: Option<u64>,
 }
 
+impl Left {
+    /// `998 requests, 11963 tokens`, or `-`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(n) = self.requests {
+            parts.push(format!("{n} requests"));
+        }
+        if let Some(n) = self.tokens {
+            parts.push(format!("{n} tokens"));
+        }
+        if parts.is_empty() {
+            "-".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
 /// RFC 3339 times at which the windows of [`Left`] reset.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Resets {
@@ -66,6 +84,52 @@ pub struct Resets {
     pub requests: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens: Option<String>,
+}
+
+impl Resets {
+    /// How long until each resets, from `now`: `1m26s / 185 ms`, or `-`.
+    pub fn describe(&self, now: u64) -> String {
+        let when = |at: &Option<String>| {
+            at.as_deref()
+                .and_then(crate::time::parse_rfc3339)
+                .map(|t| crate::time::human_ms(t.saturating_sub(now)))
+        };
+        let parts: Vec<String> = [when(&self.requests), when(&self.tokens)]
+            .into_iter()
+            .flatten()
+            .collect();
+        if parts.is_empty() {
+            "-".to_string()
+        } else {
+            parts.join(" / ")
+        }
+    }
+}
+
+impl UsageLine {
+    /// `12`, or `45 of 50/day` when the catalog states a daily limit on this counter.
+    pub fn requests_cell(&self) -> String {
+        match self.limits.as_ref().and_then(|q| q.requests_per_day) {
+            Some(limit) => format!("{} of {limit}/day", self.requests),
+            None => self.requests.to_string(),
+        }
+    }
+
+    /// `~120 / 40` (in / out; `~` when some of it is estimated).
+    pub fn tokens_cell(&self) -> String {
+        let approx = if self.estimated_tokens > 0 { "~" } else { "" };
+        format!(
+            "{approx}{} / {}",
+            self.prompt_tokens, self.completion_tokens
+        )
+    }
+
+    /// The catalog's limits, or `-`.
+    pub fn limits_cell(&self) -> String {
+        self.limits
+            .as_ref()
+            .map_or("-".to_string(), Quota::describe)
+    }
 }
 
 /// One key's figures (never its value).
