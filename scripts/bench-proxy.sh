@@ -13,6 +13,8 @@
 #
 # FCM_BIN=/path/to/fcm and LOADGEN_BIN=/path/to/loadgen use those binaries instead of
 # building them; REQUESTS (one-connection runs) and SECONDS_LOAD (64-connection runs) size it.
+# EXTRA_MODELS=N adds N more models to the catalog, ranked after `ok` (a real catalog has
+# hundreds: what planning costs per candidate shows), every tenth of them under a quota.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -93,9 +95,16 @@ open_streams() {
 bench() {
   local name=$1 base=$2 up=$3
   local direct=${base#http://}; direct=${direct%/v1}
+  local extra
+  extra=$(python3 -c '
+import json, sys
+n = int(sys.argv[1])
+print("".join("," + json.dumps({"id": f"ok#extra{i}", "tier": "B", "context": 131072,
+    **({"quota": {"requestsPerMinute": 1000000, "requestsPerDay": 100000000}} if i % 10 == 0 else {})})
+    for i in range(n)))' "${EXTRA_MODELS:-0}")
   cat > "$work/catalog-$name.json" <<JSON
 {"version":1,"providers":[{"id":"$name","name":"$name","baseUrl":"$base","keyRequired":false,
- "models":[{"id":"ok","tier":"S","context":131072},{"id":"long_stream:6000","tier":"C","context":131072}]}]}
+ "models":[{"id":"ok","tier":"S","context":131072},{"id":"long_stream:6000","tier":"C","context":131072}$extra]}]}
 JSON
   start_serve "home-$name" "$work/catalog-$name.json"
   local plain_direct="{\"model\":\"ok\",$msg}" plain_proxy="{\"model\":\"fcm\",$msg}"

@@ -174,6 +174,7 @@ impl Book {
     }
 
     /// The row of `model` with key `key_id` on `day`, created empty.
+    #[cfg(test)]
     pub fn row(
         &mut self,
         day: &str,
@@ -182,17 +183,26 @@ impl Book {
         key: Option<&str>,
         key_id: &str,
     ) -> &mut UsageRow {
-        if !self.days.contains_key(day) {
-            self.days.insert(day.to_string(), BTreeMap::new());
-        }
-        let rows = self.days.get_mut(day).expect("inserted above");
-        rows.entry(slot(model, key_id)).or_insert_with(|| UsageRow {
+        self.row_at(day, &slot(model, key_id), || UsageRow {
             provider: provider.to_string(),
             model: model.to_string(),
             key: key.map(str::to_string),
             key_id: key_id.to_string(),
             ..UsageRow::default()
         })
+    }
+
+    /// The row at index name `at` ([`slot`] of its model and key) on `day`, made by
+    /// `new` when there is none yet; found without allocating.
+    pub fn row_at(&mut self, day: &str, at: &str, new: impl FnOnce() -> UsageRow) -> &mut UsageRow {
+        if !self.days.contains_key(day) {
+            self.days.insert(day.to_string(), BTreeMap::new());
+        }
+        let rows = self.days.get_mut(day).expect("inserted above");
+        if !rows.contains_key(at) {
+            rows.insert(at.to_string(), new());
+        }
+        rows.get_mut(at).expect("inserted above")
     }
 
     /// Keeps the newer of two reports for the same counter and key.

@@ -23,9 +23,9 @@ use crate::catalog::{ApiKey, ModelRef};
 use crate::gate::AnswerStats;
 use crate::quota::{self, Exhausted, Quota, Scope, Spent, Window, MINUTE_MS};
 use crate::state::StateError;
-use crate::time::utc_day;
+use crate::time::{utc_day, DAY_MS};
 
-use book::slot;
+use book::{slot, UsageRow};
 pub use book::{Book, Hold, HoldReason, Reported, UsageBook};
 
 /// Requests sent with one key of a provider before the next key takes over.
@@ -47,6 +47,13 @@ pub struct KeyTag {
     pub label: Option<String>,
     /// The fingerprint (empty for no key).
     pub id: String,
+    /// This key's index names ([`slot`]), made once so that a lookup allocates nothing:
+    /// its row and holds on the model, its holds on the provider, the provider's reported
+    /// figures, and each rule's counter (in the model's rule order).
+    at_model: String,
+    at_provider: String,
+    at_reported: String,
+    at_rules: Vec<String>,
 }
 
 /// A model as the ledger sees it: its counters, the rules on them, and its provider's keys.
@@ -74,10 +81,11 @@ impl Metered {
             Scope::Provider => provider.clone(),
             Scope::Model => model.clone(),
         };
-        let rules = quota::rules(m.provider.quota.as_ref(), m.model.quota.as_ref())
-            .into_iter()
-            .map(|r| (counter(r.scope), r.quota))
-            .collect();
+        let rules: Vec<(String, Quota)> =
+            quota::rules(m.provider.quota.as_ref(), m.model.quota.as_ref())
+                .into_iter()
+                .map(|r| (counter(r.scope), r.quota))
+                .collect();
         let provider_wide = m.provider.shared_quota
             || m.provider
                 .quota
@@ -93,18 +101,21 @@ impl Metered {
         } else {
             Scope::Model
         });
+        let rules: Vec<(String, Quota)> = rules;
+        let tag = |label: Option<String>, id: String| KeyTag {
+            at_model: slot(&model, &id),
+            at_provider: slot(&provider, &id),
+            at_reported: slot(&reported_scope, &id),
+            at_rules: rules.iter().map(|(c, _)| slot(c, &id)).collect(),
+            label,
+            id,
+        };
         let mut tags: Vec<KeyTag> = keys
             .iter()
-            .map(|k| KeyTag {
-                label: Some(k.label.clone()),
-                id: k.id.clone(),
-            })
+            .map(|k| tag(Some(k.label.clone()), k.id.clone()))
             .collect();
         if tags.is_empty() {
-            tags.push(KeyTag {
-                label: None,
-                id: String::new(),
-            });
+            tags.push(tag(None, String::new()));
         }
         Metered {
             provider,
@@ -260,32 +271,46 @@ struct Inner {
     in_flight: HashMap<String, u64>,
     /// When this process last wrote or read the file (its modification time then).
     synced: Option<SystemTime>,
+    /// Today (UTC), as a number of days and as the book names it, kept current by
+    /// [`Inner::roll`] so that lookups do not format it.
+    today_n: u64,
+    today: String,
 }
 
 impl Inner {
-    /// What `counter` spent with `key` today and in the last minute. A provider's counter
-    /// sums its models' rows.
-    fn spent(&self, counter: &str, provider: &str, key: &KeyTag, now: u64) -> Spent {
+    /// Makes `today` the UTC day of `now` (called first by every ledger operation).
+    fn roll(&mut self, now: u64) {
+        let n = now / DAY_MS;
+        if n != self.today_n || self.today.is_empty() {
+            self.today_n = n;
+            self.today = utc_day(now);
+        }
+    }
+
+    /// What `m`'s rule `rule` spent on its counter with `key`, today and in the last
+    /// minute. A provider's counter sums its models' rows.
+    fn spent(&self, m: &Metered, rule: usize, key: &KeyTag, now: u64) -> Spent {
+        let counter = &m.rules[rule].0;
         let (minute_requests, minute_tokens, minute_frees_at) = self
             .minutes
-            .get(&slot(counter, &key.id))
-            .map_or((0, 0, 0), |m| m.spent(now));
+            .get(&key.at_rules[rule])
+            .map_or((0, 0, 0), |w| w.spent(now));
         let mut spent = Spent {
             minute_requests,
             minute_tokens,
             minute_frees_at,
             ..Spent::default()
         };
-        if let Some(rows) = self.book.days.get(&utc_day(now)) {
-            if counter == provider {
+        if let Some(rows) = self.book.days.get(&self.today) {
+            if *counter == m.provider {
                 for r in rows
                     .values()
-                    .filter(|r| r.provider == provider && r.key_id == key.id)
+                    .filter(|r| r.provider == m.provider && r.key_id == key.id)
                 {
                     spent.day_requests += r.requests;
                     spent.day_tokens += r.tokens();
                 }
-            } else if let Some(r) = rows.get(&slot(counter, &key.id)) {
+            } else if let Some(r) = rows.get(&key.at_model) {
                 spent.day_requests = r.requests;
                 spent.day_tokens = r.tokens();
             }
@@ -293,97 +318,143 @@ impl Inner {
         spent
     }
 
-    /// What stops one more request to `m` with its key `k` now, if anything: the block
-    /// that ends last (all of them must end before the key serves again).
-    fn key_blocked(
+    /// The hold on `m`'s key `k` now, if any (on the model, or on its whole provider).
+    fn held(&self, key: &KeyTag, now: u64) -> Option<&Hold> {
+        if self.book.holds.is_empty() {
+            return None;
+        }
+        [&key.at_model, &key.at_provider]
+            .into_iter()
+            .filter_map(|at| self.book.holds.get(at))
+            .filter(|h| h.until_ms > now)
+            .max_by_key(|h| h.until_ms)
+    }
+
+    /// Whether one more request to `m` with its key `k` may go now: if not, the block that
+    /// ends last (all of them must end before the key serves again); if so, the key's
+    /// headroom, the share of its tightest known limit left (1.0 when no limit is known):
+    /// the catalog's limits against what was spent, and the provider's own figures. One
+    /// pass over the key's figures, since planning asks it of every candidate.
+    fn key_status(
         &self,
         m: &Metered,
         k: usize,
         tokens: u64,
         now: u64,
         probe: bool,
-    ) -> Option<Blocked> {
+    ) -> Result<f64, Blocked> {
         let key = &m.keys[k];
-        let mut blocks: Vec<Blocked> = Vec::new();
-        for scope in [&m.model, &m.provider] {
-            if let Some(h) = self.book.holds.get(&slot(scope, &key.id)) {
-                if h.until_ms > now {
-                    let why = match h.why {
-                        HoldReason::KeyRejected => Why::Rejected,
-                        HoldReason::RateLimited | HoldReason::RetryStorm => Why::Paused,
-                    };
-                    blocks.push(Blocked {
-                        until_ms: h.until_ms,
-                        why,
-                    });
-                }
+        let mut last: Option<Blocked> = None;
+        let mut keep = |b: Blocked| {
+            if last.as_ref().is_none_or(|l| b.until_ms > l.until_ms) {
+                last = Some(b);
             }
-        }
-        for (counter, q) in &m.rules {
-            let spent = self.spent(counter, &m.provider, key, now);
-            blocks.extend(q.blocks(&spent, tokens, now, probe).map(budget));
-        }
-        let at = slot(&m.reported_scope, &key.id);
-        if let Some(r) = self.book.reported.get(&at) {
-            let in_flight = self.in_flight.get(&at).copied().unwrap_or(0);
-            blocks.extend(
-                r.windows
-                    .iter()
-                    .filter_map(|w| w.blocks(tokens, in_flight, now, probe))
-                    .map(budget),
-            );
-        }
-        blocks.into_iter().max_by_key(|b| b.until_ms)
-    }
-
-    /// The share of its tightest known limit that key `k` of `m` has left (1.0 when no
-    /// limit is known): the catalog's limits against what was spent, and the provider's
-    /// own figures.
-    fn key_headroom(&self, m: &Metered, k: usize, now: u64) -> f64 {
-        let key = &m.keys[k];
+        };
         let mut least = 1.0f64;
         let mut consider = |used: u64, limit: Option<u64>| {
             if let Some(limit) = limit.filter(|l| *l > 0) {
                 least = least.min(1.0 - (used as f64 / limit as f64).min(1.0));
             }
         };
-        for (counter, q) in &m.rules {
-            let spent = self.spent(counter, &m.provider, key, now);
+        if let Some(h) = self.held(key, now) {
+            let why = match h.why {
+                HoldReason::KeyRejected => Why::Rejected,
+                HoldReason::RateLimited | HoldReason::RetryStorm => Why::Paused,
+            };
+            keep(Blocked {
+                until_ms: h.until_ms,
+                why,
+            });
+        }
+        for (i, (_, q)) in m.rules.iter().enumerate() {
+            let spent = self.spent(m, i, key, now);
+            if let Some(e) = q.blocks(&spent, tokens, now, probe) {
+                keep(budget(e));
+            }
             consider(spent.minute_requests, q.requests_per_minute);
             consider(spent.day_requests, q.requests_per_day);
             consider(spent.minute_tokens, q.tokens_per_minute);
             consider(spent.day_tokens, q.tokens_per_day);
         }
-        if let Some(r) = self.book.reported.get(&slot(&m.reported_scope, &key.id)) {
+        if let Some(r) = self.book.reported.get(&key.at_reported) {
+            let in_flight = self.in_flight.get(&key.at_reported).copied().unwrap_or(0);
             for w in r.windows.iter().filter(|w| w.reset_at > now) {
+                if let Some(e) = w.blocks(tokens, in_flight, now, probe) {
+                    keep(budget(e));
+                }
                 if let (Some(left), Some(limit)) = (w.remaining, w.limit) {
                     consider(limit.saturating_sub(left), Some(limit));
                 }
             }
         }
-        least
+        match last {
+            Some(b) => Err(b),
+            None => Ok(least),
+        }
+    }
+
+    /// Planning's view of `m`: blocked when every key is, else its best key's headroom.
+    fn assess(&self, m: &Metered, tokens: u64, now: u64) -> Result<f64, Blocked> {
+        let mut earliest: Option<Blocked> = None;
+        let mut best: Option<f64> = None;
+        for k in 0..m.keys.len() {
+            match self.key_status(m, k, tokens, now, false) {
+                Ok(h) => best = Some(best.map_or(h, |b: f64| b.max(h))),
+                Err(b) if earliest.as_ref().is_none_or(|e| b.until_ms < e.until_ms) => {
+                    earliest = Some(b)
+                }
+                Err(_) => {}
+            }
+        }
+        best.ok_or_else(|| earliest.expect("a model has at least one key slot"))
+    }
+
+    /// The row of `m` with `key` today, in the book and among the additions to save, with
+    /// `change` applied to both.
+    fn change_row(&mut self, m: &Metered, key: &KeyTag, change: impl Fn(&mut UsageRow)) {
+        let Inner {
+            book,
+            pending,
+            today,
+            ..
+        } = self;
+        for b in [book, pending] {
+            change(b.row_at(today, &key.at_model, || UsageRow {
+                provider: m.provider.clone(),
+                model: m.model.clone(),
+                key: key.label.clone(),
+                key_id: key.id.clone(),
+                ..UsageRow::default()
+            }));
+        }
+    }
+
+    /// Adds to the last minute of every rule of `m` that limits minutes.
+    fn add_minute(&mut self, m: &Metered, key: &KeyTag, now: u64, requests: u64, tokens: u64) {
+        for (i, (_, q)) in m.rules.iter().enumerate() {
+            let limits_tokens = q.tokens_per_minute.is_some();
+            if (requests > 0 && q.requests_per_minute.is_some()) || limits_tokens {
+                let at = &key.at_rules[i];
+                if !self.minutes.contains_key(at) {
+                    self.minutes.insert(at.clone(), Minute::default());
+                }
+                let window = self.minutes.get_mut(at).expect("inserted above");
+                window.add(now, requests, if limits_tokens { tokens } else { 0 });
+            }
+        }
     }
 
     /// Counts one request of `m` with key `k` sent now.
     fn count_request(&mut self, m: &Metered, k: usize, tokens: u64, now: u64) {
         let key = &m.keys[k];
-        let day = utc_day(now);
-        for book in [&mut self.book, &mut self.pending] {
-            book.row(&day, &m.provider, &m.model, key.label.as_deref(), &key.id)
-                .requests += 1;
-        }
-        for (counter, q) in &m.rules {
-            if q.requests_per_minute.is_some() || q.tokens_per_minute.is_some() {
-                self.minutes
-                    .entry(slot(counter, &key.id))
-                    .or_default()
-                    .add(now, 1, tokens);
+        self.change_row(m, key, |r| r.requests += 1);
+        self.add_minute(m, key, now, 1, tokens);
+        match self.in_flight.get_mut(&key.at_reported) {
+            Some(n) => *n += 1,
+            None => {
+                self.in_flight.insert(key.at_reported.clone(), 1);
             }
         }
-        *self
-            .in_flight
-            .entry(slot(&m.reported_scope, &key.id))
-            .or_default() += 1;
     }
 }
 
@@ -441,6 +512,7 @@ impl Ledger {
         probe: bool,
     ) -> Result<Grant, Blocked> {
         let mut inner = self.lock();
+        inner.roll(now);
         let n = m.keys.len();
         let (current, served) = inner
             .rotations
@@ -454,7 +526,7 @@ impl Ledger {
         let mut earliest: Option<Blocked> = None;
         for i in 0..n {
             let k = (start + i) % n;
-            if let Some(b) = inner.key_blocked(m, k, tokens, now, probe) {
+            if let Err(b) = inner.key_status(m, k, tokens, now, probe) {
                 if earliest.as_ref().is_none_or(|e| b.until_ms < e.until_ms) {
                     earliest = Some(b);
                 }
@@ -479,42 +551,27 @@ impl Ledger {
         Err(earliest.expect("a model has at least one key slot"))
     }
 
-    /// Planning's view of `m` (nothing is taken): blocked when every key is, else the
-    /// headroom of its best key, the share of its tightest known limit left (1.0 when no
-    /// limit is known), which breaks ties between otherwise equal models.
-    pub fn assess(&self, m: &Metered, tokens: u64, now: u64) -> Result<f64, Blocked> {
-        let inner = self.lock();
-        let mut earliest: Option<Blocked> = None;
-        let mut best: Option<f64> = None;
-        for k in 0..m.keys.len() {
-            match inner.key_blocked(m, k, tokens, now, false) {
-                None => {
-                    let h = inner.key_headroom(m, k, now);
-                    best = Some(best.map_or(h, |b: f64| b.max(h)));
-                }
-                Some(b) if earliest.as_ref().is_none_or(|e| b.until_ms < e.until_ms) => {
-                    earliest = Some(b)
-                }
-                Some(_) => {}
-            }
-        }
-        best.ok_or_else(|| earliest.expect("a model has at least one key slot"))
+    /// Planning's view of each of `models` under one lock (nothing is taken): blocked when
+    /// every key is, else the headroom of its best key, the share of its tightest known
+    /// limit left (1.0 when no limit is known), which breaks ties between otherwise equal
+    /// models.
+    pub fn assess<'m>(
+        &self,
+        models: impl IntoIterator<Item = &'m Metered>,
+        tokens: u64,
+        now: u64,
+    ) -> Vec<Result<f64, Blocked>> {
+        let mut inner = self.lock();
+        inner.roll(now);
+        models
+            .into_iter()
+            .map(|m| inner.assess(m, tokens, now))
+            .collect()
     }
 
     /// Whether every key of `m` is blocked now (nothing is taken).
     pub fn blocked(&self, m: &Metered, tokens: u64, now: u64) -> Option<Blocked> {
-        let inner = self.lock();
-        let mut earliest: Option<Blocked> = None;
-        for k in 0..m.keys.len() {
-            match inner.key_blocked(m, k, tokens, now, false) {
-                None => return None,
-                Some(b) if earliest.as_ref().is_none_or(|e| b.until_ms < e.until_ms) => {
-                    earliest = Some(b)
-                }
-                Some(_) => {}
-            }
-        }
-        earliest
+        self.assess([m], tokens, now).pop().and_then(Result::err)
     }
 
     /// The request [`reserve`](Self::reserve) granted was answered (or ended without an
@@ -523,14 +580,14 @@ impl Ledger {
     /// once per grant.
     pub fn answered(&self, m: &Metered, grant: &Grant, windows: &[Window], now: u64) {
         let key = &m.keys[grant.key];
-        let at = slot(&m.reported_scope, &key.id);
+        let at = &key.at_reported;
         let mut guard = self.lock();
         let inner = &mut *guard;
-        if let Some(n) = inner.in_flight.get_mut(&at) {
+        if let Some(n) = inner.in_flight.get_mut(at) {
             *n = n.saturating_sub(1);
         }
         if windows.is_empty() {
-            if let Some(r) = inner.book.reported.get_mut(&at) {
+            if let Some(r) = inner.book.reported.get_mut(at) {
                 r.windows.iter_mut().for_each(Window::spend_one);
             }
             return;
@@ -551,24 +608,14 @@ impl Ledger {
     /// Adds the tokens an answer cost.
     pub fn tokens(&self, m: &Metered, grant: &Grant, t: Tokens, now: u64) {
         let key = &m.keys[grant.key];
-        let day = utc_day(now);
-        let mut guard = self.lock();
-        let inner = &mut *guard;
-        for book in [&mut inner.book, &mut inner.pending] {
-            let row = book.row(&day, &m.provider, &m.model, key.label.as_deref(), &key.id);
-            row.prompt_tokens += t.prompt;
-            row.completion_tokens += t.completion;
-            row.estimated_tokens += t.estimated;
-        }
-        for (counter, q) in &m.rules {
-            if q.tokens_per_minute.is_some() {
-                inner
-                    .minutes
-                    .entry(slot(counter, &key.id))
-                    .or_default()
-                    .add(now, 0, t.completion);
-            }
-        }
+        let mut inner = self.lock();
+        inner.roll(now);
+        inner.change_row(m, key, |r| {
+            r.prompt_tokens += t.prompt;
+            r.completion_tokens += t.completion;
+            r.estimated_tokens += t.estimated;
+        });
+        inner.add_minute(m, key, now, 0, t.completion);
         self.dirty.store(true, Ordering::Release);
     }
 
@@ -578,14 +625,11 @@ impl Ledger {
     /// only (the others serve on); with one, the caller pauses the model in its breaker.
     pub fn rate_limited(&self, m: &Metered, grant: &Grant, pause: Duration, now: u64) -> Duration {
         let key = &m.keys[grant.key];
-        let day = utc_day(now);
         let mut guard = self.lock();
         let inner = &mut *guard;
-        for book in [&mut inner.book, &mut inner.pending] {
-            book.row(&day, &m.provider, &m.model, key.label.as_deref(), &key.id)
-                .rate_limited += 1;
-        }
-        let recent = inner.storms.entry(slot(&m.model, &key.id)).or_default();
+        inner.roll(now);
+        inner.change_row(m, key, |r| r.rate_limited += 1);
+        let recent = inner.storms.entry(key.at_model.clone()).or_default();
         recent.retain(|t| now.saturating_sub(*t) < STORM_WINDOW_MS);
         recent.push_back(now);
         let storm = recent.len() >= STORM_COUNT;
@@ -644,7 +688,8 @@ impl Ledger {
     /// known. The counter it comes from is named, since a provider-wide one is shared by
     /// all its models.
     pub fn probe_room(&self, m: &Metered, now: u64) -> Option<Room> {
-        let inner = self.lock();
+        let mut inner = self.lock();
+        inner.roll(now);
         let keep = |limit: u64| limit.div_ceil(quota::PROBE_RESERVE_DIVISOR);
         let mut total: Option<Room> = None;
         for key in &m.keys {
@@ -658,9 +703,9 @@ impl Ledger {
                     });
                 }
             };
-            for (counter, q) in &m.rules {
+            for (i, (counter, q)) in m.rules.iter().enumerate() {
                 if let Some(limit) = q.requests_per_day {
-                    let used = inner.spent(counter, &m.provider, key, now).day_requests;
+                    let used = inner.spent(m, i, key, now).day_requests;
                     consider(
                         counter,
                         limit.saturating_sub(keep(limit)).saturating_sub(used),
@@ -668,7 +713,7 @@ impl Ledger {
                     );
                 }
             }
-            if let Some(r) = inner.book.reported.get(&slot(&m.reported_scope, &key.id)) {
+            if let Some(r) = inner.book.reported.get(&key.at_reported) {
                 for w in &r.windows {
                     let (Some(limit), Some(left)) = (w.limit, w.remaining) else {
                         continue;
@@ -680,13 +725,7 @@ impl Ledger {
                     }
                 }
             }
-            let held = [&m.model, &m.provider].iter().any(|s| {
-                inner
-                    .book
-                    .holds
-                    .get(&slot(s, &key.id))
-                    .is_some_and(|h| h.until_ms > now)
-            });
+            let held = inner.held(key, now).is_some();
             if let Some(mut t) = tightest {
                 if held {
                     t.left = 0;
@@ -714,7 +753,7 @@ impl Ledger {
         inner
             .book
             .reported
-            .get(&slot(&m.reported_scope, &tag.id))
+            .get(&tag.at_reported)
             .map(|r| {
                 r.windows
                     .iter()
@@ -736,7 +775,17 @@ impl Ledger {
     /// A failed write keeps the additions for the next try.
     pub fn sync(&self, path: &Path, now: u64) -> Result<bool, StateError> {
         let changed_on_disk = modified(path) != self.lock().synced;
-        if !self.dirty.swap(false, Ordering::AcqRel) && !changed_on_disk {
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            if changed_on_disk {
+                // Another process saved: take its additions in, write nothing (two
+                // servers on one FCM_HOME would otherwise answer each other's writes).
+                let file: UsageBook = crate::state::load_json(path)?;
+                let mut inner = self.lock();
+                let mut book = Book::from_file(file);
+                book.absorb(&inner.pending);
+                inner.book = book;
+                inner.synced = modified(path);
+            }
             return Ok(false);
         }
         let pending = std::mem::take(&mut self.lock().pending);

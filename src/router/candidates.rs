@@ -175,6 +175,11 @@ impl Candidates {
             .collect();
         let keys: Vec<&str> = routable.iter().map(|i| self.all[*i].key()).collect();
         let states = breakers.states(&keys, now_ms);
+        let budgets = ledger.assess(
+            routable.iter().map(|i| &self.all[*i].metered),
+            prompt_tokens,
+            now_ms,
+        );
         let view = evidence.view();
         let mut skipped = Vec::new();
         let mut ranked: Vec<(usize, Standing<'_>)> = Vec::with_capacity(routable.len());
@@ -193,10 +198,10 @@ impl Candidates {
                 skipped.push(Skip::new(c.key(), SkipReason::CircuitOpen));
                 continue;
             }
-            let headroom = match ledger.assess(&c.metered, prompt_tokens, now_ms) {
-                Ok(headroom) => headroom,
+            let headroom = match &budgets[n] {
+                Ok(headroom) => *headroom,
                 Err(b) => {
-                    skipped.push(c.ledger_skip(&b));
+                    skipped.push(c.ledger_skip(b));
                     continue;
                 }
             };
