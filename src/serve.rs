@@ -431,13 +431,16 @@ fn dashboard(app: &App) -> Reply {
         routable: app.router.routable().count(),
         in_flight: app.in_flight.load(Ordering::Acquire),
     };
-    let mut configured: Vec<&str> = app
+    let mut configured: Vec<(&str, Vec<String>)> = app
         .router
         .routable()
         .filter(|c| !c.target.keys.is_empty())
-        .map(|c| c.target.provider_id.as_str())
+        .map(|c| {
+            let labels = c.target.keys.iter().map(|k| k.label.clone()).collect();
+            (c.target.provider_id.as_str(), labels)
+        })
         .collect();
-    configured.dedup();
+    configured.dedup_by(|a, b| a.0 == b.0);
     let usage = crate::ledger::report::report(
         &app.router.ledger.snapshot(),
         &app.catalog,

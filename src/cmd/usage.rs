@@ -53,12 +53,15 @@ pub(crate) fn run(args: UsageArgs) -> Result<i32> {
         }
     };
     let keys = setup.keys();
-    let configured: Vec<&str> = setup
+    let configured: Vec<(&str, Vec<String>)> = setup
         .catalog
         .providers
         .iter()
-        .filter(|p| !keys.keys(p).is_empty())
-        .map(|p| p.id.as_str())
+        .map(|p| {
+            let labels: Vec<String> = keys.keys(p).into_iter().map(|k| k.label).collect();
+            (p.id.as_str(), labels)
+        })
+        .filter(|(_, labels)| !labels.is_empty())
         .collect();
     let now = time::now_ms();
     let r = report(&book, &setup.catalog, &configured, now, args.days);
@@ -84,9 +87,7 @@ fn text(r: &UsageReport, verbose: bool, now: u64) -> String {
         let _ = writeln!(out, "Nothing spent {period}, and no provider key is set (`fcm models` lists the variables).");
         return out;
     }
-    let header = [
-        "Provider",
-        "Keys",
+    let columns = [
         "Requests",
         "Tokens in / out",
         "429s",
@@ -94,17 +95,19 @@ fn text(r: &UsageReport, verbose: bool, now: u64) -> String {
         "Left (provider says)",
         "Resets in",
     ];
-    let mut t = table::new(&header);
+    let mut t = table::new(&[&["Provider", "Keys"][..], &columns[..]].concat());
     for p in &r.providers {
-        t.add_row(row(&p.provider, p, now, true));
+        let mut cells = vec![p.provider.clone(), keys_cell(&p.keys)];
+        cells.extend(figures(p, now));
+        t.add_row(cells);
     }
     let _ = writeln!(out, "Spent {period}:\n{t}");
     if verbose && !r.models.is_empty() {
-        let mut header = header;
-        header[0] = "Model";
-        let mut t = table::new(&header);
+        let mut t = table::new(&[&["Model"][..], &columns[..]].concat());
         for m in &r.models {
-            t.add_row(row(m.model.as_deref().unwrap_or(""), m, now, false));
+            let mut cells = vec![m.model.clone().unwrap_or_default()];
+            cells.extend(figures(m, now));
+            t.add_row(cells);
         }
         let _ = writeln!(out, "{t}");
     }
@@ -133,15 +136,9 @@ fn text(r: &UsageReport, verbose: bool, now: u64) -> String {
     out
 }
 
-fn row(name: &str, l: &UsageLine, now: u64, provider: bool) -> Vec<String> {
-    let keys = if provider {
-        keys_cell(&l.keys)
-    } else {
-        String::new()
-    };
+/// The figures of one line, after its name (and keys).
+fn figures(l: &UsageLine, now: u64) -> Vec<String> {
     vec![
-        name.to_string(),
-        keys,
         l.requests_cell(),
         l.tokens_cell(),
         l.rate_limited.to_string(),

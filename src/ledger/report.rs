@@ -39,7 +39,9 @@ pub struct UsageLine {
     /// How many of the tokens are fcm's estimate (the answers reported no `usage`).
     pub estimated_tokens: u64,
     pub rate_limited: u64,
-    /// The catalog's limits on this counter (`null` when it states none).
+    /// The catalog's limits: the provider's `quota` on a provider's line (its `scope` says
+    /// whether they count for the provider or for each model), the model's own with a
+    /// model-scoped provider quota under it on a model's line; `null` when none is stated.
     pub limits: Option<Quota>,
     /// What the provider last said is left, in its tightest live window.
     pub remaining: Left,
@@ -107,9 +109,21 @@ impl Resets {
 }
 
 impl UsageLine {
+    /// Whether the line's `limits` count for the line's own counter: a model's always; a
+    /// provider's when they are provider-wide (a model-scoped provider quota is each
+    /// model's).
+    fn limits_are_its_own(&self) -> bool {
+        self.model.is_some()
+            || self
+                .limits
+                .as_ref()
+                .is_some_and(|q| q.scope.unwrap_or(Scope::Provider) == Scope::Provider)
+    }
+
     /// `12`, or `45 of 50/day` when the catalog states a daily limit on this counter.
     pub fn requests_cell(&self) -> String {
-        match self.limits.as_ref().and_then(|q| q.requests_per_day) {
+        let daily = self.limits.as_ref().and_then(|q| q.requests_per_day);
+        match daily.filter(|_| self.limits_are_its_own()) {
             Some(limit) => format!("{} of {limit}/day", self.requests),
             None => self.requests.to_string(),
         }
@@ -124,11 +138,13 @@ impl UsageLine {
         )
     }
 
-    /// The catalog's limits, or `-`.
+    /// The catalog's limits (`30/min per model` for a provider's model-scoped ones), or `-`.
     pub fn limits_cell(&self) -> String {
-        self.limits
-            .as_ref()
-            .map_or("-".to_string(), Quota::describe)
+        match &self.limits {
+            None => "-".to_string(),
+            Some(q) if self.limits_are_its_own() => q.describe(),
+            Some(q) => format!("{} per model", q.describe()),
+        }
     }
 }
 
@@ -227,11 +243,12 @@ fn key_line<'a>(keys: &'a mut Vec<KeyLine>, label: &str) -> &'a mut KeyLine {
 }
 
 /// The report over the last `days` UTC days up to `now`'s. Providers listed: those in
-/// `configured` (their keys are set) and any the ledger has figures for.
+/// `configured` (with the labels of the keys set for them) and any the ledger has figures
+/// for.
 pub fn report(
     book: &UsageBook,
     catalog: &Catalog,
-    configured: &[&str],
+    configured: &[(&str, Vec<String>)],
     now: u64,
     days: u64,
 ) -> UsageReport {
@@ -244,8 +261,11 @@ pub fn report(
         provider: provider.to_string(),
         ..UsageLine::default()
     };
-    for p in configured {
-        providers.entry(p.to_string()).or_insert_with(|| line(p));
+    for (p, labels) in configured {
+        let l = providers.entry(p.to_string()).or_insert_with(|| line(p));
+        for label in labels {
+            key_line(&mut l.keys, label);
+        }
     }
     for day in book.days.iter().filter(|d| d.day >= from && d.day <= today) {
         for r in &day.rows {
@@ -269,9 +289,7 @@ pub fn report(
     }
     for (id, p) in providers.iter_mut() {
         let catalog_provider = catalog.provider(id);
-        p.limits = catalog_provider
-            .and_then(|c| c.quota.clone())
-            .filter(|q| q.scope.unwrap_or(Scope::Provider) == Scope::Provider);
+        p.limits = catalog_provider.and_then(|c| c.quota.clone());
         let reports: Vec<&Reported> = book.reported.iter().filter(|r| &r.provider == id).collect();
         fill_left(p, &reports, id, now);
         fill_holds(p, book, id, None, now);
@@ -442,7 +460,11 @@ mod tests {
                 why: HoldReason::KeyRejected,
             }],
         };
-        let today = report(&book, &catalog, &["groq", "cerebras"], NOW, 1);
+        let configured = [
+            ("groq", vec!["groq#1".to_string(), "groq#2".to_string()]),
+            ("cerebras", vec![]),
+        ];
+        let today = report(&book, &catalog, &configured, NOW, 1);
         assert_eq!(
             (today.day.as_str(), today.from.as_str()),
             ("2026-12-01", "2026-12-01")
@@ -462,7 +484,12 @@ mod tests {
             (groq.requests, groq.prompt_tokens, groq.rate_limited),
             (6, 60, 1)
         );
-        assert_eq!(groq.limits, None, "Groq's limits count per model");
+        assert_eq!(
+            groq.limits_cell(),
+            "30/min per model",
+            "Groq's limits count per model"
+        );
+        assert_eq!(groq.requests_cell(), "6");
         // The tightest model per key: gpt-oss has 5 requests left.
         assert_eq!(
             groq.remaining,
