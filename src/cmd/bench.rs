@@ -11,7 +11,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
 use crate::bench::{
-    merge, over_budget, probe, questions, rank, summarize, BenchReport, ModelResult,
+    merge, over_budget, probe, questions, rank, summarize, BenchReport, BenchVerdict,
+    ModelResult,
 };
 use crate::catalog::{Catalog, KeySource, ModelRef};
 use crate::cmd::{process_id_token, require_provider, usage, Setup};
@@ -358,15 +359,29 @@ fn table_text(report: &BenchReport) -> String {
     }
     let usable = probed.iter().filter(|m| m.usable).count();
     let _ = writeln!(out, "{} models probed, {usable} usable", probed.len());
+    let (over, no_key): (Vec<_>, Vec<_>) = no_key
+        .into_iter()
+        .partition(|m| m.verdict == BenchVerdict::QuotaBudget);
+    let providers = |models: &[&ModelResult]| {
+        let mut ids: Vec<&str> = models.iter().map(|m| m.provider.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.join(", ")
+    };
     if !no_key.is_empty() {
-        let mut providers: Vec<&str> = no_key.iter().map(|m| m.provider.as_str()).collect();
-        providers.sort_unstable();
-        providers.dedup();
         let _ = writeln!(
             out,
             "{} models not contacted (no key): {} (see `fcm models` for the variables to set)",
             no_key.len(),
-            providers.join(", ")
+            providers(&no_key)
+        );
+    }
+    if !over.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} models not contacted (over budget): {} (see `fcm usage` for what is left)",
+            over.len(),
+            providers(&over)
         );
     }
     out
