@@ -58,6 +58,9 @@ pub fn run() -> i32 {
             };
         }
     };
+    if !matches!(fcm.command, Command::Serve(_) | Command::FakeProvider(_)) {
+        crate::signals::quiet_on_closed_pipe();
+    }
     let result = match fcm.command {
         Command::Models(a) => cmd::models::run(a),
         Command::Bench(a) => cmd::bench::run(a),

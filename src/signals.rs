@@ -1,4 +1,5 @@
-//! SIGINT and SIGTERM as a flag the server polls: stop accepting, drain, flush, exit 0.
+//! SIGINT and SIGTERM as a flag the server polls: stop accepting, drain, flush, exit 0;
+//! and a command whose output is piped into `head` ending quietly when the pipe closes.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -16,6 +17,16 @@ pub fn install() {
     unsafe {
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+/// A command printing to a pipe that closes (`fcm usage | head -3`) ends at once and
+/// quietly, as command-line tools do, instead of panicking on the failed write. Not for
+/// `fcm serve`: a client closing its socket must never end the server.
+pub fn quiet_on_closed_pipe() {
+    // SAFETY: restores the default action of SIGPIPE; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

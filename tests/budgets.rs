@@ -464,7 +464,11 @@ fn the_bench_says_what_it_will_spend_and_refuses_what_it_does_not_have() {
     assert_eq!(fake.requests().len(), 6, "not contacted");
     let out = w.fcm(&["bench", "--pings", "3"]);
     assert_eq!(out.code, 1, "nothing usable: {out:?}");
-    assert!(out.stdout.contains("2 models not contacted (over budget): p (see `fcm usage`"), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("2 models not contacted (over budget): p (see `fcm usage`"),
+        "{out:?}"
+    );
     assert_eq!(fake.requests().len(), 6, "not contacted");
     // The saved ranking keeps what the first run measured.
     let saved: Value =

@@ -11,8 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
 use crate::bench::{
-    merge, over_budget, probe, questions, rank, summarize, BenchReport, BenchVerdict,
-    ModelResult,
+    merge, over_budget, probe, questions, rank, summarize, BenchReport, BenchVerdict, ModelResult,
 };
 use crate::catalog::{Catalog, KeySource, ModelRef};
 use crate::cmd::{process_id_token, require_provider, usage, Setup};
