@@ -7,8 +7,10 @@
 # tool call cannot run (cut-off arguments: fcm fails over and the round trip completes),
 # and when the model thinks in `<think>` tags (the answer arrives without them, the
 # reasoning where the tool shows reasoning), when the provider echoes the key it was sent
-# (masked, as providers do: no tool shows any of it), and with an access token set (each
-# tool sends the token `fcm install` wrote; a request without it is refused). The npm
+# (masked, as providers do: no tool shows any of it), when the first model's known budget
+# is spent (fcm passes over it before dispatch: it is never sent a request, the tool is
+# served by the next), and with an access token set (each tool sends the token
+# `fcm install` wrote; a request without it is refused). The npm
 # packages are pinned and cached between runs; nothing leaves the machine. FCM_E2E_SHOW=PREFIX keeps
 # each tool's output in PREFIX.<case>.
 set -euo pipefail
@@ -44,7 +46,9 @@ cat > "$work/catalog.json" <<JSON
   {"id":"sse_error_first","tier":"S","context":131072},{"id":"thinks_tags","tier":"S","context":131072},
   {"id":"cut_tool_args","tier":"S","context":131072}]},
  {"id":"keyed","name":"Keyed","baseUrl":"$url","apiKeyEnv":["FAKE_KEYED_KEY"],"keyRequired":true,
-  "models":[{"id":"echo_masked_key","tier":"S","context":131072}]}]}
+  "models":[{"id":"echo_masked_key","tier":"S","context":131072}]},
+ {"id":"budget","name":"Spent","baseUrl":"$url","keyRequired":false,"quota":{"requestsPerDay":0},
+  "models":[{"id":"ok#spent","tier":"S","context":131072}]}]}
 JSON
 # The key the keyed provider echoes back, masked: none of it may reach a tool.
 export FAKE_KEYED_KEY=sk-E2ESECRETKEY0123456789
@@ -53,6 +57,8 @@ export FCM_CATALOG="$work/catalog.json"
 # sends a tool call with cut-off arguments.
 "$fcm" sets add failover fake/sse_error_first fake/ok > /dev/null
 "$fcm" sets add broken-call fake/cut_tool_args fake/tool_round_trip > /dev/null
+# A set whose first model's budget for today is spent (its catalog quota allows 0 a day).
+"$fcm" sets add budget-spent budget/ok#spent fake/ok > /dev/null
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$fcm" serve --port "$port" 2> "$work/serve.log" &
 serve_pid=$!
@@ -133,6 +139,25 @@ configure keyed/echo_masked_key
 check_without "claude-code never shows a key" "Your key is" "sk-E2ESE" "$bin/claude" -p "say hi"
 check_without "codex never shows a key" "Your key is" "sk-E2ESE" "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
 check_without "cline never shows a key" "Your key is" "sk-E2ESE" "$bin/cline" "say hi"
+
+# The first model's budget is spent: passed over before dispatch, never sent a request.
+configure budget-spent
+check "claude-code past a spent budget" "Hello from ok." "$bin/claude" -p "say hi"
+check "codex past a spent budget" "Hello from ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
+check "cline past a spent budget" "Hello from ok." "$bin/cline" "say hi"
+read -r budget_skips budget_sent < <("$fcm" history --json | python3 -c '
+import json, sys
+h = json.load(sys.stdin)
+skips = sum(1 for e in h for s in e["skipped"] if s["model"] == "budget/ok#spent" and s["reason"] == "quota_budget")
+sent = sum(1 for e in h for a in e["attempts"] if a["model"] == "budget/ok#spent")
+print(skips, sent)')
+if [ "$budget_skips" -ge 3 ] && [ "$budget_sent" -eq 0 ]; then
+  echo "PASS the spent budget was skipped $budget_skips times (quota_budget) and never sent a request"
+  passed=$((passed + 1))
+else
+  echo "FAIL spent budget: $budget_skips quota_budget skips, $budget_sent requests sent to it"
+  failed=$((failed + 1))
+fi
 
 served=$(grep -c '!served|' "$work/serve.log" || true)
 failed_over=$(grep -c 'fake/sse_error_first:error_payload->fake/ok:200' "$work/serve.log" || true)
