@@ -112,13 +112,20 @@ pub fn write_json_atomic<T: Serialize + ?Sized>(path: &Path, value: &T) -> Resul
     write_atomic(path, &bytes)
 }
 
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+/// The directory a state file lives in (created 0700 if missing) and the file's name, for
+/// the temp and lock files made beside it.
+fn dir_and_name(path: &Path) -> Result<(&Path, &str), StateError> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     create_private_dir(dir)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("state");
+    Ok((dir, name))
+}
+
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+    let (dir, name) = dir_and_name(path)?;
     let mut tmp = None;
     let result = (|| -> std::io::Result<()> {
         let (mut f, at) = create_temp(dir, name)?;
@@ -256,12 +263,7 @@ pub fn update_json<T: Serialize + DeserializeOwned + Default>(
     path: &Path,
     change: impl FnOnce(&mut T),
 ) -> Result<T, StateError> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    create_private_dir(dir)?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("state");
+    let (dir, name) = dir_and_name(path)?;
     let lock = dir.join(format!("{name}.lock"));
     let started = std::time::Instant::now();
     loop {

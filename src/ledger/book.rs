@@ -76,17 +76,33 @@ impl UsageRow {
     }
 }
 
-/// The rate-limit windows one answer reported for a counter and key.
+/// Whose figures these are: a counter (a model, or a whole provider) and one key of its
+/// provider.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Reported {
-    /// The counter: a model (`groq/llama-3.3-70b-versatile`) or a whole provider.
+pub struct Whose {
+    /// A model (`groq/llama-3.3-70b-versatile`), or a provider for all its models.
     pub scope: String,
     pub provider: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub key_id: String,
+}
+
+impl Whose {
+    /// The index name of these figures ([`slot`]).
+    fn slot(&self) -> String {
+        slot(&self.scope, &self.key_id)
+    }
+}
+
+/// The rate-limit windows one answer reported for a counter and key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reported {
+    #[serde(flatten)]
+    pub whose: Whose,
     pub seen_at_ms: u64,
     pub windows: Vec<Window>,
 }
@@ -103,17 +119,13 @@ pub enum HoldReason {
     KeyRejected,
 }
 
-/// A key of a provider (or a keyless model) out of use until a moment.
+/// A key of a provider (or a keyless model) out of use until a moment; a provider-wide
+/// scope holds the key for all the provider's models.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Hold {
-    /// A model, or a provider when the hold covers all its models.
-    pub scope: String,
-    pub provider: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub key_id: String,
+    #[serde(flatten)]
+    pub whose: Whose,
     pub until_ms: u64,
     pub why: HoldReason,
 }
@@ -155,9 +167,9 @@ impl Book {
     /// The file form: days oldest first, rows, reports and holds in a stable order.
     pub fn to_file(&self) -> UsageBook {
         let mut reported: Vec<Reported> = self.reported.values().cloned().collect();
-        reported.sort_by(|a, b| (&a.scope, &a.key_id).cmp(&(&b.scope, &b.key_id)));
+        reported.sort_by_key(|r| r.whose.slot());
         let mut holds: Vec<Hold> = self.holds.values().cloned().collect();
-        holds.sort_by(|a, b| (&a.scope, &a.key_id).cmp(&(&b.scope, &b.key_id)));
+        holds.sort_by_key(|h| h.whose.slot());
         UsageBook {
             version: 1,
             days: self
@@ -207,7 +219,7 @@ impl Book {
 
     /// Keeps the newer of two reports for the same counter and key.
     pub fn report(&mut self, r: Reported) {
-        let at = slot(&r.scope, &r.key_id);
+        let at = r.whose.slot();
         match self.reported.get(&at) {
             Some(old) if old.seen_at_ms > r.seen_at_ms => {}
             _ => {
@@ -218,7 +230,7 @@ impl Book {
 
     /// Keeps the longer of two holds on the same counter and key.
     pub fn hold(&mut self, h: Hold) {
-        let at = slot(&h.scope, &h.key_id);
+        let at = h.whose.slot();
         match self.holds.get(&at) {
             Some(old) if old.until_ms >= h.until_ms => {}
             _ => {
@@ -271,11 +283,20 @@ impl UsageRow {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::quota::Unit;
 
     const NOW: u64 = 1_796_102_301_000; // 2026-12-01
+
+    pub(crate) fn whose(scope: &str, provider: &str, key: Option<&str>, key_id: &str) -> Whose {
+        Whose {
+            scope: scope.into(),
+            provider: provider.into(),
+            key: key.map(str::to_string),
+            key_id: key_id.into(),
+        }
+    }
 
     fn window(remaining: u64, reset_at: u64) -> Window {
         Window {
@@ -290,10 +311,7 @@ mod tests {
 
     fn reported(seen: u64, remaining: u64) -> Reported {
         Reported {
-            scope: "p/m".into(),
-            provider: "p".into(),
-            key: Some("p#1".into()),
-            key_id: "k1".into(),
+            whose: whose("p/m", "p", Some("p#1"), "k1"),
             seen_at_ms: seen,
             windows: vec![window(remaining, NOW + 60_000)],
         }
@@ -342,16 +360,13 @@ mod tests {
             b.row(&day, "p", "p/m", None, "").requests += 1;
         }
         b.hold(Hold {
-            scope: "p".into(),
-            provider: "p".into(),
-            key: None,
-            key_id: String::new(),
+            whose: whose("p", "p", None, ""),
             until_ms: NOW - 1,
             why: HoldReason::KeyRejected,
         });
         b.report(reported(NOW - 120_000, 0));
         let mut stale = reported(NOW - 120_000, 0);
-        stale.scope = "p/old".into();
+        stale.whose.scope = "p/old".into();
         stale.windows[0].reset_at = NOW - 1;
         b.report(stale);
         b.prune(NOW);
@@ -363,10 +378,7 @@ mod tests {
     #[test]
     fn the_longer_hold_wins() {
         let hold = |until_ms, why| Hold {
-            scope: "p/m".into(),
-            provider: "p".into(),
-            key: Some("p#2".into()),
-            key_id: "k2".into(),
+            whose: whose("p/m", "p", Some("p#2"), "k2"),
             until_ms,
             why,
         };

@@ -26,7 +26,7 @@ use crate::state::StateError;
 use crate::time::{utc_day, DAY_MS};
 
 use book::{slot, UsageRow};
-pub use book::{Book, Hold, HoldReason, Reported, UsageBook};
+pub use book::{Book, Hold, HoldReason, Reported, UsageBook, Whose};
 
 /// Requests sent with one key of a provider before the next key takes over.
 pub const DEFAULT_STICKY: u32 = 3;
@@ -124,6 +124,16 @@ impl Metered {
             reported_scope,
             pause_scope,
             keys: tags,
+        }
+    }
+
+    /// Figures of `scope` (this model or its provider) with `key`.
+    fn whose(&self, scope: &str, key: &KeyTag) -> Whose {
+        Whose {
+            scope: scope.to_string(),
+            provider: self.provider.clone(),
+            key: key.label.clone(),
+            key_id: key.id.clone(),
         }
     }
 
@@ -593,10 +603,7 @@ impl Ledger {
             return;
         }
         let r = Reported {
-            scope: m.reported_scope.clone(),
-            provider: m.provider.clone(),
-            key: key.label.clone(),
-            key_id: key.id.clone(),
+            whose: m.whose(&m.reported_scope, key),
             seen_at_ms: now,
             windows: windows.to_vec(),
         };
@@ -642,15 +649,9 @@ impl Ledger {
             (pause, HoldReason::RateLimited)
         };
         if m.key_count() > 1 {
+            let scope = if storm { &m.model } else { &m.pause_scope };
             let hold = Hold {
-                scope: if storm {
-                    m.model.clone()
-                } else {
-                    m.pause_scope.clone()
-                },
-                provider: m.provider.clone(),
-                key: key.label.clone(),
-                key_id: key.id.clone(),
+                whose: m.whose(scope, key),
                 until_ms: now + pause.as_millis() as u64,
                 why,
             };
@@ -670,10 +671,7 @@ impl Ledger {
         }
         let key = &m.keys[grant.key];
         let hold = Hold {
-            scope: m.provider.clone(),
-            provider: m.provider.clone(),
-            key: key.label.clone(),
-            key_id: key.id.clone(),
+            whose: m.whose(&m.provider, key),
             until_ms: now + KEY_REJECTED_PAUSE.as_millis() as u64,
             why: HoldReason::KeyRejected,
         };

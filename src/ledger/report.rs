@@ -283,14 +283,19 @@ pub fn report(
         }
     }
     for r in &book.reported {
+        let provider = &r.whose.provider;
         providers
-            .entry(r.provider.clone())
-            .or_insert_with(|| line(&r.provider));
+            .entry(provider.clone())
+            .or_insert_with(|| line(provider));
     }
     for (id, p) in providers.iter_mut() {
         let catalog_provider = catalog.provider(id);
         p.limits = catalog_provider.and_then(|c| c.quota.clone());
-        let reports: Vec<&Reported> = book.reported.iter().filter(|r| &r.provider == id).collect();
+        let reports: Vec<&Reported> = book
+            .reported
+            .iter()
+            .filter(|r| &r.whose.provider == id)
+            .collect();
         fill_left(p, &reports, id, now);
         fill_holds(p, book, id, None, now);
     }
@@ -305,7 +310,10 @@ pub fn report(
         let reports: Vec<&Reported> = book
             .reported
             .iter()
-            .filter(|r| r.scope == *key || (r.scope == m.provider && r.provider == m.provider))
+            .filter(|r| {
+                let w = &r.whose;
+                w.scope == *key || (w.scope == m.provider && w.provider == m.provider)
+            })
             .collect();
         fill_left(m, &reports, key, now);
         fill_holds(m, book, &m.provider.clone(), Some(key), now);
@@ -325,11 +333,11 @@ fn fill_left(line: &mut UsageLine, reports: &[&Reported], own_scope: &str, now: 
     for r in reports {
         let t = Tightest::of(&r.windows, now);
         let entry = by_key
-            .entry(r.key_id.as_str())
-            .or_insert((r.key.as_deref(), Tightest::default()));
+            .entry(r.whose.key_id.as_str())
+            .or_insert((r.whose.key.as_deref(), Tightest::default()));
         // A report on this line's own counter is the answer for it; otherwise the
         // tightest of the narrower ones (a provider reporting per model).
-        let own = r.scope == own_scope;
+        let own = r.whose.scope == own_scope;
         entry.1 = if own { t } else { tighter(entry.1, t) };
     }
     let mut total = Tightest::default();
@@ -365,12 +373,12 @@ fn fill_holds(
     for h in book
         .holds
         .iter()
-        .filter(|h| h.until_ms > now && h.provider == provider)
+        .filter(|h| h.until_ms > now && h.whose.provider == provider)
     {
-        if model.is_some_and(|m| h.scope != m && h.scope != provider) {
+        if model.is_some_and(|m| h.whose.scope != m && h.whose.scope != provider) {
             continue;
         }
-        if let Some(label) = &h.key {
+        if let Some(label) = &h.whose.key {
             let k = key_line(&mut line.keys, label);
             k.held_until = Some(rfc3339(h.until_ms));
             k.held_for = Some(h.why);
@@ -382,6 +390,7 @@ fn fill_holds(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::book::tests::whose;
     use crate::ledger::book::{DayUsage, Hold};
 
     const NOW: u64 = 1_796_102_301_000; // 2026-12-01T05:18:21Z
@@ -432,10 +441,12 @@ mod tests {
             ],
             reported: vec![
                 Reported {
-                    scope: "groq/llama-3.3-70b-versatile".into(),
-                    provider: "groq".into(),
-                    key: Some("groq#1".into()),
-                    key_id: "id-groq#1".into(),
+                    whose: whose(
+                        "groq/llama-3.3-70b-versatile",
+                        "groq",
+                        Some("groq#1"),
+                        "id-groq#1",
+                    ),
                     seen_at_ms: NOW,
                     windows: vec![
                         window(Unit::Requests, 997, NOW + 86_400),
@@ -443,19 +454,18 @@ mod tests {
                     ],
                 },
                 Reported {
-                    scope: "groq/openai/gpt-oss-120b".into(),
-                    provider: "groq".into(),
-                    key: Some("groq#1".into()),
-                    key_id: "id-groq#1".into(),
+                    whose: whose(
+                        "groq/openai/gpt-oss-120b",
+                        "groq",
+                        Some("groq#1"),
+                        "id-groq#1",
+                    ),
                     seen_at_ms: NOW,
                     windows: vec![window(Unit::Requests, 5, NOW + 9_000)],
                 },
             ],
             holds: vec![Hold {
-                scope: "groq".into(),
-                provider: "groq".into(),
-                key: Some("groq#2".into()),
-                key_id: "id-groq#2".into(),
+                whose: whose("groq", "groq", Some("groq#2"), "id-groq#2"),
                 until_ms: NOW + 60_000,
                 why: HoldReason::KeyRejected,
             }],
