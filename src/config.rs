@@ -611,6 +611,42 @@ mod tests {
     }
 
     #[test]
+    fn custom_providers_carry_quotas_and_key_lists() {
+        let mut cat = Catalog::parse(crate::catalog::EMBEDDED, "embedded").unwrap();
+        let l = Config::parse(
+            r#"{"apiKeys":{"groq":["k1","k2"],"mistral":"k3"},"router":{"keys":{"sticky":0}},
+                "providers":[{"id":"local","baseUrl":"http://127.0.0.1:11434/v1","quota":{"requestsPerDay":100},"models":[{"id":"m","context":8192,"quota":{"tokensPerMinute":5000}}]},
+                {"id":"openrouter","baseUrl":"https://openrouter.ai/api/v1","quota":{"requestsPerDay":1000,"scope":"provider"},"models":[]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            l.warnings,
+            vec!["router.keys.sticky = 0 is out of range 1..=1000; using 1"]
+        );
+        let groq: Vec<&str> = l.config.api_keys["groq"].iter().collect();
+        assert_eq!(groq, ["k1", "k2"]);
+        l.config.merge_into(&mut cat).unwrap();
+        let local = cat.find("local/m").unwrap();
+        assert_eq!(
+            local.provider.quota.as_ref().unwrap().requests_per_day,
+            Some(100)
+        );
+        assert_eq!(
+            local.model.quota.as_ref().unwrap().tokens_per_minute,
+            Some(5000)
+        );
+        let openrouter = cat.provider("openrouter").unwrap();
+        assert_eq!(
+            openrouter.quota.as_ref().unwrap().requests_per_day,
+            Some(1000),
+            "an account with credits"
+        );
+        assert!(!openrouter.models.is_empty(), "models kept");
+        let err = Config::parse(r#"{"apiKeys":{"groq":7}}"#).unwrap_err();
+        assert_eq!(err.to_string(), "wrong value for apiKeys.groq");
+    }
+
+    #[test]
     fn custom_providers_follow_the_catalog_rules() {
         let mut cat = Catalog::parse(crate::catalog::EMBEDDED, "embedded").unwrap();
         let l = Config::parse(r#"{"providers":[{"id":"b","baseUrl":"gopher://x","models":[]}]}"#)

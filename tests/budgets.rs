@@ -198,6 +198,10 @@ fn a_daily_limit_from_the_catalog_holds_across_a_restart() {
             .contains("requestsPerDay 2 reached"),
         "{r:?}"
     );
+    assert_eq!(r.decision(), "none!all_failed|skips=1");
+    let history = s.history();
+    let pinned = [("p/ok#limited".to_string(), "quota_budget".to_string())];
+    assert_eq!(skipped(&history[3]), pinned);
     assert_eq!(s.stop(), 0);
     let usage_file = w.home_file("usage.json");
     assert_eq!(mode(&usage_file), 0o600);
