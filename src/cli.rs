@@ -11,7 +11,8 @@ pub(crate) const EXIT_USAGE: i32 = 2;
 pub(crate) const EXIT_FAILURE: i32 = 1;
 
 #[derive(FromArgs)]
-/// fcm: find, benchmark and route between free coding LLMs.
+/// fcm: find, benchmark and route between free coding LLMs. `fcm --version` (`-V`, with
+/// `-v` the commit and build target) prints the version.
 pub(crate) struct Fcm {
     #[argh(subcommand)]
     pub(crate) command: Command,
@@ -33,6 +34,29 @@ pub(crate) enum Command {
     FakeProvider(cmd::fake_provider::FakeProviderArgs),
 }
 
+/// What `fcm --version` (or `-V`) prints: the version; with `-v` too, the git commit and
+/// the target it was built for. `None` when the arguments ask for something else.
+fn version(args: &[&str]) -> Option<String> {
+    let asks = |a: &&str| matches!(*a, "--version" | "-V" | "-Vv" | "-vV");
+    if args.is_empty() || !args.iter().any(asks) {
+        return None;
+    }
+    let verbose = |a: &&str| matches!(*a, "-v" | "--verbose" | "-Vv" | "-vV");
+    if !args.iter().all(|a| asks(a) || verbose(a)) {
+        return None;
+    }
+    let short = format!("fcm {}", env!("CARGO_PKG_VERSION"));
+    if args.iter().any(verbose) {
+        Some(format!(
+            "{short}\ncommit: {}\ntarget: {}",
+            env!("FCM_GIT_COMMIT"),
+            env!("FCM_BUILD_TARGET")
+        ))
+    } else {
+        Some(short)
+    }
+}
+
 /// Parses the command line, runs the command, returns the process exit code.
 pub fn run() -> i32 {
     let args: Vec<String> = std::env::args().collect();
@@ -43,6 +67,10 @@ pub fn run() -> i32 {
         .and_then(|n| n.to_str())
         .unwrap_or("fcm");
     let rest: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    if let Some(text) = version(&rest) {
+        println!("{text}");
+        return 0;
+    }
     let fcm = match Fcm::from_args(&[name], &rest) {
         Ok(f) => f,
         Err(early) => {
