@@ -31,6 +31,7 @@ pub(crate) enum Command {
     Install(cmd::install::InstallArgs),
     Sets(cmd::sets::SetsArgs),
     Usage(cmd::usage::UsageArgs),
+    Stop(cmd::stop::StopArgs),
     FakeProvider(cmd::fake_provider::FakeProviderArgs),
 }
 
@@ -100,6 +101,7 @@ pub fn run() -> i32 {
         Command::Install(a) => cmd::install::run(a),
         Command::Sets(a) => cmd::sets::run(a),
         Command::Usage(a) => cmd::usage::run(a),
+        Command::Stop(a) => cmd::stop::run(a),
         Command::FakeProvider(a) => cmd::fake_provider::run(a),
     };
     match result {

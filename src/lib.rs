@@ -15,6 +15,7 @@ pub mod cli;
 pub(crate) mod cmd;
 pub(crate) mod config;
 pub(crate) mod connections;
+pub(crate) mod daemon;
 pub(crate) mod dashboard;
 pub(crate) mod failure;
 pub mod fake_provider;

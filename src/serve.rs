@@ -391,6 +391,11 @@ fn handle_request(req: &Request, conn: &mut Conn, app: &Arc<App>) {
                 .unwrap_or_default(),
         ),
         ("POST", "/fcm/admin/breakers/reset") => admin_reset(req, app),
+        ("POST", "/fcm/admin/stop") => {
+            // Stops as SIGTERM does: running streams finish, state is saved.
+            crate::signals::request_stop();
+            Reply::json(200, &json!({"stopping": true, "pid": std::process::id()}))
+        }
         ("GET", "/fcm/admin/usage") => Reply::json(
             200,
             &serde_json::to_value(app.router.ledger.snapshot()).unwrap_or_default(),

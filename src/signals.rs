@@ -30,8 +30,23 @@ pub fn quiet_on_closed_pipe() {
     }
 }
 
+/// Asks the server to stop as SIGTERM does (`fcm stop`, through the admin endpoint).
+pub fn request_stop() {
+    STOP.store(true, Ordering::SeqCst);
+}
+
 pub fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)
+}
+
+/// Sends SIGTERM (a graceful stop) to a process of this user; false when it cannot be
+/// sent (gone, or someone else's).
+pub fn terminate(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill sends a signal; it touches no memory of this process.
+    unsafe { libc::kill(pid, libc::SIGTERM) == 0 }
 }
 
 /// Whether a process with this pid exists (signal 0 probes without sending anything).

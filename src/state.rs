@@ -235,7 +235,7 @@ pub fn make_private(path: &Path) -> Result<(), StateError> {
     Ok(())
 }
 
-fn create_private_dir(dir: &Path) -> Result<(), StateError> {
+pub(crate) fn create_private_dir(dir: &Path) -> Result<(), StateError> {
     if dir.is_dir() {
         return Ok(());
     }

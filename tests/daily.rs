@@ -29,3 +29,142 @@ fn version_short_and_long() {
     );
     assert_eq!(w.fcm(&["--version", "extra"]).code, 2);
 }
+
+/// A detached server started by a test, killed if the test ends without stopping it.
+struct Detached(u32);
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &self.0.to_string()])
+            .status();
+    }
+}
+
+fn served_pid(w: &World) -> u32 {
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(w.home_file("serve.json")).unwrap()).unwrap();
+    info["pid"].as_u64().unwrap() as u32
+}
+
+#[test]
+fn a_detached_server_runs_in_the_background_until_fcm_stop() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["ok"]);
+    let out = w.fcm(&[
+        "serve",
+        "--detach",
+        "--port",
+        "0",
+        "--token",
+        "detach-token-0123456789",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let _guard = Detached(served_pid(&w));
+    let line = out.stdout.trim();
+    assert!(
+        line.starts_with("fcm serve: running in the background at http://127.0.0.1:"),
+        "{out:?}"
+    );
+    assert!(
+        line.contains(&format!("(pid {})", served_pid(&w))),
+        "{out:?}"
+    );
+    assert!(
+        !line.contains("detach-token"),
+        "the token is never printed: {out:?}"
+    );
+    let address = line
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .split("/v1")
+        .next()
+        .unwrap()
+        .to_string();
+    // It serves, with the token it was given (through its environment, not argv).
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .proxy(None)
+        .build()
+        .new_agent();
+    let body = r#"{"model":"fcm","messages":[{"role":"user","content":"hi"}]}"#;
+    let url = format!("http://{address}/v1/chat/completions");
+    let refused = agent
+        .post(&url)
+        .header("content-type", "application/json")
+        .send(body)
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 401);
+    let served = agent
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("authorization", "Bearer detach-token-0123456789")
+        .send(body)
+        .unwrap();
+    assert_eq!(served.status().as_u16(), 200);
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", served_pid(&w))).unwrap_or_default();
+    assert!(
+        !String::from_utf8_lossy(&cmdline).contains("detach-token"),
+        "the token is not on the command line"
+    );
+    // A second one is refused while it runs.
+    let again = w.fcm(&["serve", "--detach", "--port", "0"]);
+    assert_eq!(again.code, 1, "{again:?}");
+    assert!(
+        again
+            .stderr
+            .contains("fcm serve already runs at http://127.0.0.1:"),
+        "{again:?}"
+    );
+    assert!(again.stderr.contains("`fcm stop` stops it"), "{again:?}");
+    // fcm stop: graceful (state saved), and the server is gone.
+    let pid = served_pid(&w);
+    let out = w.fcm(&["stop"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains(&format!(
+            "stopped fcm serve at http://{address}/v1 (pid {pid})"
+        )),
+        "{out:?}"
+    );
+    assert!(!alive(pid), "still running");
+    assert!(!w.home_file("serve.json").exists());
+    let history = std::fs::read_to_string(w.home_file("history.json")).unwrap();
+    assert!(
+        history.contains("\"servedModel\": \"p/ok\""),
+        "state flushed: {history}"
+    );
+    let log = std::fs::read_to_string(w.home_file("serve.log")).unwrap();
+    assert!(
+        log.contains("listening on") && log.contains("stopped; state saved"),
+        "{log}"
+    );
+    assert_eq!(mode(&w.home_file("serve.log")), 0o600);
+    // Nothing left to stop.
+    let out = w.fcm(&["stop"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("no fcm serve is running"), "{out:?}");
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| !s.split(") ").nth(1).unwrap_or("").starts_with('Z'))
+}
+
+#[test]
+fn a_detached_server_that_cannot_start_says_why() {
+    let w = World::new();
+    std::fs::write(&w.catalog, "{ not json").unwrap();
+    let out = w.fcm(&["serve", "--detach", "--port", "0"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("fcm serve did not start: it exited"),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr.contains("malformed catalog"),
+        "the log's end is shown: {out:?}"
+    );
+}

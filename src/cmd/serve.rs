@@ -1,4 +1,5 @@
-//! `fcm serve`: load state, bind, serve until a signal, flush, clean up.
+//! `fcm serve`: load state, bind, serve until a signal (or `fcm stop`), flush, clean up; or,
+//! with `--detach`, the same in the background.
 
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
@@ -37,6 +38,43 @@ pub(crate) struct ServeArgs {
     /// no per-request log lines on stderr
     #[argh(switch)]
     pub(crate) quiet: bool,
+    /// run in the background (log in $FCM_HOME/serve.log); `fcm stop` stops it
+    #[argh(switch)]
+    pub(crate) detach: bool,
+    /// the log a detached server writes, rotated at 10 MB (set by --detach)
+    #[argh(option, hidden_help)]
+    pub(crate) log_file: Option<std::path::PathBuf>,
+}
+
+/// `fcm serve --detach`: the same server in the background; prints where it listens.
+fn detach(args: &ServeArgs) -> Result<i32> {
+    let mut forwarded = vec![
+        "--host".to_string(),
+        args.host.clone(),
+        "--max-in-flight".to_string(),
+        args.max_in_flight.to_string(),
+    ];
+    if let Some(port) = args.port {
+        forwarded.extend(["--port".to_string(), port.to_string()]);
+    }
+    if args.quiet {
+        forwarded.push("--quiet".to_string());
+    }
+    // The token goes in the environment: a command line is visible to every user.
+    let env: Vec<(&str, String)> = args
+        .token
+        .iter()
+        .map(|t| ("FCM_TOKEN", t.clone()))
+        .collect();
+    let log = state::state_file("serve.log")?;
+    let info = crate::daemon::start(&forwarded, &env, &log)?;
+    println!(
+        "fcm serve: running in the background at http://{}/v1 (pid {}); log: {}; `fcm stop` stops it",
+        info.address,
+        info.pid,
+        log.display()
+    );
+    Ok(0)
 }
 
 /// Binds with TCP_NODELAY on the listening socket (accepted sockets inherit it on Linux),
@@ -84,6 +122,9 @@ fn limit_malloc_arenas() {
     }
 }
 
+/// How often a detached server's log is checked for its size.
+const LOG_RECHECK: Duration = Duration::from_secs(10);
+
 /// How often `bench.json` is checked for a newer version (a `fcm bench` run while serving).
 const BENCH_RECHECK: Duration = Duration::from_secs(5);
 
@@ -121,6 +162,9 @@ fn start_prober(app: Arc<App>, interval: Duration) {
 }
 
 pub fn run(args: ServeArgs) -> Result<i32> {
+    if args.detach {
+        return detach(&args);
+    }
     limit_malloc_arenas();
     if args.max_in_flight == 0 || args.max_in_flight > 4096 {
         return usage(format!(
@@ -210,6 +254,9 @@ pub fn run(args: ServeArgs) -> Result<i32> {
     });
     if let Some(secs) = setup.config.router.probe.interval_sec {
         start_prober(app.clone(), Duration::from_secs(secs));
+    }
+    if let Some(log) = args.log_file.clone() {
+        every("fcm-log", LOG_RECHECK, move || crate::daemon::rotate(&log));
     }
     let result = serve::run(listener, app.clone());
     flusher.stop();

@@ -1,0 +1,53 @@
+//! `fcm stop`: stops the running server gracefully (its streams finish, its state is
+//! saved) and waits until it has exited: through its admin endpoint, else by SIGTERM.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use argh::FromArgs;
+
+use crate::cmd::admin::admin_post;
+use crate::cmd::Setup;
+use crate::persist::live_server;
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "stop")]
+/// Stop the running fcm serve (state saved); exit 1 when none runs.
+pub(crate) struct StopArgs {}
+
+/// How long a stopping server may take: its streams get 5 s, then it saves its state.
+const STOP_WAIT: Duration = Duration::from_secs(20);
+
+pub(crate) fn run(_args: StopArgs) -> Result<i32> {
+    let setup = Setup::load()?;
+    let Some(info) = live_server() else {
+        eprintln!(
+            "fcm: no fcm serve is running for {} (no live server in its serve.json)",
+            crate::state::fcm_home()?.display()
+        );
+        return Ok(1);
+    };
+    // Through the server's admin endpoint; when that is refused (an access token this
+    // shell does not have) or unreachable, by SIGTERM, which only its owner may send.
+    if let Err(e) = admin_post(&info, &setup, "/fcm/admin/stop") {
+        if !crate::signals::terminate(info.pid) {
+            return Err(e.context(format!("cannot stop fcm serve (pid {})", info.pid)));
+        }
+    }
+    let started = Instant::now();
+    while crate::signals::process_alive(info.pid) {
+        if started.elapsed() > STOP_WAIT {
+            bail!(
+                "fcm serve (pid {}) is still running {} s after it was asked to stop",
+                info.pid,
+                STOP_WAIT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!(
+        "fcm: stopped fcm serve at http://{}/v1 (pid {}); its state is saved",
+        info.address, info.pid
+    );
+    Ok(0)
+}
