@@ -32,6 +32,7 @@ pub(crate) enum Command {
     Sets(cmd::sets::SetsArgs),
     Usage(cmd::usage::UsageArgs),
     Stop(cmd::stop::StopArgs),
+    Status(cmd::status::StatusArgs),
     FakeProvider(cmd::fake_provider::FakeProviderArgs),
 }
 
@@ -102,6 +103,7 @@ pub fn run() -> i32 {
         Command::Sets(a) => cmd::sets::run(a),
         Command::Usage(a) => cmd::usage::run(a),
         Command::Stop(a) => cmd::stop::run(a),
+        Command::Status(a) => cmd::status::run(a),
         Command::FakeProvider(a) => cmd::fake_provider::run(a),
     };
     match result {

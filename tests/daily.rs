@@ -1,4 +1,5 @@
-//! Living with fcm every day: its version, a background server and how to stop it.
+//! Living with fcm every day: its version, a background server and how to stop it, one
+//! screen on the whole setup.
 
 mod support;
 
@@ -167,4 +168,95 @@ fn a_detached_server_that_cannot_start_says_why() {
         out.stderr.contains("malformed catalog"),
         "the log's end is shown: {out:?}"
     );
+}
+
+#[test]
+fn status_shows_the_server_models_keys_tools_and_last_failures() {
+    let fake = fake();
+    let mut w = World::new();
+    let doc = serde_json::json!({"version": 1, "providers": [
+        {"id": "p", "baseUrl": fake.base_url(), "keyRequired": false, "models": [
+            {"id": "empty_choices", "tier": "S", "context": 131072}, {"id": "ok", "tier": "A", "context": 131072}]},
+        {"id": "keyed", "baseUrl": fake.base_url(), "apiKeyEnv": ["KEYED_KEY"], "models": [{"id": "ok#k", "tier": "B", "context": 131072}]},
+        {"id": "nokey", "baseUrl": fake.base_url(), "apiKeyEnv": ["NOKEY_KEY"], "models": [{"id": "ok#n", "tier": "B", "context": 131072}]},
+    ]});
+    std::fs::write(&w.catalog, doc.to_string()).unwrap();
+    w.set_env("KEYED_KEY", "fake-key-K1-0123456789")
+        .set_env("KEYED_KEY_2", "fake-key-K2-0123456789");
+    // Not running.
+    let out = w.fcm(&["status", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let s = out.json();
+    assert_eq!(s["server"]["running"], false);
+    assert_eq!(s["models"]["routable"], 3);
+    assert_eq!(
+        s["providers"]["withKeys"],
+        serde_json::json!([{"provider": "keyed", "keys": 2}])
+    );
+    assert_eq!(s["providers"]["missing"], serde_json::json!(["nokey"]));
+    assert!(
+        s["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["port"].is_null()),
+        "{s}"
+    );
+    // Running, with a tool pointed at it and a failure behind it.
+    let server = w.serve(&[]);
+    let port = server.base.rsplit(':').next().unwrap().to_string();
+    assert_eq!(w.fcm(&["install", "claude-code", "--port", &port]).code, 0);
+    assert_eq!(w.fcm(&["install", "codex", "--port", "1"]).code, 0);
+    assert_eq!(server.chat("fcm", false).status, 200);
+    let s = w.fcm(&["status", "--json"]).json();
+    assert_eq!(s["server"]["running"], true);
+    assert_eq!(s["server"]["pid"], server.pid());
+    assert_eq!(s["models"]["routable"], 3);
+    let tool = |name: &str| {
+        s["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tool"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        (
+            tool("claude-code")["thisServer"].clone(),
+            tool("claude-code")["tokenMatches"].clone()
+        ),
+        (serde_json::json!(true), serde_json::json!(true))
+    );
+    assert_eq!(
+        (
+            tool("codex")["port"].clone(),
+            tool("codex")["thisServer"].clone()
+        ),
+        (serde_json::json!(1), serde_json::json!(false))
+    );
+    assert!(tool("cline")["port"].is_null());
+    assert_eq!(s["lastFailures"][0]["model"], "p/empty_choices");
+    assert_eq!(s["lastFailures"][0]["kind"], "empty_choices");
+    let out = w.fcm(&["status"]);
+    let text = out.stdout;
+    assert!(
+        text.contains(&format!(
+            "server:    running at {}/v1 (pid {}",
+            server.base,
+            server.pid()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("keys:      keyed (2 keys) (1 providers); no key needed: p; missing: 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("claude-code (this server)")
+            && text.contains("codex (port 1, not this server)"),
+        "{text}"
+    );
+    assert!(text.contains("p/empty_choices  empty_choices"), "{text}");
+    assert!(!text.contains("fake-key-K"), "never a key");
 }

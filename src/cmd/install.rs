@@ -41,7 +41,7 @@ pub(crate) struct InstallArgs {
 }
 
 /// What tools send as their key when fcm serve needs none.
-const LOCAL_TOKEN: &str = "fcm-local";
+pub(crate) const LOCAL_TOKEN: &str = "fcm-local";
 
 pub(crate) fn run(args: InstallArgs) -> Result<i32> {
     let setup = Setup::load()?;

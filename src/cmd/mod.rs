@@ -13,6 +13,7 @@ pub(crate) mod install;
 pub(crate) mod models;
 pub(crate) mod serve;
 pub(crate) mod sets;
+pub(crate) mod status;
 pub(crate) mod stop;
 pub(crate) mod usage;
 

@@ -299,6 +299,52 @@ pub(crate) fn save_records(r: &Records) -> Result<(), StateError> {
     state::write_json_atomic(&records_path()?, r)
 }
 
+/// Where a tool's own config sends it: the loopback port of the fcm base URL it holds, and
+/// whether the key it sends is the access token fcm expects (`ctx.token`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Pointing {
+    pub(crate) port: u16,
+    pub(crate) token_matches: bool,
+}
+
+/// Where the tool's config file points, read from the file itself: `None` when it holds no
+/// fcm base URL (not set up, or no file).
+pub(crate) fn pointing(tool: &Tool, ctx: &ToolContext) -> Option<Pointing> {
+    let text = std::fs::read_to_string((tool.path)(ctx)).ok()?;
+    let doc = Doc::parse(tool.format, &text).ok()?;
+    let mut port = None;
+    let mut token_matches = true;
+    for s in (tool.settings)(ctx) {
+        let path: Vec<&str> = s.path.iter().map(|k| &**k).collect();
+        let found = doc.get(&path);
+        match s.value.as_str() {
+            Some(v) if v.starts_with(LOOPBACK_BASE) => {
+                port = port.or_else(|| found.as_ref()?.as_str().and_then(loopback_port));
+            }
+            Some(v) if v == ctx.token => {
+                token_matches &= found.as_ref().and_then(Value::as_str) == Some(v);
+            }
+            _ => {}
+        }
+    }
+    Some(Pointing {
+        port: port?,
+        token_matches,
+    })
+}
+
+/// How fcm's base URL in a tool's config starts.
+const LOOPBACK_BASE: &str = "http://127.0.0.1:";
+
+/// The port of an `http://127.0.0.1:PORT...` URL.
+pub(crate) fn loopback_port(url: &str) -> Option<u16> {
+    let rest = url.strip_prefix(LOOPBACK_BASE)?;
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Whether fcm's settings are in the tool's file now.
 pub(crate) fn installed(tool: &Tool, ctx: &ToolContext) -> Option<bool> {
     let file = (tool.path)(ctx);
@@ -324,6 +370,46 @@ mod tests {
             model: "fcm".into(),
             token: "fcm-local".into(),
         }
+    }
+
+    #[test]
+    fn where_a_tools_config_points() {
+        let dir = std::env::temp_dir().join(format!("fcm-pointing-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let c = ToolContext {
+            home: dir.clone(),
+            ..ctx()
+        };
+        let tool = tools::find("claude-code").unwrap();
+        assert_eq!(pointing(tool, &c), None, "no file");
+        let file = (tool.path)(&c);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let settings = (tool.settings)(&ToolContext {
+            port: 19281,
+            ..ctx()
+        });
+        let p = plan_install(tool, "{}", &settings, None, Path::new("/x")).unwrap();
+        std::fs::write(&file, &p.after).unwrap();
+        assert_eq!(
+            pointing(tool, &c),
+            Some(Pointing {
+                port: 19281,
+                token_matches: true
+            })
+        );
+        let other_token = ToolContext {
+            token: "another".into(),
+            ..ToolContext {
+                home: dir.clone(),
+                ..ctx()
+            }
+        };
+        assert!(!pointing(tool, &other_token).unwrap().token_matches);
+        std::fs::write(&file, r#"{"env": {"FOO": "bar"}}"#).unwrap();
+        assert_eq!(pointing(tool, &c), None, "not set up");
+        assert_eq!(loopback_port("http://127.0.0.1:19280/v1"), Some(19280));
+        assert_eq!(loopback_port("https://api.example.com"), None);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
