@@ -33,6 +33,7 @@ pub(crate) enum Command {
     Usage(cmd::usage::UsageArgs),
     Stop(cmd::stop::StopArgs),
     Status(cmd::status::StatusArgs),
+    Keys(cmd::keys::KeysArgs),
     FakeProvider(cmd::fake_provider::FakeProviderArgs),
 }
 
@@ -104,6 +105,7 @@ pub fn run() -> i32 {
         Command::Usage(a) => cmd::usage::run(a),
         Command::Stop(a) => cmd::stop::run(a),
         Command::Status(a) => cmd::status::run(a),
+        Command::Keys(a) => cmd::keys::run(a),
         Command::FakeProvider(a) => cmd::fake_provider::run(a),
     };
     match result {

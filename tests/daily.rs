@@ -260,3 +260,125 @@ fn status_shows_the_server_models_keys_tools_and_last_failures() {
     assert!(text.contains("p/empty_choices  empty_choices"), "{text}");
     assert!(!text.contains("fake-key-K"), "never a key");
 }
+
+#[test]
+fn keys_are_set_listed_and_removed_without_ever_being_shown() {
+    let fake = fake();
+    let w = World::new();
+    let doc = serde_json::json!({"version": 1, "providers": [
+        {"id": "echo", "baseUrl": fake.base_url(), "apiKeyEnv": ["ECHO_KEY"], "signupUrl": "https://example.test/keys",
+         "models": [{"id": "rejects_revoked", "tier": "S", "context": 131072}]},
+        {"id": "free", "baseUrl": fake.base_url(), "keyRequired": false, "models": [{"id": "ok", "context": 131072}]},
+    ]});
+    std::fs::write(&w.catalog, doc.to_string()).unwrap();
+    w.write_config(&serde_json::json!({"port": 19999, "router": {"failover": {"maxAttempts": 2}}}));
+    std::fs::set_permissions(
+        w.home_file("config.json"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    let out = w.fcm(&["keys", "list"]);
+    assert!(
+        out.stdout.contains("missing") && out.stdout.contains("https://example.test/keys"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout.contains("`fcm keys set echo` or ECHO_KEY"),
+        "{out:?}"
+    );
+    // A good key: saved, the rest of config.json kept, checked with one completion.
+    let out = w.fcm_stdin(&["keys", "set", "echo"], "fake-key-GOOD-0123456789\n");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("Saved 1 key for echo in"), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("ok   echo/rejects_revoked: answered in"),
+        "{out:?}"
+    );
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(w.home_file("config.json")).unwrap())
+            .unwrap();
+    assert_eq!(config["apiKeys"]["echo"], "fake-key-GOOD-0123456789");
+    assert_eq!(
+        (
+            config["port"].clone(),
+            config["router"]["failover"]["maxAttempts"].clone()
+        ),
+        (serde_json::json!(19999), serde_json::json!(2))
+    );
+    assert_eq!(mode(&w.home_file("config.json")), 0o600);
+    // A second, revoked key added beside it: the check says what fcm check would (exit 4).
+    let out = w.fcm_stdin(
+        &["keys", "set", "echo", "--add"],
+        "fake-key-REVOKED-0123456789",
+    );
+    assert_eq!(out.code, 4, "{out:?}");
+    assert!(out.stdout.contains("Saved 2 keys for echo"), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("FAIL echo/rejects_revoked: key rejected (HTTP 401, auth_error)"),
+        "{out:?}"
+    );
+    let sent: Vec<String> = fake
+        .requests()
+        .iter()
+        .map(|r| r.header("authorization").unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            "Bearer fake-key-GOOD-0123456789",
+            "Bearer fake-key-REVOKED-0123456789"
+        ],
+        "each check used the key just set"
+    );
+    let out = w.fcm(&["keys", "list", "--json"]);
+    let list = out.json();
+    let echo = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["provider"] == "echo")
+        .unwrap();
+    assert_eq!(
+        echo["keys"],
+        serde_json::json!(["echo#1 (config.json)", "echo#2 (config.json)"])
+    );
+    assert_eq!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["provider"] == "free")
+            .unwrap()["status"],
+        "not_needed"
+    );
+    // Bad input changes nothing.
+    let out = w.fcm_stdin(&["keys", "set", "echo"], "two words\n");
+    assert_eq!(out.code, 2, "{out:?}");
+    let out = w.fcm_stdin(&["keys", "set", "nope"], "k");
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("unknown provider \"nope\""), "{out:?}");
+    // Removed; the environment's key is mentioned when there is one.
+    let mut w2 = w;
+    w2.set_env("ECHO_KEY", "fake-key-ENV-0123456789");
+    let out = w2.fcm(&["keys", "rm", "echo"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("Removed echo's keys from"), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("ECHO_KEY still set in your environment"),
+        "{out:?}"
+    );
+    let config = std::fs::read_to_string(w2.home_file("config.json")).unwrap();
+    assert!(
+        !config.contains("apiKeys") && config.contains("19999"),
+        "{config}"
+    );
+    // No key was ever printed.
+    for out in [w2.fcm(&["keys", "list"]), w2.fcm(&["status"])] {
+        assert!(
+            !out.stdout.contains("fake-key-") && !out.stderr.contains("fake-key-"),
+            "{out:?}"
+        );
+    }
+}

@@ -128,7 +128,9 @@ pub fn ping_tokens(question: Question) -> u64 {
 /// sent when no key of the model may be (`Err`, with until when). `probe` leaves the last
 /// tenth of a daily budget alone (bench pings and background probes; `fcm check` is the
 /// user's own request). What the answer reported is left, what it cost, a 429 or a
-/// rejected key go into the ledger.
+/// rejected key go into the ledger. `key` sends with that one of the provider's keys
+/// rather than the ledger's choice.
+#[allow(clippy::too_many_arguments)]
 pub fn metered_ping(
     upstream: &Upstream,
     target: &Target,
@@ -137,9 +139,14 @@ pub fn metered_ping(
     question: Question,
     timeout: Duration,
     probe: bool,
+    key: Option<usize>,
 ) -> Result<(Ping, Grant), Blocked> {
     let prompt = ping_tokens(question);
-    let grant = ledger.reserve(metered, prompt, crate::time::now_ms(), probe)?;
+    let now = crate::time::now_ms();
+    let grant = match key {
+        Some(k) => ledger.reserve_key(metered, k, prompt, now)?,
+        None => ledger.reserve(metered, prompt, now, probe)?,
+    };
     let (ping, rate, stats) = ping_asking(
         upstream,
         target,
@@ -247,7 +254,9 @@ pub fn probe(
     let mut timeouts_in_a_row = 0;
     for (i, question) in questions.iter().enumerate() {
         let p = loop {
-            match metered_ping(upstream, target, metered, ledger, *question, timeout, true) {
+            match metered_ping(
+                upstream, target, metered, ledger, *question, timeout, true, None,
+            ) {
                 Ok((p, _)) => break Some(p),
                 Err(b) => {
                     let wait = b.until_ms.saturating_sub(crate::time::now_ms());

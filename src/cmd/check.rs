@@ -94,7 +94,7 @@ fn what(kind: FailureKind) -> &'static str {
 }
 
 /// `PROVIDER/MODEL`, or the best-tiered model of `PROVIDER`.
-fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>> {
+pub(crate) fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>> {
     if let Some(m) = setup.catalog.find(target) {
         return Ok(m);
     }
@@ -136,6 +136,25 @@ pub fn run(args: CheckArgs) -> Result<i32> {
     }
     let setup = Setup::load()?;
     let m = choose(&setup, &args.target)?;
+    check(
+        &setup,
+        m,
+        None,
+        Duration::from_secs(args.timeout),
+        args.json,
+    )
+}
+
+/// One real completion of `m` through the gate and the ledger, its line (or JSON) printed;
+/// returns the exit code. `only_key`: check that key of the provider (one just set), not
+/// the one the ledger would choose.
+pub(crate) fn check(
+    setup: &Setup,
+    m: ModelRef<'_>,
+    only_key: Option<&str>,
+    timeout: Duration,
+    json: bool,
+) -> Result<i32> {
     let keys = setup.keys();
     let secrets = setup.secrets(None);
     let (status, _) = keys.lookup(m.provider);
@@ -148,7 +167,7 @@ pub fn run(args: CheckArgs) -> Result<i32> {
                   left: &[Window]|
      -> Result<i32> {
         // The one place check writes: nothing a provider echoed of a secret gets through.
-        if args.json {
+        if json {
             let v = json!({"model": m.key(), "ok": code == EXIT_OK, "exitCode": code, "kind": kind,
                            "status": http, "latencyMs": ms, "key": key_note, "message": line,
                            "remaining": left});
@@ -175,7 +194,7 @@ pub fn run(args: CheckArgs) -> Result<i32> {
     let metered = Metered::new(m, &target.keys);
     let usage_path = state::state_file("usage.json")?;
     let ledger = Ledger::load(&usage_path, time::now_ms(), setup.config.router.keys.sticky)?;
-    let timeout = Duration::from_secs(args.timeout);
+    let key = only_key.and_then(|v| target.keys.iter().position(|k| k.value == v));
     let sent = metered_ping(
         &Upstream::new(),
         &target,
@@ -184,6 +203,7 @@ pub fn run(args: CheckArgs) -> Result<i32> {
         Question::Sum,
         timeout,
         false,
+        key,
     );
     if let Err(e) = ledger.sync(&usage_path, time::now_ms()) {
         eprintln!("fcm check: warning: {:#}", anyhow::Error::new(e));

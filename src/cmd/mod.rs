@@ -10,6 +10,7 @@ pub(crate) mod demo;
 pub(crate) mod fake_provider;
 pub(crate) mod history;
 pub(crate) mod install;
+pub(crate) mod keys;
 pub(crate) mod models;
 pub(crate) mod serve;
 pub(crate) mod sets;

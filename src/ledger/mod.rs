@@ -561,6 +561,27 @@ impl Ledger {
         Err(earliest.expect("a model has at least one key slot"))
     }
 
+    /// [`reserve`](Self::reserve) with the provider's `key`-th key only (checking a key
+    /// just set); the rotation is left as it was.
+    pub fn reserve_key(
+        &self,
+        m: &Metered,
+        key: usize,
+        tokens: u64,
+        now: u64,
+    ) -> Result<Grant, Blocked> {
+        let mut inner = self.lock();
+        inner.roll(now);
+        let k = key.min(m.keys.len() - 1);
+        inner.key_status(m, k, tokens, now, false)?;
+        inner.count_request(m, k, tokens, now);
+        self.dirty.store(true, Ordering::Release);
+        Ok(Grant {
+            key: k,
+            label: m.keys[k].label.clone(),
+        })
+    }
+
     /// Planning's view of each of `models` under one lock (nothing is taken): blocked when
     /// every key is, else the headroom of its best key, the share of its tightest known
     /// limit left (1.0 when no limit is known), which breaks ties between otherwise equal

@@ -32,6 +32,7 @@ impl Router {
                 question,
                 timeout,
                 true,
+                None,
             );
             let ok = match sent {
                 Err(_) => {

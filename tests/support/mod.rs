@@ -121,6 +121,17 @@ impl World {
     pub fn fcm(&self, args: &[&str]) -> Output {
         run_bounded(self.command(args))
     }
+
+    /// Runs `fcm ARGS` with `input` on its stdin (a pipe, not a terminal).
+    pub fn fcm_stdin(&self, args: &[&str], input: &str) -> Output {
+        let mut cmd = self.command(args);
+        cmd.stdin(Stdio::piped());
+        let mut child = cmd.spawn().expect("fcm binary runs");
+        let mut stdin = child.stdin.take().unwrap();
+        std::io::Write::write_all(&mut stdin, input.as_bytes()).unwrap();
+        drop(stdin);
+        wait_bounded(child)
+    }
 }
 
 impl Drop for World {
@@ -130,7 +141,10 @@ impl Drop for World {
 }
 
 fn run_bounded(mut cmd: Command) -> Output {
-    let mut child = cmd.spawn().expect("fcm binary runs");
+    wait_bounded(cmd.spawn().expect("fcm binary runs"))
+}
+
+fn wait_bounded(mut child: std::process::Child) -> Output {
     let start = Instant::now();
     let mut stdout = child.stdout.take().unwrap();
     let mut stderr = child.stderr.take().unwrap();
