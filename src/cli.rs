@@ -34,6 +34,7 @@ pub(crate) enum Command {
     Stop(cmd::stop::StopArgs),
     Status(cmd::status::StatusArgs),
     Keys(cmd::keys::KeysArgs),
+    Doctor(cmd::doctor::DoctorArgs),
     FakeProvider(cmd::fake_provider::FakeProviderArgs),
 }
 
@@ -106,6 +107,7 @@ pub fn run() -> i32 {
         Command::Stop(a) => cmd::stop::run(a),
         Command::Status(a) => cmd::status::run(a),
         Command::Keys(a) => cmd::keys::run(a),
+        Command::Doctor(a) => cmd::doctor::run(a),
         Command::FakeProvider(a) => cmd::fake_provider::run(a),
     };
     match result {

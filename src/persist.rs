@@ -60,7 +60,7 @@ fn save<T: Serialize>(
 
 /// An error and its causes joined by ": ", the way commands print errors, so the warning
 /// says why the file could not be written and not only which one.
-fn with_causes(e: &dyn std::error::Error) -> String {
+pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {

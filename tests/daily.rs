@@ -382,3 +382,106 @@ fn keys_are_set_listed_and_removed_without_ever_being_shown() {
         );
     }
 }
+
+#[test]
+fn doctor_passes_a_good_setup_and_names_the_fix_for_a_bad_one() {
+    let fake = fake();
+    let mut w = World::new();
+    let doc = serde_json::json!({"version": 1, "providers": [
+        {"id": "good", "baseUrl": fake.base_url(), "apiKeyEnv": ["GOOD_KEY"], "models": [{"id": "ok", "tier": "S", "context": 131072}]},
+        {"id": "bad", "baseUrl": fake.base_url(), "apiKeyEnv": ["BAD_KEY"], "signupUrl": "https://bad.test/keys",
+         "models": [{"id": "auth_401", "tier": "S", "context": 131072}]},
+    ]});
+    std::fs::write(&w.catalog, doc.to_string()).unwrap();
+    w.set_env("GOOD_KEY", "fake-key-GOOD-0123456789");
+    // A free port of its own, so that the check does not meet another test's server.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    w.write_config(&serde_json::json!({"port": port}));
+    std::fs::set_permissions(&w.home, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(
+        w.home_file("config.json"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let out = w.fcm(&["doctor"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("ok   keys: 1 provider with keys (good), 0 need none"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout.contains(&format!("ok   port {port}: free")),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains("fcm doctor: all"), "{out:?}");
+    // Online: each keyed provider gets one completion.
+    w.set_env("BAD_KEY", "fake-key-BAD-0123456789");
+    let out = w.fcm(&["doctor", "--online"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout.contains("ok   key good: good/ok: answered in"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout
+            .contains("FAIL key bad: bad/auth_401: key rejected (HTTP 401, auth_error)"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout
+            .contains("fix: `fcm keys set bad` with a working key (https://bad.test/keys)"),
+        "{out:?}"
+    );
+    // Broken things, each with its fix.
+    std::fs::write(w.home_file("history.json"), "{ cut off").unwrap();
+    let blocker = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    assert_eq!(w.fcm(&["install", "claude-code", "--port", "1"]).code, 0);
+    std::fs::set_permissions(
+        w.home_file("config.json"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    let out = w.fcm(&["doctor"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let text = &out.stdout;
+    assert!(text.contains("FAIL history.json: corrupt"), "{text}");
+    assert!(
+        text.contains(&format!("FAIL port {port}: in use by another program")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("FAIL claude-code:"))
+            && text.contains(&format!("points at port 1, fcm serves on {port}")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("fix: `fcm install claude-code --port {port}`")),
+        "{text}"
+    );
+    assert!(
+        text.contains("config.json: mode 644: other users can read it")
+            && text.contains("fix: chmod 600"),
+        "{text}"
+    );
+    assert!(
+        std::fs::read_to_string(w.home_file("history.json"))
+            .unwrap()
+            .starts_with("{ cut"),
+        "doctor changes nothing"
+    );
+    drop(blocker);
+    // A config that does not parse is named, with its fix.
+    std::fs::write(w.home_file("config.json"), "{\"port\": \"lots\"}").unwrap();
+    let out = w.fcm(&["doctor"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout.contains("FAIL config: config") && out.stdout.contains("wrong value for port"),
+        "{out:?}"
+    );
+    assert!(!out.stdout.contains("fake-key-"), "never a key");
+}

@@ -155,27 +155,60 @@ pub(crate) fn check(
     timeout: Duration,
     json: bool,
 ) -> Result<i32> {
+    let c = checked(setup, m, only_key, timeout)?;
+    // The one place check writes: nothing a provider echoed of a secret gets through.
+    let secrets = setup.secrets(None);
+    if json {
+        let v = json!({"model": m.key(), "ok": c.code == EXIT_OK, "exitCode": c.code,
+                       "kind": c.kind, "status": c.http, "latencyMs": c.ms, "key": c.key_note,
+                       "message": c.line, "remaining": c.left});
+        println!("{}", secrets.redact(&v.to_string()));
+    } else {
+        println!("{}", secrets.redact(&c.line));
+    }
+    Ok(c.code)
+}
+
+/// The exit code and line of [`check`], without printing (`fcm doctor --online`).
+pub(crate) fn outcome(
+    setup: &Setup,
+    m: ModelRef<'_>,
+    only_key: Option<&str>,
+    timeout: Duration,
+) -> Result<(i32, String)> {
+    let c = checked(setup, m, only_key, timeout)?;
+    Ok((c.code, setup.secrets(None).redact(&c.line).into_owned()))
+}
+
+/// What one check found.
+struct Checked {
+    code: i32,
+    kind: Option<FailureKind>,
+    http: Option<u16>,
+    ms: Option<u64>,
+    /// The line `fcm check` prints (not yet cleaned of secrets).
+    line: String,
+    key_note: String,
+    left: Vec<Window>,
+}
+
+fn checked(
+    setup: &Setup,
+    m: ModelRef<'_>,
+    only_key: Option<&str>,
+    timeout: Duration,
+) -> Result<Checked> {
     let keys = setup.keys();
     let secrets = setup.secrets(None);
     let (status, _) = keys.lookup(m.provider);
-    let report = |code: i32,
-                  kind: Option<FailureKind>,
-                  http: Option<u16>,
-                  ms: Option<u64>,
-                  line: String,
-                  key_note: &str,
-                  left: &[Window]|
-     -> Result<i32> {
-        // The one place check writes: nothing a provider echoed of a secret gets through.
-        if json {
-            let v = json!({"model": m.key(), "ok": code == EXIT_OK, "exitCode": code, "kind": kind,
-                           "status": http, "latencyMs": ms, "key": key_note, "message": line,
-                           "remaining": left});
-            println!("{}", secrets.redact(&v.to_string()));
-        } else {
-            println!("{}", secrets.redact(&line));
-        }
-        Ok(code)
+    let done = |code, kind, http, ms, line, key_note: &str, left: Vec<Window>| Checked {
+        code,
+        kind,
+        http,
+        ms,
+        line,
+        key_note: key_note.to_string(),
+        left,
     };
     if let KeyStatus::Missing(vars) = &status {
         let how = if vars.is_empty() {
@@ -188,7 +221,15 @@ pub(crate) fn check(
             )
         };
         let line = format!("FAIL {}: key not set; {how}", m.key());
-        return report(EXIT_NO_KEY, None, None, None, line, &status.describe(), &[]);
+        return Ok(done(
+            EXIT_NO_KEY,
+            None,
+            None,
+            None,
+            line,
+            &status.describe(),
+            Vec::new(),
+        ));
     }
     let target = Target::resolve(m, &keys, &process_id_token(), &secrets);
     let metered = Metered::new(m, &target.keys);
@@ -222,15 +263,16 @@ pub(crate) fn check(
                 time::rfc3339(b.until_ms)
             );
             let kind = Some(FailureKind::QuotaExhausted);
-            return report(
+            let key_note = status.describe();
+            return Ok(done(
                 EXIT_RATE_LIMITED,
                 kind,
                 None,
                 None,
                 line,
-                &status.describe(),
-                &[],
-            );
+                &key_note,
+                Vec::new(),
+            ));
         }
     };
     let key_note = match grant.api_key(&target.keys) {
@@ -250,21 +292,24 @@ pub(crate) fn check(
     };
     let left = ledger.left(&metered, grant.key, time::now_ms());
     let left_note = left_note(&left);
-    match ping {
+    Ok(match ping {
         Ping::Ok {
             total_ms, tokens, ..
-        } => report(
-            EXIT_OK,
-            None,
-            Some(200),
-            Some(total_ms),
-            format!(
+        } => {
+            let line = format!(
                 "ok   {}: answered in {total_ms} ms, {tokens} tokens ({key_note}){left_note}",
                 m.key()
-            ),
-            &key_note,
-            &left,
-        ),
+            );
+            done(
+                EXIT_OK,
+                None,
+                Some(200),
+                Some(total_ms),
+                line,
+                &key_note,
+                left,
+            )
+        }
         Ping::Failed {
             kind,
             status: http,
@@ -281,9 +326,9 @@ pub(crate) fn check(
                 m.key(),
                 what(kind)
             );
-            report(code, Some(kind), http, None, line, &key_note, &left)
+            done(code, Some(kind), http, None, line, &key_note, left)
         }
-    }
+    })
 }
 
 /// `; left: 998 requests (resets in 1m26s), 11963 tokens (resets in 185 ms)`, from what

@@ -7,6 +7,7 @@ pub(crate) mod bench;
 pub(crate) mod breakers;
 pub(crate) mod check;
 pub(crate) mod demo;
+pub(crate) mod doctor;
 pub(crate) mod fake_provider;
 pub(crate) mod history;
 pub(crate) mod install;
