@@ -455,7 +455,7 @@ fn doctor_passes_a_good_setup_and_names_the_fix_for_a_bad_one() {
         "{text}"
     );
     assert!(
-        text.contains(&format!("FAIL claude-code:"))
+        text.contains("FAIL claude-code:")
             && text.contains(&format!("points at port 1, fcm serves on {port}")),
         "{text}"
     );
