@@ -35,6 +35,7 @@ pub(crate) enum Command {
     Status(cmd::status::StatusArgs),
     Keys(cmd::keys::KeysArgs),
     Doctor(cmd::doctor::DoctorArgs),
+    Service(cmd::service::ServiceArgs),
     FakeProvider(cmd::fake_provider::FakeProviderArgs),
 }
 
@@ -108,6 +109,7 @@ pub fn run() -> i32 {
         Command::Status(a) => cmd::status::run(a),
         Command::Keys(a) => cmd::keys::run(a),
         Command::Doctor(a) => cmd::doctor::run(a),
+        Command::Service(a) => cmd::service::run(a),
         Command::FakeProvider(a) => cmd::fake_provider::run(a),
     };
     match result {

@@ -34,6 +34,7 @@ pub(crate) mod resolve;
 pub mod router;
 pub(crate) mod secrets;
 pub(crate) mod serve;
+pub(crate) mod service;
 pub(crate) mod sets;
 pub(crate) mod signals;
 pub mod sse;

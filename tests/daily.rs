@@ -485,3 +485,112 @@ fn doctor_passes_a_good_setup_and_names_the_fix_for_a_bad_one() {
     );
     assert!(!out.stdout.contains("fake-key-"), "never a key");
 }
+
+#[test]
+fn service_install_is_idempotent_and_uninstall_removes_exactly_what_it_wrote() {
+    let mut w = World::new();
+    w.catalog(&[]);
+    // A fake systemctl that answers for the user instance and logs what it is asked.
+    let bin = w.dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = w.dir.join("systemctl.log");
+    let script = format!(
+        "#!/bin/sh\necho \"$*\" >> {}\n[ \"$2\" = is-active ] && echo active\nexit 0\n",
+        log.display()
+    );
+    std::fs::write(bin.join("systemctl"), script).unwrap();
+    std::fs::set_permissions(
+        bin.join("systemctl"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    w.set_env("PATH", &path);
+    let unit = w.dir.join(".config/systemd/user/fcm.service");
+    let out = w.fcm(&["service", "install", "--port", "19333"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let text = std::fs::read_to_string(&unit).unwrap();
+    assert!(
+        text.starts_with("# Written by `fcm service install`"),
+        "{text}"
+    );
+    assert!(
+        text.contains(" serve --port 19333\n")
+            && text.contains(&format!("Environment=FCM_HOME={}", w.home.display())),
+        "{text}"
+    );
+    assert!(
+        out.stdout
+            .contains("$ systemctl --user enable --now fcm.service  (ok)"),
+        "{out:?}"
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("--user daemon-reload\n--user enable --now fcm.service"),
+        "{logged}"
+    );
+    // Where systemd is present, the unit is one it accepts.
+    if std::process::Command::new("systemd-analyze")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        let verify = std::process::Command::new("systemd-analyze")
+            .arg("verify")
+            .arg(&unit)
+            .output()
+            .unwrap();
+        assert!(
+            verify.status.success(),
+            "{}",
+            String::from_utf8_lossy(&verify.stderr)
+        );
+    }
+    // Again: nothing changes.
+    let out = w.fcm(&["service", "install", "--port", "19333"]);
+    assert!(
+        out.stdout.contains("is already installed, unchanged"),
+        "{out:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&unit).unwrap(), text);
+    let out = w.fcm(&["service", "status"]);
+    assert!(
+        out.stdout.contains("(installed by fcm at") && out.stdout.contains("unchanged)"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout
+            .contains("systemctl --user is-active fcm.service: active"),
+        "{out:?}"
+    );
+    // A unit the user changed is theirs: not removed.
+    std::fs::write(&unit, format!("{text}# mine\n")).unwrap();
+    let out = w.fcm(&["service", "uninstall"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("changed since `fcm service install` wrote it"),
+        "{out:?}"
+    );
+    assert!(unit.exists());
+    // fcm's own unit is stopped and removed, and nothing else.
+    std::fs::write(&unit, &text).unwrap();
+    let sibling = unit.with_file_name("other.service");
+    std::fs::write(&sibling, "[Unit]\n").unwrap();
+    let out = w.fcm(&["service", "uninstall"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!unit.exists() && sibling.exists());
+    assert!(std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("--user disable --now fcm.service"));
+    let out = w.fcm(&["service", "uninstall"]);
+    assert!(
+        out.stdout.contains("No fcm service is installed"),
+        "{out:?}"
+    );
+    // Someone else's file in its place is refused.
+    std::fs::write(&unit, "[Unit]\nDescription=mine\n").unwrap();
+    let out = w.fcm(&["service", "install"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("is not fcm's"), "{out:?}");
+}

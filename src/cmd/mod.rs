@@ -14,6 +14,7 @@ pub(crate) mod install;
 pub(crate) mod keys;
 pub(crate) mod models;
 pub(crate) mod serve;
+pub(crate) mod service;
 pub(crate) mod sets;
 pub(crate) mod status;
 pub(crate) mod stop;
