@@ -20,7 +20,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::{FailureKind, Verdict, MAX_QUOTA_PAUSE};
+use crate::classify::{FailureKind, Verdict, MAX_QUOTA_PAUSE, MODEL_NOT_FOUND_PAUSE};
 use crate::config::BreakerConfig;
 
 /// Entries not updated for this long are dropped when the file is loaded.
@@ -88,6 +88,8 @@ pub struct Pause {
     pub until_ms: u64,
     /// It said it was overloaded (a short back-off), rather than out of quota.
     pub overloaded: bool,
+    /// The provider said it does not serve the model (out of rotation for a day).
+    pub not_found: bool,
 }
 
 /// Consecutive failures from which a model is DEGRADED: ceil(0.6 × threshold).
@@ -131,6 +133,7 @@ impl Health {
         Some(Pause {
             until_ms,
             overloaded: self.paused_for == Some(FailureKind::ModelOverloaded),
+            not_found: self.paused_for == Some(FailureKind::ModelNotFound),
         })
     }
 
@@ -152,7 +155,11 @@ impl Health {
             }
         };
         cut(&mut self.open_until_ms, cfg.max_cooldown_ms);
-        cut(&mut self.quota_until_ms, MAX_QUOTA_PAUSE.as_millis() as u64);
+        let longest_pause = match self.paused_for {
+            Some(FailureKind::ModelNotFound) => MODEL_NOT_FOUND_PAUSE,
+            _ => MAX_QUOTA_PAUSE,
+        };
+        cut(&mut self.quota_until_ms, longest_pause.as_millis() as u64);
         cut(&mut self.last_trip_ms, 0);
         self.updated_at_ms = self.updated_at_ms.min(now);
     }
@@ -562,11 +569,48 @@ mod tests {
             h.admit(1000, &c),
             Admission::Paused(Pause {
                 until_ms: 8000,
-                overloaded: false
+                overloaded: false,
+                not_found: false
             })
         );
         assert_eq!(h.state(1000, &c), BreakerState::Closed);
         assert_eq!(h.admit(8000, &c), Admission::Yes);
+    }
+
+    #[test]
+    fn a_model_the_provider_does_not_serve_is_out_for_a_day() {
+        let c = cfg();
+        let mut h = Health::default();
+        let v = crate::classify::classify_http(
+            404,
+            None,
+            None,
+            br#"{"error":{"message":"The model `x` does not exist"}}"#,
+            None,
+            std::time::SystemTime::now(),
+        );
+        assert_eq!(
+            (v.kind, v.damages_health),
+            (FailureKind::ModelNotFound, false)
+        );
+        h.record_failure(&v, 1000, &c, false);
+        let day = MODEL_NOT_FOUND_PAUSE.as_millis() as u64;
+        assert_eq!(
+            h.pause(1000),
+            Some(Pause {
+                until_ms: 1000 + day,
+                overloaded: false,
+                not_found: true
+            })
+        );
+        assert_eq!(
+            h.state(1000, &c),
+            BreakerState::Closed,
+            "gone, not unhealthy"
+        );
+        // A book loaded later keeps the day (not cut to a quota's 15 min).
+        h.clamp(2000, &c);
+        assert_eq!(h.quota_until_ms, Some(1000 + day));
     }
 
     #[test]
@@ -579,14 +623,16 @@ mod tests {
             h.admit(1000, &c),
             Admission::Paused(Pause {
                 until_ms: until,
-                overloaded: true
+                overloaded: true,
+                not_found: false
             })
         );
         assert_eq!(
             h.pause(1000),
             Some(Pause {
                 until_ms: until,
-                overloaded: true
+                overloaded: true,
+                not_found: false
             })
         );
         assert_eq!(h.consecutive_failures, 1, "an overload still counts");

@@ -11,6 +11,10 @@ use std::time::{Duration, SystemTime};
 pub const DEFAULT_QUOTA_PAUSE: Duration = Duration::from_secs(60);
 /// Longest pause fcm honours: a provider asking for hours is paused 15 min, then retried.
 pub const MAX_QUOTA_PAUSE: Duration = Duration::from_secs(15 * 60);
+/// How long a catalog model the provider says it does not serve (404, 410) is left out of
+/// rotation: a retired or renamed model does not come back within minutes, and asking it
+/// again every 30 s only costs each request an attempt.
+pub const MODEL_NOT_FOUND_PAUSE: Duration = Duration::from_secs(24 * 3600);
 /// How long a model that said it is overloaded (and gave no `Retry-After`) is left alone,
 /// so the requests right after go elsewhere instead of asking it again at once: half of
 /// [`DEFAULT_QUOTA_PAUSE`], since an overload is a passing moment rather than a spent quota.
@@ -39,10 +43,12 @@ pub enum FailureKind {
     /// A tool call naming a tool the request did not offer, or whose arguments are not a
     /// JSON object with the tool's required properties: an agent cannot run it.
     InvalidToolCall,
+    /// The provider does not serve this catalog model (404 or 410): retired or renamed.
+    ModelNotFound,
 }
 
 impl FailureKind {
-    pub const ALL: [FailureKind; 18] = [
+    pub const ALL: [FailureKind; 19] = [
         FailureKind::AuthError,
         FailureKind::RateLimit,
         FailureKind::QuotaExhausted,
@@ -61,6 +67,7 @@ impl FailureKind {
         FailureKind::EmptyStream,
         FailureKind::ContextOverflow,
         FailureKind::InvalidToolCall,
+        FailureKind::ModelNotFound,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -83,6 +90,7 @@ impl FailureKind {
             FailureKind::EmptyStream => "empty_stream",
             FailureKind::ContextOverflow => "context_overflow",
             FailureKind::InvalidToolCall => "invalid_tool_call",
+            FailureKind::ModelNotFound => "model_not_found",
         }
     }
 
@@ -166,6 +174,8 @@ impl Verdict {
             InvalidRequest => (Blame::Client, false),
             // The model's limit, not its health: the next, larger model is tried.
             ContextOverflow => (Blame::Model, false),
+            // Gone, not unhealthy: out of rotation for a day (its back-off), no breaker trip.
+            ModelNotFound => (Blame::Model, false),
             NetworkError | ProviderUrlUnresolvable | ProviderServerError | HtmlMaintenance => {
                 (Blame::Provider, true)
             }
@@ -180,7 +190,11 @@ impl Verdict {
             damages_health,
             blocks_provider: kind == AuthError,
             quota_pause: kind.is_quota().then(|| pause(DEFAULT_QUOTA_PAUSE)),
-            backoff: (kind == ModelOverloaded).then(|| pause(OVERLOAD_PAUSE)),
+            backoff: match kind {
+                ModelOverloaded => Some(pause(OVERLOAD_PAUSE)),
+                ModelNotFound => Some(MODEL_NOT_FOUND_PAUSE),
+                _ => None,
+            },
         }
     }
 }
@@ -313,14 +327,13 @@ pub fn classify_http(
         400..=499 => FailureKind::InvalidRequest,
         _ => gate_kind.unwrap_or(FailureKind::InvalidJson),
     };
-    let mut verdict = Verdict::of(kind, retry);
-    if kind == FailureKind::InvalidRequest && matches!(status, 404 | 410) {
-        // The model is gone or unknown at this provider: a stale catalog entry, not the
-        // client's fault, and it should stop being routed to.
-        verdict.blame = Blame::Model;
-        verdict.damages_health = true;
-    }
-    verdict
+    // The model is gone or unknown at this provider: a stale catalog entry, not the
+    // client's fault, and it should stop being routed to.
+    let kind = match (kind, status) {
+        (FailureKind::InvalidRequest, 404 | 410) => FailureKind::ModelNotFound,
+        _ => kind,
+    };
+    Verdict::of(kind, retry)
 }
 
 /// Transport failures, as seen by the HTTP client.
@@ -512,12 +525,21 @@ mod tests {
     }
 
     #[test]
-    fn gone_model_damages_health() {
-        let v = http(410, None, None, "gone");
-        assert_eq!(
-            (v.kind, v.blame, v.damages_health),
-            (InvalidRequest, Blame::Model, true)
-        );
+    fn a_gone_model_is_out_for_a_day_without_damage() {
+        for status in [404, 410] {
+            let v = http(status, None, None, "gone");
+            assert_eq!(
+                (v.kind, v.blame, v.damages_health, v.backoff, v.failover),
+                (
+                    ModelNotFound,
+                    Blame::Model,
+                    false,
+                    Some(MODEL_NOT_FOUND_PAUSE),
+                    true
+                )
+            );
+        }
+        assert_eq!(http(400, None, None, "bad").kind, InvalidRequest);
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub(crate) enum SkipReason {
     QuotaBudget,
     /// Every key of the provider was rejected a moment ago (another provider serves).
     KeyRejected,
+    /// The provider said it does not serve this model (404/410): out for a day.
+    ModelNotFound,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -594,3 +594,41 @@ fn service_install_is_idempotent_and_uninstall_removes_exactly_what_it_wrote() {
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stderr.contains("is not fcm's"), "{out:?}");
 }
+
+#[test]
+fn a_model_the_provider_does_not_serve_leaves_rotation_for_a_day() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["model_not_found", "ok"]);
+    let s = w.serve(&[]);
+    let r = s.chat("fcm", false);
+    assert_eq!(
+        r.decision(),
+        "p/ok!served|p/model_not_found:404->p/ok:200|skips=0"
+    );
+    let r = s.chat("fcm", true);
+    assert_eq!(r.decision(), "p/ok!served|p/ok:200|skips=1");
+    assert_eq!(s.history()[1]["skipped"][0]["reason"], "model_not_found");
+    let b = s.breaker("p/model_not_found").unwrap();
+    assert_eq!(
+        (
+            b["state"].clone(),
+            b["pausedFor"].clone(),
+            b["lastFailureKind"].clone()
+        ),
+        (
+            serde_json::json!("CLOSED"),
+            serde_json::json!("model_not_found"),
+            serde_json::json!("model_not_found")
+        )
+    );
+    assert!(
+        b["quotaPauseMsLeft"].as_u64().unwrap() > 23 * 3_600_000,
+        "{b}"
+    );
+    assert_eq!(fake.requests_for("model_not_found").len(), 1);
+    // fcm check says what it means.
+    let out = w.fcm(&["check", "p/model_not_found"]);
+    assert_eq!(out.code, 6, "{out:?}");
+    assert!(out.stdout.contains("the provider does not serve this model (retired? `fcm models --refresh`) (HTTP 404, model_not_found)"), "{out:?}");
+}

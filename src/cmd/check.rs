@@ -63,7 +63,9 @@ pub fn exit_code_for(kind: FailureKind) -> i32 {
         AuthError => EXIT_KEY_REJECTED,
         RateLimit | QuotaExhausted => EXIT_RATE_LIMITED,
         InvalidRequest | HtmlMaintenance | InvalidJson | EmptyChoices | EmptyContent
-        | ErrorPayload | EmptyStream | ContextOverflow | InvalidToolCall => EXIT_UNUSABLE,
+        | ErrorPayload | EmptyStream | ContextOverflow | InvalidToolCall | ModelNotFound => {
+            EXIT_UNUSABLE
+        }
         ProviderUrlUnresolvable => EXIT_NO_KEY,
         ModelOverloaded | Timeout | StreamStall | NetworkError | ProviderServerError => {
             EXIT_UNREACHABLE
@@ -84,6 +86,7 @@ fn what(kind: FailureKind) -> &'static str {
         ContextOverflow => "request too long for this model",
         ErrorPayload => "answered with an error payload",
         InvalidToolCall => "answered with a tool call that cannot run",
+        ModelNotFound => "the provider does not serve this model (retired? `fcm models --refresh`)",
         ProviderUrlUnresolvable => "URL incomplete",
         ModelOverloaded => "model overloaded",
         Timeout => "timed out",

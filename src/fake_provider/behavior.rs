@@ -124,6 +124,8 @@ pub enum Behavior {
     },
     /// 401 for a key holding `REVOKED`; other keys are answered like `ok`.
     RejectsRevoked,
+    /// 404 saying the model does not exist, in Groq's words (a retired model).
+    ModelNotFound,
 }
 
 /// Where a provider puts its model's reasoning.
@@ -222,6 +224,7 @@ impl Behavior {
             "sse_blank_lines_then_split" => Behavior::SseBlankLinesThenSplit,
             "sse_huge_event" => Behavior::SseHugeEvent(param.unwrap_or(3 * 1024 * 1024) as usize),
             "rejects_revoked" => Behavior::RejectsRevoked,
+            "model_not_found" => Behavior::ModelNotFound,
             _ => match name.strip_prefix("countdown_").and_then(LimitStyle::parse) {
                 Some(style) => Behavior::CountsDown {
                     style,
@@ -545,6 +548,11 @@ pub(super) fn respond(
         Behavior::CountsDown { style, limit } => {
             let said = Said { id: &id, model: &model, answer: &answer, stream, usage };
             rate_limits::counts_down(req, shared, out, &said, style, limit)
+        }
+        Behavior::ModelNotFound => {
+            let body = json!({"error": {"code": "model_not_found", "type": "invalid_request_error",
+                "message": format!("The model `{model}` does not exist or you do not have access to it.")}});
+            send_fixed(out, 404, json_ct, &[], body.to_string().as_bytes())
         }
         Behavior::RejectsRevoked => {
             let sent = req.header("authorization").unwrap_or("");

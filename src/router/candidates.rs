@@ -72,7 +72,9 @@ impl Candidate {
 
     /// The skip for a paused model: an overloaded model's back-off, or a quota pause.
     pub(crate) fn pause_skip(&self, pause: Pause) -> Skip {
-        if pause.overloaded {
+        if pause.not_found {
+            Skip::new(self.target.key.clone(), SkipReason::ModelNotFound)
+        } else if pause.overloaded {
             Skip::new(self.target.key.clone(), SkipReason::OverloadPaused)
         } else {
             self.quota_skip()
