@@ -342,6 +342,16 @@ impl std::error::Error for UrlError {}
 impl Provider {
     /// The chat completions URL with `{VAR}` placeholders filled; an error names the variable.
     pub fn chat_url(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<String, UrlError> {
+        self.url(env, "/chat/completions")
+    }
+
+    /// The model list URL (`GET`), as [`chat_url`](Self::chat_url) builds its own.
+    pub fn models_url(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<String, UrlError> {
+        self.url(env, "/models")
+    }
+
+    /// `baseUrl` with its placeholders filled, then `path`.
+    fn url(&self, env: &dyn Fn(&str) -> Option<String>, path: &str) -> Result<String, UrlError> {
         let mut url = String::new();
         let mut rest = self.base_url.trim_end_matches('/');
         while let Some(start) = rest.find('{') {
@@ -364,7 +374,7 @@ impl Provider {
             rest = &rest[end + 1..];
         }
         url.push_str(rest);
-        url.push_str("/chat/completions");
+        url.push_str(path);
         Ok(url)
     }
 }

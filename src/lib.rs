@@ -24,6 +24,7 @@ pub(crate) mod hold;
 pub(crate) mod http;
 pub mod install;
 pub(crate) mod ledger;
+pub(crate) mod overlay;
 pub(crate) mod persist;
 pub(crate) mod protocol;
 pub(crate) mod quota;

@@ -632,3 +632,84 @@ fn a_model_the_provider_does_not_serve_leaves_rotation_for_a_day() {
     assert_eq!(out.code, 6, "{out:?}");
     assert!(out.stdout.contains("the provider does not serve this model (retired? `fcm models --refresh`) (HTTP 404, model_not_found)"), "{out:?}");
 }
+
+#[test]
+fn a_refresh_finds_retired_and_new_models_and_every_command_sees_them() {
+    let fake = fake();
+    let w = World::new();
+    let doc = serde_json::json!({"version": 1, "providers": [
+        {"id": "p", "baseUrl": fake.base_url(), "keyRequired": false, "models": [
+            {"id": "retired-one", "tier": "S", "context": 131072}, {"id": "ok", "tier": "A", "context": 131072}]},
+        {"id": "down", "baseUrl": "http://127.0.0.1:9/v1", "keyRequired": false, "models": [{"id": "x", "context": 8192}]},
+        {"id": "nokey", "baseUrl": fake.base_url(), "apiKeyEnv": ["NOKEY_KEY"], "models": [{"id": "y", "context": 8192}]},
+    ]});
+    std::fs::write(&w.catalog, doc.to_string()).unwrap();
+    let out = w.fcm(&["models", "--refresh"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("p: 2 in the catalog, 5 served; retired: retired-one; new: calls_offered_tool, newcomer-coder, ok_stream, slow"), "{out:?}");
+    assert!(
+        out.stdout.contains("down: cannot list its models:"),
+        "{out:?}"
+    );
+    assert!(
+        !out.stdout.contains("nokey"),
+        "a provider without its key is not asked: {out:?}"
+    );
+    assert!(
+        out.stdout
+            .contains("1 models leave rotation, 4 join it with tier ?"),
+        "{out:?}"
+    );
+    // Every command lays it over the catalog: `fcm models`, the router.
+    let models = w.fcm(&["models", "--json", "--provider", "p"]).json();
+    let listed: Vec<(String, String, u64)> = models
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["model"].as_str().unwrap().to_string(),
+                m["tier"].as_str().unwrap().to_string(),
+                m["context"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        !listed.iter().any(|(m, _, _)| m == "p/retired-one"),
+        "{listed:?}"
+    );
+    assert!(
+        listed.contains(&("p/newcomer-coder".to_string(), "?".to_string(), 262144)),
+        "{listed:?}"
+    );
+    let s = w.serve(&[]);
+    let r = s.chat("fcm", false);
+    assert_eq!(
+        r.header("x-fcm-v2-model"),
+        Some("p/ok"),
+        "known tiers first: {r:?}"
+    );
+    assert_eq!(s.chat("fcm:p/newcomer-coder", false).status, 200);
+    assert_eq!(
+        s.chat("fcm:p/retired-one", false).status,
+        404,
+        "no longer in the catalog"
+    );
+    assert!(fake.requests_for("retired-one").is_empty());
+    let overlay: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(w.home_file("catalog-overlay.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        overlay["providers"]["p"]["retired"],
+        serde_json::json!(["retired-one"])
+    );
+    assert_eq!(mode(&w.home_file("catalog-overlay.json")), 0o600);
+    // --provider limits the asking; an unknown one is a usage error.
+    let out = w.fcm(&["models", "--refresh", "--provider", "p", "--json"]);
+    assert_eq!(out.json()["providers"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        w.fcm(&["models", "--refresh", "--provider", "nope"]).code,
+        2
+    );
+}

@@ -64,6 +64,10 @@ impl Setup {
             eprintln!("fcm: {}: {w}", path.display());
         }
         loaded.config.merge_into(&mut catalog)?;
+        // What the last `fcm models --refresh` found: retired models out, new ones in.
+        let overlay: crate::overlay::Overlay =
+            state::load_json(&state::state_file("catalog-overlay.json")?)?;
+        overlay.apply(&mut catalog);
         Ok(Setup {
             catalog,
             config: loaded.config,

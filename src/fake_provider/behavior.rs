@@ -290,7 +290,21 @@ pub(super) fn respond(
 ) -> io::Result<bool> {
     let n = shared.counter.fetch_add(1, Ordering::Relaxed);
     if req.method == "GET" && req.path.ends_with("/models") {
-        let body = json!({"object": "list", "data": shared.script.keys().map(|k| json!({"id": k})).collect::<Vec<_>>()});
+        // The scripted models, else a fixed list: a few behaviours and one model no test
+        // catalog has, so that a refresh finds something retired and something new.
+        let mut ids: Vec<&str> = shared.script.keys().map(String::as_str).collect();
+        if ids.is_empty() {
+            ids = LISTED.to_vec();
+        }
+        ids.sort_unstable();
+        let data: Vec<Value> = ids
+            .iter()
+            .map(|id| match *id {
+                "newcomer-coder" => json!({"id": id, "object": "model", "context_window": 262144}),
+                _ => json!({"id": id, "object": "model"}),
+            })
+            .collect();
+        let body = json!({"object": "list", "data": data});
         return send_fixed(
             out,
             200,
@@ -564,6 +578,15 @@ pub(super) fn respond(
         }
     }
 }
+
+/// What `GET /models` lists when no model is scripted.
+pub const LISTED: [&str; 5] = [
+    "calls_offered_tool",
+    "newcomer-coder",
+    "ok",
+    "ok_stream",
+    "slow",
+];
 
 /// A key as providers show it back: its first 8 and last 4 characters around `****`.
 fn masked_key(authorization: &str) -> String {
