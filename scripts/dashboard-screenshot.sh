@@ -17,15 +17,19 @@ start_fake "$fcm"
 cat > "$work/catalog.json" <<JSON
 {"version":1,"providers":[{"id":"demo","name":"Demo","baseUrl":"$url","keyRequired":false,"models":[
  {"id":"empty_choices","tier":"S+","context":131072},{"id":"rate_limit:120","tier":"S","context":131072},
- {"id":"server_500","tier":"A+","context":131072},{"id":"ok","tier":"A","context":131072}]}]}
+ {"id":"server_500","tier":"A+","context":131072},{"id":"ok","tier":"A","context":131072},
+ {"id":"slow:150","tier":"A-","context":131072}]},
+ {"id":"budget","name":"Budget","baseUrl":"$url","keyRequired":false,"quota":{"requestsPerDay":12},"models":[
+ {"id":"countdown_groq:4","tier":"S","context":131072}]}]}
 JSON
 export FCM_HOME="$work/home" FCM_CATALOG="$work/catalog.json"
 "$fcm" serve --port 0 --quiet &
 serve_pid=$!
 for _ in $(seq 200); do [ -s "$FCM_HOME/serve.json" ] && break; sleep 0.05; done
 addr=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["address"])' "$FCM_HOME/serve.json")
-for _ in 1 2 3 4 5; do
+for _ in $(seq 12); do
   curl -s -o /dev/null "http://$addr/v1/chat/completions" -d '{"model":"fcm","messages":[{"role":"user","content":"hi"}]}'
+  curl -s -o /dev/null "http://$addr/v1/chat/completions" -d '{"model":"fcm:demo/slow:150","messages":[{"role":"user","content":"hi"}]}'
 done
 
 mkdir -p "$(dirname "$out")"

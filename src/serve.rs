@@ -453,11 +453,14 @@ fn dashboard(app: &App) -> Reply {
         now,
         1,
     );
+    let history = app.router.history.last(crate::trace::HISTORY_LEN);
+    let strips = crate::dashboard::strips(&history, now, |m| app.router.live_results(m));
     let page = crate::dashboard::render(
         &summary,
+        &strips,
         &app.router.breakers.rows(now),
         &usage,
-        &app.router.history.last(50),
+        &history[history.len().saturating_sub(50)..],
     );
     Reply {
         status: 200,

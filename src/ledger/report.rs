@@ -65,11 +65,18 @@ impl Left {
     /// `998 requests, 11963 tokens`, or `-`.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
+        let plural = |n: u64, one: &str| {
+            if n == 1 {
+                format!("1 {one}")
+            } else {
+                format!("{n} {one}s")
+            }
+        };
         if let Some(n) = self.requests {
-            parts.push(format!("{n} requests"));
+            parts.push(plural(n, "request"));
         }
         if let Some(n) = self.tokens {
-            parts.push(format!("{n} tokens"));
+            parts.push(plural(n, "token"));
         }
         if parts.is_empty() {
             "-".to_string()

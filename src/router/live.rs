@@ -15,7 +15,7 @@ use crate::bench::BenchReport;
 use crate::rank::{FAILING, PROVEN, UNKNOWN};
 
 /// Results a model's ranking learns from.
-const LIVE_WINDOW: usize = 20;
+pub(crate) const LIVE_WINDOW: usize = 20;
 /// Results needed before real traffic outweighs the bench prior.
 const LIVE_MIN: usize = 3;
 
@@ -171,6 +171,15 @@ impl Evidence {
                 self.ranks[i].store(0, Ordering::Release);
             }
         }
+    }
+
+    /// The model's recent real results, oldest first (`None`: a failure): the dashboard's
+    /// sparkline.
+    pub(crate) fn recent(&self, model: &str) -> Vec<Option<u64>> {
+        self.index.get(model).map_or_else(Vec::new, |&i| {
+            let window = self.windows[i].lock().unwrap_or_else(|e| e.into_inner());
+            window.results.iter().copied().collect()
+        })
     }
 
     /// Adds a real result to the model's window (`None`: a failure).

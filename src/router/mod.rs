@@ -33,6 +33,7 @@ use crate::upstream::Upstream;
 pub(crate) use candidates::Candidate;
 pub use candidates::{estimate_prompt_tokens, estimate_tokens};
 pub(crate) use failover::{Ask, Delivery, Served};
+pub(crate) use live::LIVE_WINDOW;
 pub(crate) use refusal::Refused;
 
 use candidates::Candidates;
@@ -124,6 +125,11 @@ impl Router {
 
     pub(crate) fn knows(&self, key: &str) -> bool {
         self.pool.knows(key)
+    }
+
+    /// A model's recent real results, oldest first (`None`: a failure).
+    pub(crate) fn live_results(&self, key: &str) -> Vec<Option<u64>> {
+        self.evidence.recent(key)
     }
 
     /// Reloads `bench.json` if it changed (the server calls this from a timer thread).
