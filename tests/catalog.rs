@@ -150,4 +150,31 @@ fn demo_runs_without_keys_or_network() {
         !w.home_file("bench.json").exists(),
         "the demo never overwrites real results"
     );
+    // The router part: one request that fails over from the empty model.
+    let router = &report["router"];
+    assert_eq!(
+        router["decision"],
+        "demo/healthy-fast!served|demo/empty-choices:empty_choices->demo/healthy-fast:200|skips=0",
+        "{router}"
+    );
+    assert_eq!(router["answer"], "\"Hello from healthy-fast.\"");
+    let breakers = router["breakers"].as_array().unwrap();
+    assert!(
+        breakers
+            .iter()
+            .any(|b| b["model"] == "demo/empty-choices" && b["lastFailureKind"] == "empty_choices"),
+        "{router}"
+    );
+    assert!(
+        !w.home.exists() || std::fs::read_dir(&w.home).unwrap().next().is_none(),
+        "nothing written to FCM_HOME"
+    );
+    // The table form says the same to a person.
+    let out = w.fcm(&["demo", "--pings", "1"]);
+    assert!(out.stdout.contains("x-fcm-v2-decision: demo/healthy-fast!served|demo/empty-choices:empty_choices->demo/healthy-fast:200"), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("demo/empty-choices  CLOSED  1 failure(s), last empty_choices"),
+        "{out:?}"
+    );
 }
