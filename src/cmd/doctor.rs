@@ -128,9 +128,25 @@ pub(crate) fn run(args: DoctorArgs) -> Result<i32> {
                     None
                 }
                 _ => {
+                    let overlay: Option<crate::overlay::Overlay> =
+                        std::fs::read(home.join("catalog-overlay.json"))
+                            .ok()
+                            .and_then(|b| serde_json::from_slice(&b).ok());
+                    let drift = match &overlay {
+                        Some(o) => {
+                            o.apply(&mut c);
+                            let retired: usize =
+                                o.providers.values().map(|d| d.retired.len()).sum();
+                            let added: usize = o.providers.values().map(|d| d.added.len()).sum();
+                            format!(
+                                " (after `fcm models --refresh`: {retired} retired, {added} added)"
+                            )
+                        }
+                        None => String::new(),
+                    };
                     let models = c.models().count();
                     checks.push(pass(format!(
-                        "catalog: {} providers, {models} models",
+                        "catalog: {} providers, {models} models{drift}",
                         c.providers.len()
                     )));
                     Some(c)
@@ -151,6 +167,7 @@ pub(crate) fn run(args: DoctorArgs) -> Result<i32> {
         "usage.json",
         "bench.json",
         "installs.json",
+        "catalog-overlay.json",
     ] {
         checks.push(state_check(&home.join(name), name));
     }

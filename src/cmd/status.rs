@@ -291,7 +291,10 @@ fn text(s: &Status) -> String {
             "server:    running at http://{}/v1 (pid {}, up {}, version {}{})",
             srv.address,
             srv.pid.unwrap_or(0),
-            crate::time::human_ms(srv.uptime_secs.unwrap_or(0) * 1000),
+            match srv.uptime_secs.unwrap_or(0) {
+                0 => "under a second".to_string(),
+                s => crate::time::human_ms(s * 1000),
+            },
             srv.version.as_deref().unwrap_or("?"),
             if srv.token_required {
                 ", token required"
@@ -323,13 +326,14 @@ fn text(s: &Status) -> String {
         .collect();
     let _ = writeln!(
         out,
-        "keys:      {} ({} providers); no key needed: {}; missing: {} (`fcm keys list`)",
+        "keys:      {} ({} provider{}); no key needed: {}; missing: {} (`fcm keys list`)",
         if keyed.is_empty() {
             "none".to_string()
         } else {
             keyed.join(", ")
         },
         keyed.len(),
+        if keyed.len() == 1 { "" } else { "s" },
         if s.providers.keyless.is_empty() {
             "-".to_string()
         } else {
