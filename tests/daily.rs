@@ -249,7 +249,7 @@ fn status_shows_the_server_models_keys_tools_and_last_failures() {
         "{text}"
     );
     assert!(
-        text.contains("keys:      keyed (2 keys) (1 providers); no key needed: p; missing: 1"),
+        text.contains("keys:      keyed (2 keys) (1 provider); no key needed: p; missing: 1"),
         "{text}"
     );
     assert!(
