@@ -5,6 +5,10 @@
 
 use serde_json::Value;
 
+/// The capabilities a model cannot fake: without them the request's media is dropped
+/// (tools, by contrast, a model may call without claiming them).
+pub const HARD: [&str; 3] = ["vision", "pdf", "audio"];
+
 /// Capabilities a request needs (names as the catalog's `capabilities` lists them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Needs {

@@ -54,6 +54,9 @@ pub struct RouterConfig {
     pub(crate) probe: ProbeConfig,
     pub(crate) reasoning: ReasoningConfig,
     pub(crate) keys: KeysConfig,
+    /// Per hard capability (`vision`, `pdf`, `audio`), the models to use first when no
+    /// candidate claims it; unset, the catalog's free models that claim it.
+    pub(crate) capability_pools: BTreeMap<String, Vec<String>>,
 }
 
 /// How a provider's several keys take turns.
@@ -476,6 +479,16 @@ fn unknown_keys(raw: &Value, known: &Value, prefix: &str, warnings: &mut Vec<Str
         match known.get(key) {
             None => warnings.push(format!("unknown setting {path} (ignored)")),
             Some(_) if matches!(path.as_str(), "apiKeys" | "router.sets") => {}
+            Some(_) if path == "router.capabilityPools" => {
+                for name in value.as_object().into_iter().flat_map(|o| o.keys()) {
+                    if !crate::capability::HARD.contains(&name.as_str()) {
+                        warnings.push(format!(
+                            "router.capabilityPools.{name}: pools are for {} (ignored)",
+                            crate::capability::HARD.join(", ")
+                        ));
+                    }
+                }
+            }
             Some(k) => unknown_keys(value, k, &path, warnings),
         }
     }

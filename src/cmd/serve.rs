@@ -215,7 +215,10 @@ pub fn run(args: ServeArgs) -> Result<i32> {
     let address = listener.local_addr()?;
     let routable = router.routable().count();
     for (set, model) in router.stale_set_members() {
-        eprintln!("fcm serve: warning: set {set:?} names {model:?}, which is not in the catalog (stale; `fcm sets` lists the sets)");
+        match set.strip_prefix("capabilityPools.") {
+            Some(pool) => eprintln!("fcm serve: warning: router.capabilityPools.{pool} names {model:?}, which is not in the catalog (ignored; `fcm models` lists them)"),
+            None => eprintln!("fcm serve: warning: set {set:?} names {model:?}, which is not in the catalog (stale; `fcm sets` lists the sets)"),
+        }
     }
     let app = Arc::new(App {
         router,

@@ -3,7 +3,7 @@
 //! order the rest are tried (ranking, then the user's set, then capabilities and, for a
 //! request with tools, the models whose bench proved tool calls).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -261,6 +261,7 @@ impl Candidates {
         needs: Needs,
         set: &[String],
         evidence: &Evidence,
+        pools: &BTreeMap<String, Vec<String>>,
         trace: &mut Trace,
     ) {
         let names = needs.names();
@@ -297,6 +298,7 @@ impl Candidates {
             .collect();
         sort_by_fit(order, &fits);
         trace.notes.extend(capability_note(&names, &fits));
+        self.pool_first(order, needs, pools, trace);
         if let Some(without) = by_claims {
             let moved = moved_ahead(&without, order, &proven_ids);
             if moved > 0 {
@@ -304,6 +306,50 @@ impl Candidates {
                     .notes
                     .push(format!("tool_calls_proven:{moved}_moved_ahead"));
             }
+        }
+    }
+
+    /// For each hard capability (vision, PDF, audio) the request needs and no candidate
+    /// claims, that capability's pool (`router.capabilityPools`) goes first: its members
+    /// among the candidates move ahead in their ranking order, everyone else keeps theirs
+    /// behind them (a stable partition; nothing is dropped). The trace names the pool.
+    fn pool_first(
+        &self,
+        order: &mut [usize],
+        needs: Needs,
+        pools: &BTreeMap<String, Vec<String>>,
+        trace: &mut Trace,
+    ) {
+        for name in crate::capability::HARD {
+            let needed = Needs {
+                tools: false,
+                ..needs
+            };
+            if !needed.names().contains(&name) {
+                continue;
+            }
+            let claims = |i: &usize| self.all[*i].capabilities.iter().any(|c| c == name);
+            if order.iter().any(claims) {
+                continue;
+            }
+            let Some(pool) = pools.get(name).filter(|p| !p.is_empty()) else {
+                continue;
+            };
+            let in_pool = |i: &usize| pool.iter().any(|m| m == self.all[*i].key());
+            let (mut first, rest): (Vec<usize>, Vec<usize>) =
+                order.iter().partition(|i| in_pool(i));
+            let moved = first.len();
+            if moved == 0 {
+                trace
+                    .notes
+                    .push(format!("capability_pool:{name}:none_routable"));
+                continue;
+            }
+            first.extend(rest);
+            order.copy_from_slice(&first);
+            trace
+                .notes
+                .push(format!("capability_pool:{name}:{moved}_first"));
         }
     }
 

@@ -139,6 +139,7 @@ impl Router {
             ask.needs,
             &preferred,
             &self.evidence,
+            &self.capability_pools,
             &mut trace,
         );
         let mut blocked: HashSet<&str> = HashSet::new();

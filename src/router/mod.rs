@@ -54,6 +54,27 @@ pub(crate) enum Route {
     Set(String),
 }
 
+/// The pools in force: the configured ones, and for a hard capability without one, the
+/// catalog's free models that claim it (`access: "free"` providers', or any when none is
+/// marked).
+fn capability_pools(
+    catalog: &Catalog,
+    configured: &BTreeMap<String, Vec<String>>,
+) -> BTreeMap<String, Vec<String>> {
+    let mut pools = configured.clone();
+    for name in crate::capability::HARD {
+        pools.entry(name.to_string()).or_insert_with(|| {
+            catalog
+                .models()
+                .filter(|m| m.model.capabilities.iter().any(|c| c == name))
+                .filter(|m| m.provider.access.as_deref() != Some("limited"))
+                .map(|m| m.key())
+                .collect()
+        });
+    }
+    pools
+}
+
 /// An unknown model or set named with `fcm:`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct UnknownModel(pub String);
@@ -79,6 +100,8 @@ pub(crate) struct Router {
     pub history: History,
     pub failover: FailoverConfig,
     pub reasoning: ReasoningConfig,
+    /// Per hard capability, the models to use first when no candidate claims it.
+    capability_pools: BTreeMap<String, Vec<String>>,
     upstream: Upstream,
     /// Every secret fcm knows, shared with each candidate's target.
     secrets: Arc<Secrets>,
@@ -113,6 +136,7 @@ impl Router {
             history,
             failover: cfg.failover.clone(),
             reasoning: cfg.reasoning.clone(),
+            capability_pools: capability_pools(catalog, &cfg.capability_pools),
             upstream: Upstream::new(),
             secrets,
         }
@@ -159,10 +183,17 @@ impl Router {
         }
     }
 
-    /// Set members fcm does not know (typos, models gone from the catalog, missing keys are
-    /// fine): reported at start and in traces, never silently ignored.
+    /// Set and pool members fcm does not know (typos, models gone from the catalog; missing
+    /// keys are fine): reported at start and in traces, never silently ignored.
     pub(crate) fn stale_set_members(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
+        for (name, pool) in &self.capability_pools {
+            out.extend(
+                pool.iter()
+                    .filter(|m| !self.knows(m))
+                    .map(|m| (format!("capabilityPools.{name}"), m.clone())),
+            );
+        }
         for (name, set) in &self.sets {
             out.extend(
                 set.models
