@@ -57,6 +57,22 @@ pub struct RouterConfig {
     /// Per hard capability (`vision`, `pdf`, `audio`), the models to use first when no
     /// candidate claims it; unset, the catalog's free models that claim it.
     pub(crate) capability_pools: BTreeMap<String, Vec<String>>,
+    pub(crate) context: ContextConfig,
+}
+
+/// What happens to a request larger than the windows left.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct ContextConfig {
+    /// Trim the middle of the conversation to fit the largest window left, rather than
+    /// refuse it.
+    pub(crate) trim_history: bool,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        ContextConfig { trim_history: true }
+    }
 }
 
 /// How a provider's several keys take turns.

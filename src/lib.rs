@@ -47,4 +47,5 @@ pub(crate) mod textcalls;
 pub(crate) mod time;
 pub(crate) mod toolcall;
 pub(crate) mod trace;
+pub(crate) mod trim;
 pub(crate) mod upstream;

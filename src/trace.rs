@@ -147,6 +147,9 @@ pub struct Trace {
     /// Remarks on the choice, e.g. `capability_unknown:vision`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) notes: Vec<String>,
+    /// Messages dropped from the middle of the history to fit a smaller window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) trimmed: Option<usize>,
 }
 
 impl Trace {
@@ -163,6 +166,7 @@ impl Trace {
             wall_ms: 0,
             completion_tokens: None,
             notes: Vec::new(),
+            trimmed: None,
         }
     }
 
@@ -208,14 +212,18 @@ impl Trace {
             .unwrap_or_else(|| "none".to_string())
     }
 
-    /// All four trace headers.
+    /// The trace headers: the four always, `x-fcm-v2-trimmed` when history was trimmed.
     pub(crate) fn headers(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut h = vec![
             ("x-fcm-v2-model", self.model_header()),
             ("x-fcm-v2-attempts", self.attempts.len().to_string()),
             ("x-fcm-v2-decision", self.decision_header()),
             ("x-request-id", self.id.clone()),
-        ]
+        ];
+        if let Some(n) = self.trimmed {
+            h.push(("x-fcm-v2-trimmed", n.to_string()));
+        }
+        h
     }
 }
 

@@ -73,3 +73,263 @@ fn a_model_that_claims_vision_needs_no_pool() {
         json!(["capability_missing:vision:2_tried_last"])
     );
 }
+
+/// A Claude Code-shaped session (Anthropic Messages): a system prompt, a first request,
+/// `turns` rounds of a tool call and its long result, and a last request.
+fn claude_code_session(turns: usize, result_chars: usize, stream: bool) -> serde_json::Value {
+    let mut messages = vec![
+        json!({"role": "user", "content": [{"type": "text", "text": "Fix the failing build."}]}),
+    ];
+    for t in 0..turns {
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "text", "text": format!("Looking at file {t}.")},
+            {"type": "tool_use", "id": format!("toolu_{t}"), "name": "Read", "input": {"file_path": format!("src/f{t}.rs")}}]}));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": format!("toolu_{t}"), "content": "x".repeat(result_chars)}]}));
+        messages.push(json!({"role": "assistant", "content": [{"type": "text", "text": format!("File {t} is fine.")}]}));
+        messages.push(json!({"role": "user", "content": [{"type": "text", "text": format!("Go on with step {t}.")}]}));
+    }
+    messages
+        .push(json!({"role": "user", "content": [{"type": "text", "text": "Now run the tests."}]}));
+    json!({"model": "claude-sonnet-4-5", "max_tokens": 32000, "stream": stream,
+           "system": [{"type": "text", "text": "You are Claude Code."}],
+           "tools": [{"name": "Read", "description": "Read a file", "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}}],
+           "messages": messages})
+}
+
+/// What fcm sent upstream holds whole tool-call pairs and the ends of the conversation.
+fn assert_trimmed_well(sent: &serde_json::Value, window: u64, first: &str, last: &str) {
+    let messages = sent["messages"].as_array().unwrap();
+    let text = |m: &serde_json::Value| m["content"].to_string();
+    assert_eq!(messages[0]["role"], "system", "{}", text(&messages[0]));
+    assert!(
+        text(&messages[1]).contains(first),
+        "the first user turn stays: {}",
+        text(&messages[1])
+    );
+    assert!(
+        text(messages.last().unwrap()).contains(last),
+        "the last turn stays"
+    );
+    let mut calls = Vec::new();
+    for m in messages {
+        for c in m["tool_calls"].as_array().into_iter().flatten() {
+            calls.push(c["id"].as_str().unwrap().to_string());
+        }
+        if m["role"] == "tool" {
+            assert!(
+                calls.contains(&m["tool_call_id"].as_str().unwrap().to_string()),
+                "an orphan tool result"
+            );
+        }
+    }
+    let size = fcm::router::estimate_tokens(sent);
+    assert!(size <= window, "{size} tokens sent to a {window} window");
+}
+
+#[test]
+fn a_claude_code_session_too_long_for_the_only_healthy_model_is_trimmed_to_fit() {
+    let fake = fake();
+    let w = World::new();
+    let doc = json!({"version": 1, "providers": [{"id": "p", "baseUrl": fake.base_url(), "keyRequired": false, "models": [
+        {"id": "rate_limit:60", "tier": "S", "context": 262144},
+        {"id": "ok#small", "tier": "A", "context": 32768}]}]});
+    std::fs::write(&w.catalog, doc.to_string()).unwrap();
+    let s = w.serve(&[]);
+    // About 150,000 tokens: 30 rounds of a 20,000-character tool result.
+    let body = claude_code_session(30, 20_000, false);
+    assert!(fcm::router::estimate_tokens(&body) > 140_000);
+    let r = s.post("/v1/messages", &body.to_string());
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        r.decision(),
+        "p/ok#small!served|p/rate_limit:60:429->p/ok#small:200|skips=0"
+    );
+    let dropped: usize = r.header("x-fcm-v2-trimmed").unwrap().parse().unwrap();
+    assert!(dropped > 80, "most of 120 middle messages: {dropped}");
+    assert_eq!(r.json()["content"][0]["text"], "Hello from ok#small.");
+    let h = &s.history()[0];
+    assert_eq!(h["trimmed"], dropped);
+    assert!(
+        h["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == &json!(format!("history_trimmed:{dropped}_messages:to_fit_32768"))),
+        "{h}"
+    );
+    let sent = fake.requests_for("ok#small")[0].json();
+    assert_trimmed_well(&sent, 32768, "Fix the failing build.", "Now run the tests.");
+    assert!(
+        sent["max_tokens"].as_u64().unwrap() < 32000,
+        "the answer's room is cut to what is left"
+    );
+    // The next request: the big model is paused, the small one takes it trimmed again.
+    let r = s.post(
+        "/v1/messages",
+        &claude_code_session(30, 20_000, true).to_string(),
+    );
+    assert_eq!(r.status, 200);
+    assert!(r.header("x-fcm-v2-trimmed").is_some());
+    assert!(r.body.contains("event: message_stop"), "{}", r.body);
+}
+
+#[test]
+fn trimming_works_on_chat_and_responses_and_can_be_turned_off() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["ok#small"]);
+    let doc = json!({"version": 1, "providers": [{"id": "p", "baseUrl": fake.base_url(), "keyRequired": false,
+        "models": [{"id": "ok#small", "tier": "A", "context": 8192}]},
+        {"id": "big", "baseUrl": fake.base_url(), "apiKeyEnv": ["BIG_KEY"], "models": [{"id": "ok#big", "context": 1048576}]}]});
+    std::fs::write(&w.catalog, doc.to_string()).unwrap();
+    let s = w.serve(&[]);
+    // Chat: 12 rounds of 4,000 characters, about 12,000 tokens, for an 8k window.
+    let mut messages = vec![
+        json!({"role": "system", "content": "sys"}),
+        json!({"role": "user", "content": "first question"}),
+    ];
+    for t in 0..12 {
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{t}"), "type": "function", "function": {"name": "Bash", "arguments": "{\"command\":\"ls\"}"}}]}));
+        messages.push(
+            json!({"role": "tool", "tool_call_id": format!("c{t}"), "content": "y".repeat(4000)}),
+        );
+        messages.push(json!({"role": "user", "content": format!("and {t}")}));
+    }
+    messages.push(json!({"role": "user", "content": "last question"}));
+    let chat = json!({"model": "fcm", "stream": true, "messages": messages});
+    let r = s.post("/v1/chat/completions", &chat.to_string());
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.header("x-fcm-v2-trimmed").is_some(), "{r:?}");
+    assert!(
+        r.body.contains("Hello from ok#small") || r.body.contains("ok#small"),
+        "{}",
+        r.body
+    );
+    assert_trimmed_well(
+        &fake.requests_for("ok#small")[0].json(),
+        8192,
+        "first question",
+        "last question",
+    );
+    // Responses: the same conversation as input items.
+    let mut input = vec![json!({"role": "user", "content": "first question"})];
+    for t in 0..12 {
+        input.push(json!({"type": "function_call", "call_id": format!("r{t}"), "name": "shell", "arguments": "{\"command\":[\"ls\"]}"}));
+        input.push(json!({"type": "function_call_output", "call_id": format!("r{t}"), "output": "z".repeat(4000)}));
+        input.push(json!({"role": "user", "content": format!("and {t}")}));
+    }
+    input.push(json!({"role": "user", "content": "last question"}));
+    let responses = json!({"model": "fcm", "instructions": "sys", "input": input});
+    let r = s.post("/v1/responses", &responses.to_string());
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.header("x-fcm-v2-trimmed").is_some(), "{r:?}");
+    assert_trimmed_well(
+        &fake.requests_for("ok#small")[1].json(),
+        8192,
+        "first question",
+        "last question",
+    );
+    // Turned off: the request is larger than every window left, and said so.
+    drop(s);
+    w.write_config(&json!({"router": {"context": {"trimHistory": false}}}));
+    let s = w.serve(&[]);
+    let r = s.post("/v1/chat/completions", &chat.to_string());
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(r.header("x-fcm-v2-trimmed").is_none());
+}
+
+/// The estimate trimming fits by (characters / 4) against real token counts: the realwire
+/// samples hold answers only (their requests were not recorded), so it is checked against
+/// their `usage.completion_tokens` and the text, reasoning and tool calls they carry.
+#[test]
+fn the_token_estimate_against_real_counts() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/realwire");
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (the realwire samples sit beside the checkout)",
+                dir.display()
+            )
+        })
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sse" || x == "json"))
+        .collect();
+    entries.sort();
+    let mut ratios = Vec::new();
+    for path in entries {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let events: Vec<serde_json::Value> = if path.extension().unwrap() == "json" {
+            serde_json::from_str(&text).into_iter().collect()
+        } else {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str(d.trim()).ok())
+                .collect()
+        };
+        let mut chars = 0usize;
+        let mut real = None;
+        for e in &events {
+            if let Some(n) = e
+                .pointer("/usage/completion_tokens")
+                .and_then(serde_json::Value::as_u64)
+            {
+                real = Some(n);
+            }
+            for c in e["choices"].as_array().into_iter().flatten() {
+                let part = if c["delta"].is_object() {
+                    &c["delta"]
+                } else {
+                    &c["message"]
+                };
+                for k in ["content", "reasoning_content", "reasoning"] {
+                    chars += fcm_text_chars(&part[k]);
+                }
+                for t in part["tool_calls"].as_array().into_iter().flatten() {
+                    chars += fcm_text_chars(&t["function"]);
+                }
+            }
+        }
+        // Long enough for the estimate to mean something: a short answer is mostly structure.
+        if let (Some(real), true) = (real.filter(|n| *n > 0), chars >= 300) {
+            let ratio = chars.div_ceil(4) as f64 / real as f64;
+            ratios.push((
+                path.file_name().unwrap().to_string_lossy().to_string(),
+                ratio,
+            ));
+        }
+    }
+    for (name, ratio) in &ratios {
+        println!("{name}: estimate / real {ratio:.2}");
+    }
+    assert!(ratios.len() >= 8, "{ratios:?}");
+    for (name, ratio) in &ratios {
+        assert!(
+            (0.6..=1.3).contains(ratio),
+            "{name}: estimate / real = {ratio:.2}"
+        );
+    }
+    let mut sorted: Vec<f64> = ratios.iter().map(|r| r.1).collect();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    assert!(
+        (0.8..=1.2).contains(&median),
+        "median {median:.2}: {ratios:?}"
+    );
+}
+
+/// Characters of the text in a value (strings, but not the `type` and `id` labels of
+/// content parts, which a model does not write as tokens of its answer).
+fn fcm_text_chars(v: &serde_json::Value) -> usize {
+    match v {
+        serde_json::Value::String(s) => s.chars().count(),
+        serde_json::Value::Array(a) => a.iter().map(fcm_text_chars).sum(),
+        serde_json::Value::Object(o) => o
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "type" | "id" | "format"))
+            .map(|(_, v)| fcm_text_chars(v))
+            .sum(),
+        _ => 0,
+    }
+}

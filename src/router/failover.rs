@@ -57,7 +57,8 @@ pub(crate) struct Served<'r> {
 
 /// What every attempt of one request sends.
 struct Job<'a> {
-    body: &'a Value,
+    /// The client's request, or its history trimmed to fit a smaller window.
+    body: std::borrow::Cow<'a, Value>,
     stream: bool,
     limits: Limits,
     /// The prompt's estimated tokens, charged against token budgets.
@@ -83,8 +84,8 @@ impl Router {
         mut trace: Trace,
     ) -> Result<Served<'r>, Box<Refused>> {
         let deadline = Instant::now() + Duration::from_millis(self.failover.total_budget_ms);
-        let job = Job {
-            body: ask.body,
+        let mut job = Job {
+            body: std::borrow::Cow::Borrowed(ask.body),
             stream: ask.stream,
             // Streams keep the gate's parsed chunks: the client's protocol shapes them.
             limits: self.limits(deadline, ask.stream, ask.tools.clone()),
@@ -120,12 +121,15 @@ impl Router {
             };
         }
         let mut needed = estimate_tokens(ask.body);
+        // With trimming, windows are judged in the loop below, where it is known whether a
+        // larger window is left.
+        let trimming = self.trim_history;
         let (mut order, skipped) = self.pool.plan(
             &self.breakers,
             &self.ledger,
             &self.evidence,
             crate::time::now_ms(),
-            needed,
+            if trimming { 0 } else { needed },
             job.prompt_tokens,
         );
         trace.skipped = skipped;
@@ -164,6 +168,28 @@ impl Router {
                     .skipped
                     .push(Skip::new(c.key(), SkipReason::ProviderBlocked));
                 continue;
+            }
+            if c.context < needed && trimming && trace.trimmed.is_none() {
+                // No larger window is left (down, paused, or never there): the middle of
+                // the conversation goes, to fit the largest window that is.
+                let larger_left = queue.iter().any(|j| self.pool.get(*j).context >= needed);
+                let window = queue
+                    .iter()
+                    .map(|j| self.pool.get(*j).context)
+                    .chain([c.context])
+                    .max()
+                    .unwrap_or(c.context);
+                if !larger_left {
+                    if let Some((body, dropped)) = trimmed_for(&job.body, window) {
+                        needed = estimate_tokens(&body);
+                        job.prompt_tokens = estimate_prompt_tokens(&body);
+                        job.body = std::borrow::Cow::Owned(body);
+                        trace.trimmed = Some(dropped);
+                        trace.notes.push(format!(
+                            "history_trimmed:{dropped}_messages:to_fit_{window}"
+                        ));
+                    }
+                }
             }
             if c.context < needed {
                 trace
@@ -308,7 +334,7 @@ impl Router {
             &self.upstream,
             &c.target,
             api_key,
-            job.body,
+            &job.body,
             job.stream,
             &job.limits,
         ) {
@@ -434,6 +460,35 @@ impl Router {
         };
         Served { delivery, trace }
     }
+}
+
+/// `body` with the middle of its history dropped to fit `window` (see `trim`): the prompt
+/// to [`trim::FILL`] of it, `max_tokens` cut to the room left; and how many messages went.
+/// `None` when it cannot be made to fit.
+fn trimmed_for(body: &Value, window: u64) -> Option<(Value, usize)> {
+    let obj = body.as_object()?;
+    let messages = obj.get("messages")?.as_array()?;
+    let tools = obj.get("tools").map_or(0, |t| {
+        crate::protocol::estimate_tokens(crate::protocol::text_chars(t))
+    });
+    let budget = ((window as f64 * crate::trim::FILL) as u64).checked_sub(tools)?;
+    let t = crate::trim::trim(messages, budget)?;
+    let room = window.saturating_sub(t.tokens + tools).max(1);
+    let mut out = serde_json::Map::with_capacity(obj.len());
+    for (k, v) in obj {
+        match k.as_str() {
+            "messages" => {}
+            "max_tokens" | "max_completion_tokens" => {
+                let n = v.as_u64().map_or(room, |n| n.min(room));
+                out.insert(k.clone(), Value::from(n));
+            }
+            _ => {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    out.insert("messages".into(), Value::Array(t.messages));
+    Some((Value::Object(out), t.dropped))
 }
 
 /// The committed stream's model, trial slot and key, for recording how the stream ended

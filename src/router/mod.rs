@@ -102,6 +102,8 @@ pub(crate) struct Router {
     pub reasoning: ReasoningConfig,
     /// Per hard capability, the models to use first when no candidate claims it.
     capability_pools: BTreeMap<String, Vec<String>>,
+    /// Trim the middle of a conversation that fits no model left (`router.context`).
+    trim_history: bool,
     upstream: Upstream,
     /// Every secret fcm knows, shared with each candidate's target.
     secrets: Arc<Secrets>,
@@ -137,6 +139,7 @@ impl Router {
             failover: cfg.failover.clone(),
             reasoning: cfg.reasoning.clone(),
             capability_pools: capability_pools(catalog, &cfg.capability_pools),
+            trim_history: cfg.context.trim_history,
             upstream: Upstream::new(),
             secrets,
         }
