@@ -180,6 +180,7 @@ pub(crate) fn strips(
         };
         for a in &t.attempts {
             let mark = match a.kind {
+                _ if a.raced_out => Mark::Skipped("raced_out".into()),
                 None => Mark::Served,
                 Some(_) => Mark::Failed(a.label()),
             };
@@ -391,6 +392,7 @@ mod tests {
             kind,
             latency_ms: 5,
             key: None,
+            raced_out: false,
         }
     }
 

@@ -85,11 +85,22 @@ pub(crate) struct AttemptRecord {
     /// The key it was sent with, as `<provider>#<n>` (never the key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) key: Option<String>,
+    /// Sent in a race that another model won: cancelled, not a failure.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub(crate) raced_out: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl AttemptRecord {
-    /// `429`, `empty_choices` or `200`: how the decision header shows an attempt.
+    /// `429`, `empty_choices`, `200` or `raced_out`: how the decision header shows an
+    /// attempt.
     pub(crate) fn label(&self) -> String {
+        if self.raced_out {
+            return "raced_out".to_string();
+        }
         match (self.kind, self.status) {
             (Some(_), Some(s)) if !(200..300).contains(&s) => s.to_string(),
             (Some(k), _) => k.to_string(),
@@ -339,6 +350,7 @@ mod tests {
             kind,
             latency_ms: 5,
             key: None,
+            raced_out: false,
         }
     }
 

@@ -85,6 +85,13 @@ impl Upstream {
         Upstream { agent }
     }
 
+    /// Closes every connection of this client, idle or in use: a call blocked on one in
+    /// another thread returns at once with an error (a race's losers). For a client of
+    /// its own ([`Upstream::new`]), never the shared one.
+    pub fn shutdown(&self) {
+        self.agent.clone().shutdown();
+    }
+
     /// Sends a POST and returns once the response head has arrived.
     pub fn send(
         &self,

@@ -56,7 +56,7 @@ pub(crate) struct Served<'r> {
 }
 
 /// What every attempt of one request sends.
-struct Job<'a> {
+pub(super) struct Job<'a> {
     /// The client's request, or its history trimmed to fit a smaller window.
     body: std::borrow::Cow<'a, Value>,
     stream: bool,
@@ -66,7 +66,7 @@ struct Job<'a> {
 }
 
 /// Why one candidate did not serve.
-enum Missed {
+pub(super) enum Missed {
     /// It was tried and failed.
     Failed(Failure),
     /// No key of it may be sent a request now (a spent budget, paused or rejected keys):
@@ -163,12 +163,6 @@ impl Router {
             {
                 break;
             }
-            if blocked.contains(c.target.provider_id.as_str()) {
-                trace
-                    .skipped
-                    .push(Skip::new(c.key(), SkipReason::ProviderBlocked));
-                continue;
-            }
             if c.context < needed && trimming && trace.trimmed.is_none() {
                 // No larger window is left (down, paused, or never there): the middle of
                 // the conversation goes, to fit the largest window that is.
@@ -191,25 +185,8 @@ impl Router {
                     }
                 }
             }
-            if c.context < needed {
-                trace
-                    .skipped
-                    .push(Skip::new(c.key(), SkipReason::ContextTooSmall));
+            let Some(trial) = self.admit_now(i, needed, &blocked, &mut trace) else {
                 continue;
-            }
-            let trial = match self.breakers.admit(c.key(), crate::time::now_ms()) {
-                Admission::Yes => false,
-                Admission::Trial => true,
-                Admission::CircuitOpen { .. } => {
-                    trace
-                        .skipped
-                        .push(Skip::new(c.key(), SkipReason::CircuitOpen));
-                    continue;
-                }
-                Admission::Paused(pause) => {
-                    trace.skipped.push(c.pause_skip(pause));
-                    continue;
-                }
             };
             let f = match self.try_one(i, &job, &mut trace, &mut details, trial) {
                 Ok(answer) => return Ok(self.served(answer, trace, i, trial, job.prompt_tokens)),
@@ -300,6 +277,45 @@ impl Router {
         Err(Box::new(self.refuse_all(trace, details, needed)))
     }
 
+    /// Whether candidate `i` may be tried now, and as its breaker's HALF_OPEN trial: not
+    /// when its provider's key was just rejected, its window is smaller than `needed`, or
+    /// its breaker is OPEN or paused (each a skip in the trace).
+    pub(super) fn admit_now(
+        &self,
+        i: usize,
+        needed: u64,
+        blocked: &HashSet<&str>,
+        trace: &mut Trace,
+    ) -> Option<bool> {
+        let c = self.pool.get(i);
+        if blocked.contains(c.target.provider_id.as_str()) {
+            trace
+                .skipped
+                .push(Skip::new(c.key(), SkipReason::ProviderBlocked));
+            return None;
+        }
+        if c.context < needed {
+            trace
+                .skipped
+                .push(Skip::new(c.key(), SkipReason::ContextTooSmall));
+            return None;
+        }
+        match self.breakers.admit(c.key(), crate::time::now_ms()) {
+            Admission::Yes => Some(false),
+            Admission::Trial => Some(true),
+            Admission::CircuitOpen { .. } => {
+                trace
+                    .skipped
+                    .push(Skip::new(c.key(), SkipReason::CircuitOpen));
+                None
+            }
+            Admission::Paused(pause) => {
+                trace.skipped.push(c.pause_skip(pause));
+                None
+            }
+        }
+    }
+
     /// How many attempts the ordered candidates may use. `maxAttempts` bounds every request;
     /// a configured last resort keeps the final one of them for itself (with `maxAttempts: 1`
     /// there is no slot to keep, and the one attempt goes to the best candidate).
@@ -323,21 +339,54 @@ impl Router {
         details: &mut Vec<FailedAttempt>,
         trial: bool,
     ) -> Result<(Answer, Grant), Missed> {
+        let grant = self.reserve(i, job).map_err(Missed::Blocked)?;
+        let result = self.send(&self.upstream, i, &grant, job);
+        self.settle(i, grant, result, job, trace, details, trial)
+    }
+
+    /// A key and one request of budget for candidate `i`.
+    pub(super) fn reserve(&self, i: usize, job: &Job<'_>) -> Result<Grant, Blocked> {
         let c = self.pool.get(i);
-        let key = c.key();
-        let grant = self
-            .ledger
+        self.ledger
             .reserve(&c.metered, job.prompt_tokens, crate::time::now_ms(), false)
-            .map_err(Missed::Blocked)?;
+    }
+
+    /// Sends `job` to candidate `i` with `grant`'s key through `upstream`.
+    pub(super) fn send(
+        &self,
+        upstream: &crate::upstream::Upstream,
+        i: usize,
+        grant: &Grant,
+        job: &Job<'_>,
+    ) -> Result<Answer, Failure> {
+        let c = self.pool.get(i);
         let api_key = grant.api_key(&c.target.keys);
-        match attempt(
-            &self.upstream,
+        attempt(
+            upstream,
             &c.target,
             api_key,
             &job.body,
             job.stream,
             &job.limits,
-        ) {
+        )
+    }
+
+    /// Records what one attempt came to: the ledger, the breaker and live window, the trace
+    /// and, for a failure, the details a refusal lists.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn settle(
+        &self,
+        i: usize,
+        grant: Grant,
+        result: Result<Answer, Failure>,
+        job: &Job<'_>,
+        trace: &mut Trace,
+        details: &mut Vec<FailedAttempt>,
+        trial: bool,
+    ) -> Result<(Answer, Grant), Missed> {
+        let c = self.pool.get(i);
+        let key = c.key();
+        match result {
             Ok(answer) => {
                 let now = crate::time::now_ms();
                 let (status, latency, rate) = match &answer {
@@ -361,6 +410,7 @@ impl Router {
                     kind: None,
                     latency_ms: latency.as_millis() as u64,
                     key: grant.label.clone(),
+                    raced_out: false,
                 });
                 Ok((answer, grant))
             }
@@ -374,6 +424,7 @@ impl Router {
                     kind: Some(f.kind()),
                     latency_ms: f.elapsed.as_millis() as u64,
                     key: grant.label.clone(),
+                    raced_out: false,
                 });
                 details.push(FailedAttempt {
                     model: key.to_string(),
