@@ -397,8 +397,23 @@ impl Config {
                 warnings.push(format!("router.sets.{name}: a set name uses letters, digits, '-', '_' or '.', and never '/'"));
             }
             if !sets::STRATEGIES.contains(&set.strategy.as_str()) {
-                warnings.push(format!("router.sets.{name}.strategy {:?} is not fallback or round-robin; using fallback", set.strategy));
+                warnings.push(format!("router.sets.{name}.strategy {:?} is not fallback, round-robin, race or fusion; using fallback", set.strategy));
                 set.strategy = "fallback".into();
+            }
+            if set.strategy == "race" {
+                let mut width = u64::from(set.width);
+                let path = format!("router.sets.{name}.width");
+                clamp_u64(&mut width, 2, u64::from(sets::MAX_WIDTH), &path, warnings);
+                set.width = width as u32;
+            }
+            if set.strategy == "fusion" {
+                if set.judge.is_none() {
+                    warnings.push(format!("router.sets.{name}: a fusion set needs a \"judge\" model to merge the panel's answers; using fallback over its panel"));
+                    set.strategy = "fallback".into();
+                } else if set.members().is_empty() {
+                    warnings.push(format!("router.sets.{name}: a fusion set needs a \"panel\" of models; using fallback"));
+                    set.strategy = "fallback".into();
+                }
             }
             if set.sticky == 0 {
                 warnings.push(format!(

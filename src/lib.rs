@@ -19,6 +19,7 @@ pub(crate) mod daemon;
 pub(crate) mod dashboard;
 pub(crate) mod failure;
 pub mod fake_provider;
+pub(crate) mod fusion;
 pub(crate) mod gate;
 pub(crate) mod hold;
 pub(crate) mod http;

@@ -1,4 +1,4 @@
-//! Routing strategies for what a request needs: capability pools.
+//! Routing strategies: capability pools, history trimming, race and fusion sets.
 
 mod support;
 
@@ -332,4 +332,385 @@ fn fcm_text_chars(v: &serde_json::Value) -> usize {
             .sum(),
         _ => 0,
     }
+}
+
+/// Waits (bounded) until `done` holds.
+fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "{what} within 10 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_race_serves_the_fast_model_and_cancels_the_slow_one() {
+    let fake = fake();
+    let w = World::new();
+    // The ranking puts the slow model first: a fallback set would wait for it.
+    ordered(
+        &w,
+        &fake.base_url(),
+        &["slow:4000#s", "ok_stream#f", "ok#z"],
+    );
+    let out = w.fcm(&[
+        "sets",
+        "add",
+        "quick",
+        "--strategy",
+        "race",
+        "p/slow:4000#s",
+        "p/ok_stream#f",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("(race, 2 at once)"), "{}", out.stdout);
+    let s = w.serve(&[]);
+    let r = s.chat("fcm:quick", false);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        r.decision(),
+        "p/ok_stream#f!served|p/ok_stream#f:200->p/slow:4000#s:raced_out|skips=0"
+    );
+    assert_eq!(
+        r.json()["choices"][0]["message"]["content"],
+        "Hello from ok_stream#f."
+    );
+    // Both were sent the request; the slow one's connection was closed under it.
+    assert_eq!(fake.requests_for("slow:4000#s").len(), 1);
+    eventually("the slow model sees its connection closed", || {
+        fake.aborted() >= 1
+    });
+    // Cancelled is not failed: no breaker damage, and history says raced_out.
+    let b = s.breaker("p/slow:4000#s");
+    assert!(
+        b.as_ref()
+            .is_none_or(|b| b["state"] == "CLOSED" && b["consecutiveFailures"] == 0),
+        "{b:?}"
+    );
+    let h = &s.history()[0];
+    assert_eq!(h["attempts"][1]["model"], "p/slow:4000#s");
+    assert_eq!(h["attempts"][1]["racedOut"], true, "{h}");
+    assert!(h["notes"].as_array().unwrap().contains(&json!("race:2")));
+
+    // Streams on all three protocols: the first to reach useful content wins.
+    let bodies = [
+        (
+            "/v1/chat/completions",
+            json!({"model": "fcm:quick", "stream": true, "messages": [{"role": "user", "content": "hi"}]}),
+            "data: [DONE]",
+        ),
+        (
+            "/v1/messages",
+            json!({"model": "fcm:quick", "stream": true, "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}),
+            "event: message_stop",
+        ),
+        (
+            "/v1/responses",
+            json!({"model": "fcm:quick", "stream": true, "input": "hi"}),
+            "response.completed",
+        ),
+    ];
+    for (n, (path, body, end)) in bodies.iter().enumerate() {
+        let r = s.post(path, &body.to_string());
+        assert_eq!(r.status, 200, "{path}: {r:?}");
+        assert_eq!(
+            r.header("x-fcm-v2-model"),
+            Some("p/ok_stream#f"),
+            "{path}: {r:?}"
+        );
+        assert!(
+            r.body.contains("Hello") && r.body.contains(end),
+            "{path}: {}",
+            r.body
+        );
+        eventually("the slow stream is cancelled", || {
+            fake.aborted() >= 2 + n as u64
+        });
+    }
+    assert_eq!(fake.requests_for("slow:4000#s").len(), 4);
+    let slow = s.breaker("p/slow:4000#s");
+    assert!(
+        slow.as_ref().is_none_or(|b| b["consecutiveFailures"] == 0),
+        "{slow:?}"
+    );
+    assert!(
+        fake.requests_for("ok#z").is_empty(),
+        "a race takes the set's first two only"
+    );
+}
+
+#[test]
+fn a_racer_that_fails_is_a_failure_and_the_race_goes_on() {
+    let fake = fake();
+    let w = World::new();
+    ordered(
+        &w,
+        &fake.base_url(),
+        &["server_500#x", "slow:300#y", "ok#z"],
+    );
+    w.write_config(
+        &json!({"router": {"sets": {"r": {"strategy": "race", "width": 2,
+        "models": ["p/server_500#x", "p/slow:300#y"]}}}}),
+    );
+    let s = w.serve(&[]);
+    let r = s.chat("fcm:r", true);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        r.decision(),
+        "p/slow:300#y!served|p/server_500#x:500->p/slow:300#y:200|skips=0"
+    );
+    assert_eq!(
+        s.breaker("p/server_500#x").unwrap()["consecutiveFailures"],
+        1
+    );
+    // Both racers fail: the rest of the candidates are tried one by one.
+    drop(s);
+    w.write_config(&json!({"router": {"sets": {
+        "r": {"strategy": "race", "models": ["p/server_500#x", "p/empty_choices#e"]},
+        "wide": {"strategy": "race", "width": 9, "models": ["p/ok#z"]}}}}));
+    ordered(
+        &w,
+        &fake.base_url(),
+        &["server_500#x", "empty_choices#e", "ok#z"],
+    );
+    let s = w.serve(&[]);
+    assert!(
+        s.stderr()
+            .contains("router.sets.wide.width = 9 is out of range 2..=8; using 8"),
+        "{}",
+        s.stderr()
+    );
+    let r = s.chat("fcm:r", false);
+    assert_eq!(r.status, 200, "{r:?}");
+    let d = r.decision();
+    assert!(
+        d.starts_with("p/ok#z!served|")
+            && d.contains("p/server_500#x:500")
+            && d.contains("p/empty_choices#e:empty_choices")
+            && d.ends_with("->p/ok#z:200|skips=0"),
+        "{d}"
+    );
+}
+
+/// A fusion set: panel `ok#a`, `server_500#b`, `ok#c`, judged by `ok#judge`.
+fn fusion_world(fake: &FakeProvider, panel: &[&str], judge: &str) -> World {
+    let w = World::new();
+    ordered(
+        &w,
+        &fake.base_url(),
+        &[
+            "ok#a",
+            "server_500#b",
+            "ok#c",
+            "ok#judge",
+            "server_500#j",
+            "ok#z",
+        ],
+    );
+    let mut args = vec![
+        "sets",
+        "add",
+        "best",
+        "--strategy",
+        "fusion",
+        "--judge",
+        judge,
+    ];
+    args.extend(panel);
+    let out = w.fcm(&args);
+    assert_eq!(out.code, 0, "{out:?}");
+    w
+}
+
+#[test]
+fn a_fusion_goes_through_the_judge_and_survives_a_failed_panel_member() {
+    let fake = fake();
+    let w = fusion_world(&fake, &["p/ok#a", "p/server_500#b", "p/ok#c"], "p/ok#judge");
+    let table = w.fcm(&["sets"]);
+    assert!(
+        table.stdout.contains("fusion") && table.stdout.contains("judge p/ok#judge"),
+        "{}",
+        table.stdout
+    );
+    let s = w.serve(&[]);
+    let ask = json!({"model": "fcm:best", "messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "How do I reverse a Vec in Rust?"}]});
+    let r = s.post("/v1/chat/completions", &ask.to_string());
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        r.decision(),
+        "p/ok#judge!served|p/ok#a:200->p/server_500#b:500->p/ok#c:200->p/ok#judge:200|skips=0"
+    );
+    assert_eq!(
+        r.json()["choices"][0]["message"]["content"],
+        "Hello from ok#judge."
+    );
+    // The panel answered whole; the judge saw the conversation and both answers.
+    for m in ["ok#a", "server_500#b", "ok#c"] {
+        assert_eq!(fake.requests_for(m)[0].json()["stream"], false, "{m}");
+    }
+    let judged = fake.requests_for("ok#judge")[0].json();
+    let msgs = judged["messages"].as_array().unwrap();
+    assert_eq!(msgs[..2], ask["messages"].as_array().unwrap()[..]);
+    let brief = msgs[2]["content"].as_str().unwrap();
+    assert!(
+        brief.contains("<answer 1>\nHello from ok#a.\n</answer 1>")
+            && brief.contains("<answer 2>\nHello from ok#c.\n</answer 2>")
+            && !brief.contains("<answer 3>"),
+        "{brief}"
+    );
+    assert!(s.history()[0]["notes"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("fusion:judged:2_of_3")));
+
+    // Streamed to the client once the judge streams, on each protocol.
+    let r = s.post(
+        "/v1/messages",
+        &json!({"model": "fcm:best", "stream": true, "max_tokens": 100,
+                "messages": [{"role": "user", "content": "hi"}]})
+        .to_string(),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        r.body.contains("ok#judge.") && r.body.contains("event: message_stop"),
+        "{}",
+        r.body
+    );
+    assert_eq!(fake.requests_for("ok#judge")[1].json()["stream"], true);
+    assert_eq!(fake.requests_for("ok#a")[1].json()["stream"], false);
+}
+
+#[test]
+fn one_panel_answer_passes_through_and_tools_are_not_fused() {
+    let fake = fake();
+    let w = fusion_world(&fake, &["p/server_500#b", "p/ok#c"], "p/ok#judge");
+    let s = w.serve(&[]);
+    let r = s.chat("fcm:best", true);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        r.decision(),
+        "p/ok#c!served|p/server_500#b:500->p/ok#c:200|skips=0"
+    );
+    assert!(r.body.contains("Hello from ok#c.") && r.body.contains("data: [DONE]"));
+    assert!(fake.requests_for("ok#judge").is_empty());
+    assert!(s.history()[0]["notes"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("fusion:passed_through:1_of_2")));
+
+    // With tools offered: the first healthy panel model, no panel, no judge.
+    let tools = json!({"model": "fcm:best", "messages": [{"role": "user", "content": "list files"}],
+        "tools": [{"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}]});
+    let r = s.post("/v1/chat/completions", &tools.to_string());
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        r.decision().starts_with("p/ok#c!served|"),
+        "{}",
+        r.decision()
+    );
+    assert!(fake.requests_for("ok#judge").is_empty());
+    assert!(
+        s.history().iter().any(|h| h["notes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("fusion:not_fused:tools_offered"))),
+        "{:?}",
+        s.history()
+    );
+}
+
+#[test]
+fn a_failed_judge_leaves_the_first_answer_and_no_answer_fails_over() {
+    let fake = fake();
+    let w = fusion_world(&fake, &["p/ok#a", "p/ok#c"], "p/server_500#j");
+    let s = w.serve(&[]);
+    let r = s.chat("fcm:best", false);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        r.decision(),
+        "p/ok#a!served|p/ok#a:200->p/ok#c:200->p/server_500#j:500|skips=0"
+    );
+    assert!(s.history()[0]["notes"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("fusion:judge_failed:passed_through:2_of_2")));
+    drop(s);
+    // No panel answer: the other candidates, one by one, as for any set.
+    let w = fusion_world(&fake, &["p/server_500#b"], "p/ok#judge");
+    let s = w.serve(&[]);
+    let r = s.chat("fcm:best", false);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        r.decision(),
+        "p/ok#a!served|p/server_500#b:500->p/ok#a:200|skips=0"
+    );
+}
+
+#[test]
+fn sets_add_checks_race_and_fusion_options() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["ok#a", "ok#b", "ok#c"]);
+    let bad: [&[&str]; 5] = [
+        &[
+            "sets",
+            "add",
+            "x",
+            "--strategy",
+            "race",
+            "--width",
+            "9",
+            "p/ok#a",
+        ],
+        &["sets", "add", "x", "--strategy", "fusion", "p/ok#a"],
+        &["sets", "add", "x", "--width", "3", "p/ok#a"],
+        &[
+            "sets",
+            "add",
+            "x",
+            "--strategy",
+            "fusion",
+            "--judge",
+            "p/nope",
+            "p/ok#a",
+        ],
+        &["sets", "add", "x", "--strategy", "vote", "p/ok#a"],
+    ];
+    for args in bad {
+        let out = w.fcm(args);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+    }
+    assert_eq!(
+        w.fcm(&[
+            "sets",
+            "add",
+            "r",
+            "--strategy",
+            "race",
+            "--width",
+            "3",
+            "p/ok#a",
+            "p/ok#b",
+            "p/ok#c"
+        ])
+        .code,
+        0
+    );
+    let table = w.fcm(&["sets"]).stdout;
+    assert!(
+        table.contains("race") && table.contains("width 3"),
+        "{table}"
+    );
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(w.home_file("config.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        config["router"]["sets"]["r"],
+        json!({"strategy": "race", "width": 3, "models": ["p/ok#a", "p/ok#b", "p/ok#c"]})
+    );
 }

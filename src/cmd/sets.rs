@@ -26,19 +26,28 @@ pub(crate) enum SetsAction {
 #[derive(FromArgs)]
 #[argh(subcommand, name = "add")]
 /// Add (or replace) a set: `fcm sets add NAME provider/model...`; use it as model `fcm:NAME`.
+/// A race set sends each request to its first --width models at once; a fusion set asks its
+/// models (the panel) and has --judge merge their answers.
 pub(crate) struct SetsAdd {
     /// the set's name (letters, digits, '-', '_', '.')
     #[argh(positional)]
     pub(crate) name: String,
-    /// the models in order (provider/modelId)
+    /// the models in order (provider/modelId); for fusion, the panel
     #[argh(positional)]
     pub(crate) models: Vec<String>,
-    /// fallback (in order, next on failure; default) or round-robin (rotate the first)
+    /// fallback (in order, next on failure; default), round-robin (rotate the first), race
+    /// (first --width models at once, first good answer wins) or fusion (panel + --judge)
     #[argh(option, default = "String::from(\"fallback\")")]
     pub(crate) strategy: String,
     /// round-robin: requests in a row on one model before moving on (default 1)
     #[argh(option, default = "1")]
     pub(crate) sticky: u32,
+    /// race: how many models get each request at once (2 to 8, default 2)
+    #[argh(option)]
+    pub(crate) width: Option<u32>,
+    /// fusion: the model that merges the panel's answers (provider/modelId)
+    #[argh(option)]
+    pub(crate) judge: Option<String>,
 }
 
 #[derive(FromArgs)]
@@ -67,33 +76,26 @@ pub(crate) fn run(args: SetsArgs) -> Result<i32> {
             if !crate::sets::valid_name(&a.name) || a.name == "fcm" || a.name == "none" {
                 return usage(format!("set name {:?}: use letters, digits, '-', '_' or '.' (never '/'), and not \"fcm\" or \"none\"", a.name));
             }
-            if !crate::sets::STRATEGIES.contains(&a.strategy.as_str()) {
-                return usage(format!(
-                    "--strategy must be fallback or round-robin, not {:?}",
-                    a.strategy
-                ));
-            }
-            if a.sticky == 0 {
-                return usage("--sticky must be at least 1");
-            }
-            if a.models.is_empty() {
-                return usage(
-                    "name the set's models in order: `fcm sets add NAME provider/modelId...`",
-                );
-            }
-            if let Some(unknown) = a.models.iter().find(|m| setup.catalog.find(m).is_none()) {
-                return usage(format!(
-                    "unknown model {unknown:?}; `fcm models` lists them as provider/modelId"
-                ));
-            }
+            let set = match new_set(&setup, &a) {
+                Ok(set) => set,
+                Err(message) => return usage(message),
+            };
             edit_config(|doc| {
-                doc.set(
-                    &["router", "sets", &a.name],
-                    &json!({"strategy": a.strategy, "sticky": a.sticky, "models": a.models}),
-                )?;
+                doc.set(&["router", "sets", &a.name], &set)?;
                 Ok(())
             })?;
-            println!("Set {:?} saved: {} ({}). Use it as model \"fcm:{}\", or make it the default with `fcm sets use {}`.", a.name, a.models.join(" -> "), a.strategy, a.name, a.name);
+            let how = match a.strategy.as_str() {
+                "race" => format!(
+                    "race, {} at once",
+                    a.width.unwrap_or(crate::sets::DEFAULT_WIDTH)
+                ),
+                "fusion" => format!(
+                    "fusion, judged by {}",
+                    a.judge.as_deref().unwrap_or_default()
+                ),
+                other => other.to_string(),
+            };
+            println!("Set {:?} saved: {} ({how}). Use it as model \"fcm:{}\", or make it the default with `fcm sets use {}`.", a.name, a.models.join(" -> "), a.name, a.name);
             Ok(0)
         }
         Some(SetsAction::Rm(a)) => {
@@ -144,6 +146,55 @@ pub(crate) fn run(args: SetsArgs) -> Result<i32> {
     }
 }
 
+/// The set `fcm sets add` writes, or what is wrong with the command line.
+fn new_set(setup: &Setup, a: &SetsAdd) -> std::result::Result<serde_json::Value, String> {
+    if !crate::sets::STRATEGIES.contains(&a.strategy.as_str()) {
+        return Err(format!(
+            "--strategy must be fallback, round-robin, race or fusion, not {:?}",
+            a.strategy
+        ));
+    }
+    if a.sticky == 0 {
+        return Err("--sticky must be at least 1".into());
+    }
+    if a.models.is_empty() {
+        return Err(
+            "name the set's models in order: `fcm sets add NAME provider/modelId...`".into(),
+        );
+    }
+    let unknown = |m: &String| setup.catalog.find(m).is_none();
+    if let Some(m) = a.models.iter().chain(&a.judge).find(|m| unknown(m)) {
+        return Err(format!(
+            "unknown model {m:?}; `fcm models` lists them as provider/modelId"
+        ));
+    }
+    if a.width.is_some() && a.strategy != "race" {
+        return Err("--width is for a race set (--strategy race)".into());
+    }
+    if a.judge.is_some() && a.strategy != "fusion" {
+        return Err("--judge is for a fusion set (--strategy fusion)".into());
+    }
+    Ok(match a.strategy.as_str() {
+        "race" => {
+            let width = a.width.unwrap_or(crate::sets::DEFAULT_WIDTH);
+            if !(2..=crate::sets::MAX_WIDTH).contains(&width) {
+                return Err(format!(
+                    "--width must be 2 to {}: each racer spends a request of quota",
+                    crate::sets::MAX_WIDTH
+                ));
+            }
+            json!({"strategy": "race", "width": width, "models": a.models})
+        }
+        "fusion" => {
+            let Some(judge) = &a.judge else {
+                return Err("a fusion set needs --judge provider/modelId, the model that merges the panel's answers".into());
+            };
+            json!({"strategy": "fusion", "panel": a.models, "judge": judge})
+        }
+        _ => json!({"strategy": a.strategy, "sticky": a.sticky, "models": a.models}),
+    })
+}
+
 fn list(setup: &Setup) -> Result<i32> {
     let sets = &setup.config.router.sets;
     if sets.is_empty() {
@@ -151,10 +202,16 @@ fn list(setup: &Setup) -> Result<i32> {
         return Ok(0);
     }
     let keys = setup.keys();
-    let mut t = table::new(&["Set", "Strategy", "Sticky", "Models", "Default"]);
+    let mut t = table::new(&["Set", "Strategy", "Options", "Models", "Default"]);
     for (name, set) in sets {
+        let options = match set.strategy.as_str() {
+            "round-robin" => format!("sticky {}", set.sticky),
+            "race" => format!("width {}", set.width),
+            "fusion" => format!("judge {}", set.judge.as_deref().unwrap_or_default()),
+            _ => String::new(),
+        };
         let models: Vec<String> = set
-            .models
+            .members()
             .iter()
             .map(|m| match setup.catalog.find(m) {
                 None => format!("{m} (stale)"),
@@ -166,7 +223,7 @@ fn list(setup: &Setup) -> Result<i32> {
         t.add_row(vec![
             name.clone(),
             set.strategy.clone(),
-            set.sticky.to_string(),
+            options,
             models.join("\n"),
             if active { "yes".into() } else { String::new() },
         ]);

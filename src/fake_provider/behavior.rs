@@ -283,6 +283,34 @@ pub(super) fn behavior_for(shared: &Shared, model: &str) -> Behavior {
         .unwrap_or(Behavior::Ok)
 }
 
+/// Waits `d` before answering, like a slow model, but stops with an error as soon as the
+/// client closes the connection (a server noticing a cancelled request): it counts as an
+/// aborted answer.
+fn wait_for_client(out: &mut TcpStream, d: Duration) -> io::Result<()> {
+    let end = Instant::now() + d;
+    let mut byte = [0u8; 1];
+    while let Some(left) = end
+        .checked_duration_since(Instant::now())
+        .filter(|l| !l.is_zero())
+    {
+        out.set_read_timeout(Some(left.min(Duration::from_millis(50))))?;
+        let peeked = out.peek(&mut byte);
+        out.set_read_timeout(None)?;
+        match peeked {
+            Ok(0) => return Err(io::ErrorKind::ConnectionAborted.into()),
+            // A pipelined request waiting: keep waiting out the delay.
+            Ok(_) => std::thread::sleep(left.min(Duration::from_millis(50))),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn respond(
     req: &RecordedRequest,
     shared: &Shared,
@@ -341,7 +369,7 @@ pub(super) fn respond(
         |msg: &str, kind: &str| json!({"error": {"message": msg, "type": kind}}).to_string();
     match behavior {
         Behavior::Slow(d) => {
-            std::thread::sleep(d);
+            wait_for_client(out, d)?;
             ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO)
         }
         Behavior::Ok => ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO),

@@ -19,6 +19,7 @@ use crate::stream::{Committed, Settle, StreamEnd};
 use crate::target::Limits;
 use crate::trace::{AttemptRecord, Outcome, Skip, SkipReason, Trace};
 
+use super::race::RaceEnd;
 use super::refusal::{FailedAttempt, Refused};
 use super::{estimate_prompt_tokens, estimate_tokens, Route, Router};
 
@@ -58,11 +59,21 @@ pub(crate) struct Served<'r> {
 /// What every attempt of one request sends.
 pub(super) struct Job<'a> {
     /// The client's request, or its history trimmed to fit a smaller window.
-    body: std::borrow::Cow<'a, Value>,
-    stream: bool,
-    limits: Limits,
+    pub body: std::borrow::Cow<'a, Value>,
+    pub stream: bool,
+    pub limits: Limits,
     /// The prompt's estimated tokens, charged against token budgets.
-    prompt_tokens: u64,
+    pub prompt_tokens: u64,
+}
+
+/// An answer a race or a fusion settled on: its answer and key, its candidate, whether it
+/// held a trial slot, and the prompt it answered (a judge's is not the client's).
+pub(super) struct Won {
+    pub answer: Answer,
+    pub grant: Grant,
+    pub candidate: usize,
+    pub trial: bool,
+    pub prompt_tokens: u64,
 }
 
 /// Why one candidate did not serve.
@@ -156,6 +167,38 @@ impl Router {
         let mut waited = false;
         // Candidates sent again with another of their keys, once per extra key.
         let mut key_retries: Vec<usize> = Vec::new();
+        if let Some(set) = self.fusion_set(route) {
+            if crate::fusion::offers_tools(&job.body) {
+                // A merged answer cannot carry a tool call the agent would run.
+                trace.notes.push("fusion:not_fused:tools_offered".into());
+            } else if let Some(w) = self.fuse(
+                set,
+                &mut queue,
+                &job,
+                needed,
+                &blocked,
+                &mut trace,
+                &mut details,
+            ) {
+                return Ok(self.served_won(w, trace));
+            }
+        }
+        if let Some(width) = self.race_width(route) {
+            let width = width.min(self.ordinary_attempts(last_resort.is_some()));
+            match self.race(
+                &mut queue,
+                width,
+                &job,
+                needed,
+                &mut blocked,
+                &mut trace,
+                &mut details,
+            ) {
+                RaceEnd::Won(w) => return Ok(self.served_won(*w, trace)),
+                RaceEnd::Lost { stop: true } => queue.clear(),
+                RaceEnd::Lost { stop: false } => {}
+            }
+        }
         while let Some(i) = queue.pop_front() {
             let c = self.pool.get(i);
             if trace.attempts.len() >= self.ordinary_attempts(last_resort.is_some())
@@ -331,7 +374,7 @@ impl Router {
     /// One attempt and its trace record: a key from the ledger (or none, when no key may
     /// be sent a request now), the request, and its outcome recorded here, except for a
     /// committed stream, whose outcome is known only when it ends.
-    fn try_one(
+    pub(super) fn try_one(
         &self,
         i: usize,
         job: &Job<'_>,
@@ -473,6 +516,16 @@ impl Router {
                 self.breakers.pause(other.key(), until);
             }
         }
+    }
+
+    fn served_won(&self, w: Won, trace: Trace) -> Served<'_> {
+        self.served(
+            (w.answer, w.grant),
+            trace,
+            w.candidate,
+            w.trial,
+            w.prompt_tokens,
+        )
     }
 
     fn served<'r>(

@@ -6,14 +6,18 @@
 //! - [`failover`]: the loop over candidates within the budget, and the one place an
 //!   attempt's outcome is recorded (after a stream's commit too);
 //! - [`refusal`]: the status and message when no model could serve;
+//! - [`race`]: a `race` set's first candidates sent the request at once;
+//! - [`fusion`]: a `fusion` set's panel asked in parallel and its judge's merge;
 //! - [`probe`]: opt-in trials of models whose cooldown ended.
 //!
 //! A pinned model (`fcm:provider/modelId`) gets one attempt, whatever its breaker says.
 
 mod candidates;
 mod failover;
+mod fusion;
 mod live;
 mod probe;
+mod race;
 mod refusal;
 
 use std::collections::{BTreeMap, HashMap};
@@ -201,11 +205,27 @@ impl Router {
             out.extend(
                 set.models
                     .iter()
+                    .chain(&set.panel)
+                    .chain(&set.judge)
                     .filter(|m| !self.knows(m))
                     .map(|m| (name.clone(), m.clone())),
             );
         }
         out
+    }
+
+    /// The `fusion` set a request names; `None` for the other routes.
+    fn fusion_set(&self, route: &Route) -> Option<&ModelSet> {
+        let Route::Set(name) = route else { return None };
+        self.sets.get(name).filter(|s| s.strategy == "fusion")
+    }
+
+    /// How many candidates a `race` set sends the request to at once; `None` for the other
+    /// routes.
+    fn race_width(&self, route: &Route) -> Option<usize> {
+        let Route::Set(name) = route else { return None };
+        let set = self.sets.get(name)?;
+        (set.strategy == "race").then_some(set.width as usize)
     }
 
     /// A set's models in this request's order (round-robin sets advance per request).
