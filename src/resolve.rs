@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ureq::http::Uri;
@@ -19,10 +19,14 @@ use ureq::unversioned::transport::NextTimeout;
 /// How long a looked-up address is reused.
 const TTL: Duration = Duration::from_secs(60);
 
-/// The cache ureq's agent looks hosts up in.
-#[derive(Debug, Default)]
+/// Addresses per `host:port`, with when they were looked up.
+type Cache = HashMap<String, (Instant, Vec<SocketAddr>)>;
+
+/// The cache ureq's agent looks hosts up in. Clones share one cache (a race's clients of
+/// their own look names up once between them).
+#[derive(Debug, Default, Clone)]
 pub(crate) struct CachedResolver {
-    cache: Mutex<HashMap<String, (Instant, Vec<SocketAddr>)>>,
+    cache: Arc<Mutex<Cache>>,
 }
 
 impl Resolver for CachedResolver {

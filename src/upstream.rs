@@ -14,6 +14,7 @@ pub const READ_CHUNK: usize = 8 * 1024;
 #[derive(Clone)]
 pub struct Upstream {
     agent: ureq::Agent,
+    resolver: crate::resolve::CachedResolver,
 }
 
 /// What to send.
@@ -64,6 +65,15 @@ impl Default for Upstream {
 
 impl Upstream {
     pub fn new() -> Upstream {
+        Upstream::with_resolver(crate::resolve::CachedResolver::default())
+    }
+
+    /// A client with a connection pool of its own that shares this one's name cache.
+    pub fn sibling(&self) -> Upstream {
+        Upstream::with_resolver(self.resolver.clone())
+    }
+
+    fn with_resolver(resolver: crate::resolve::CachedResolver) -> Upstream {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .no_delay(true)
@@ -80,14 +90,14 @@ impl Upstream {
         let agent = ureq::Agent::with_parts(
             config,
             ureq::unversioned::transport::DefaultConnector::default(),
-            crate::resolve::CachedResolver::default(),
+            resolver.clone(),
         );
-        Upstream { agent }
+        Upstream { agent, resolver }
     }
 
     /// Closes every connection of this client, idle or in use: a call blocked on one in
     /// another thread returns at once with an error (a race's losers). For a client of
-    /// its own ([`Upstream::new`]), never the shared one.
+    /// its own ([`Upstream::sibling`]), never the shared one.
     pub fn shutdown(&self) {
         self.agent.clone().shutdown();
     }

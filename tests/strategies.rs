@@ -390,6 +390,21 @@ fn a_race_serves_the_fast_model_and_cancels_the_slow_one() {
             .is_none_or(|b| b["state"] == "CLOSED" && b["consecutiveFailures"] == 0),
         "{b:?}"
     );
+    // The winner's client is kept for the next race, its connection warm: each race
+    // opens one connection (for the cancelled racer), not two.
+    let opened = fake.connections();
+    for _ in 0..3 {
+        let r = s.chat("fcm:quick", false);
+        assert_eq!(r.header("x-fcm-v2-model"), Some("p/ok_stream#f"));
+    }
+    assert_eq!(
+        fake.connections() - opened,
+        3,
+        "one new connection per race"
+    );
+    eventually("every slow racer sees its connection closed", || {
+        fake.aborted() >= 4
+    });
     let h = &s.history()[0];
     assert_eq!(h["attempts"][1]["model"], "p/slow:4000#s");
     assert_eq!(h["attempts"][1]["racedOut"], true, "{h}");
@@ -427,10 +442,10 @@ fn a_race_serves_the_fast_model_and_cancels_the_slow_one() {
             r.body
         );
         eventually("the slow stream is cancelled", || {
-            fake.aborted() >= 2 + n as u64
+            fake.aborted() >= 5 + n as u64
         });
     }
-    assert_eq!(fake.requests_for("slow:4000#s").len(), 4);
+    assert_eq!(fake.requests_for("slow:4000#s").len(), 7);
     let slow = s.breaker("p/slow:4000#s");
     assert!(
         slow.as_ref().is_none_or(|b| b["consecutiveFailures"] == 0),

@@ -69,6 +69,8 @@ pub(super) struct Shared {
     counter: AtomicU64,
     /// Answers cut short because the client went away.
     aborted: AtomicU64,
+    /// Connections accepted.
+    connections: AtomicU64,
     /// Requests seen per model (for behaviours that change over time).
     seen: Mutex<HashMap<String, u64>>,
     /// Rate-limit windows per model and key: when each started, requests in it.
@@ -103,6 +105,7 @@ impl FakeProvider {
             stop: AtomicBool::new(false),
             counter: AtomicU64::new(0),
             aborted: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
             seen: Mutex::new(HashMap::new()),
             windows: Mutex::new(HashMap::new()),
         });
@@ -115,6 +118,7 @@ impl FakeProvider {
                         return;
                     }
                     let Ok(conn) = conn else { continue };
+                    s.connections.fetch_add(1, Ordering::SeqCst);
                     let s = s.clone();
                     let _ = std::thread::Builder::new()
                         .stack_size(256 * 1024)
@@ -148,6 +152,11 @@ impl FakeProvider {
     /// How many answers were cut short because the client closed the connection.
     pub fn aborted(&self) -> u64 {
         self.shared.aborted.load(Ordering::SeqCst)
+    }
+
+    /// How many connections clients opened.
+    pub fn connections(&self) -> u64 {
+        self.shared.connections.load(Ordering::SeqCst)
     }
 
     pub fn behavior_for(&self, model: &str) -> Behavior {

@@ -74,6 +74,8 @@ pub(super) struct Won {
     pub candidate: usize,
     pub trial: bool,
     pub prompt_tokens: u64,
+    /// A racer's client of its own, kept again when its stream has been delivered.
+    pub client: Option<crate::upstream::Upstream>,
 }
 
 /// Why one candidate did not serve.
@@ -519,22 +521,38 @@ impl Router {
     }
 
     fn served_won(&self, w: Won, trace: Trace) -> Served<'_> {
-        self.served(
+        let (i, trial, prompt_tokens) = (w.candidate, w.trial, w.prompt_tokens);
+        self.served_with(
             (w.answer, w.grant),
             trace,
-            w.candidate,
-            w.trial,
-            w.prompt_tokens,
+            i,
+            trial,
+            prompt_tokens,
+            w.client,
         )
     }
 
     fn served<'r>(
+        &'r self,
+        answer: (Answer, Grant),
+        trace: Trace,
+        i: usize,
+        trial: bool,
+        prompt_tokens: u64,
+    ) -> Served<'r> {
+        self.served_with(answer, trace, i, trial, prompt_tokens, None)
+    }
+
+    /// `client`: a racer's client of its own, kept for the next race once its stream has
+    /// been delivered in full.
+    fn served_with<'r>(
         &'r self,
         (answer, grant): (Answer, Grant),
         mut trace: Trace,
         i: usize,
         trial: bool,
         prompt_tokens: u64,
+        client: Option<crate::upstream::Upstream>,
     ) -> Served<'r> {
         trace.served_model = Some(self.pool.get(i).key().to_string());
         trace.outcome = Outcome::Served;
@@ -559,6 +577,7 @@ impl Router {
                     trial,
                     grant,
                     prompt_tokens,
+                    client,
                 }),
             })),
         };
@@ -603,6 +622,7 @@ struct StreamTicket<'r> {
     trial: bool,
     grant: Grant,
     prompt_tokens: u64,
+    client: Option<crate::upstream::Upstream>,
 }
 
 impl Settle for StreamTicket<'_> {
@@ -625,12 +645,21 @@ impl Settle for StreamTicket<'_> {
             StreamEnd::Complete { completion_tokens } => {
                 router.record_success(key, ttft);
                 trace.completion_tokens = *completion_tokens;
+                if let Some(client) = self.client {
+                    router.race_clients.give(&c.target.provider_id, client);
+                }
             }
             StreamEnd::Failed(f) => {
                 let mut f = f.clone();
                 router.record_failure(self.candidate, &mut f, self.trial, &self.grant);
-                if let Some(last) = trace.attempts.last_mut() {
-                    last.kind = Some(f.kind());
+                // Its own record: in a race, the losers' come after it.
+                let own = trace
+                    .attempts
+                    .iter_mut()
+                    .rev()
+                    .find(|a| a.model == key && !a.raced_out);
+                if let Some(record) = own {
+                    record.kind = Some(f.kind());
                 }
                 trace.outcome = Outcome::StreamFailedAfterContent;
             }

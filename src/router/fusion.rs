@@ -105,6 +105,7 @@ impl Router {
                         candidate: i,
                         trial,
                         prompt_tokens: ask.prompt_tokens,
+                        client: None,
                     },
                     text,
                 });
@@ -167,6 +168,7 @@ impl Router {
                 candidate: j,
                 trial,
                 prompt_tokens: merge.prompt_tokens,
+                client: None,
             }),
             Err(Missed::Blocked(b)) => {
                 if trial {

@@ -109,6 +109,8 @@ pub(crate) struct Router {
     /// Trim the middle of a conversation that fits no model left (`router.context`).
     trim_history: bool,
     upstream: Upstream,
+    /// Racers' clients of their own, kept between races.
+    race_clients: race::RaceClients,
     /// Every secret fcm knows, shared with each candidate's target.
     secrets: Arc<Secrets>,
 }
@@ -145,6 +147,7 @@ impl Router {
             capability_pools: capability_pools(catalog, &cfg.capability_pools),
             trim_history: cfg.context.trim_history,
             upstream: Upstream::new(),
+            race_clients: race::RaceClients::default(),
             secrets,
         }
     }

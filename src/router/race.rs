@@ -3,13 +3,18 @@
 //! content) is served, and the others are cancelled at once (their clients shut down,
 //! which closes their connections mid-call) and recorded as `raced_out`, not as failures.
 //! A racer that fails before a winner is known is a failure like any other.
+//!
+//! A client of its own costs a new connection (TCP and TLS handshakes), which would eat
+//! into what a race gains, so racers' clients are kept per provider between races: the
+//! winner's comes back when its answer is delivered, a failed racer's at once; a shut
+//! client (a loser's) is never reused.
 
-use std::collections::{HashSet, VecDeque};
-use std::sync::mpsc;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{mpsc, Mutex};
 
 use crate::attempt::Answer;
 use crate::failure::Failure;
-use crate::ledger::Grant;
+use crate::ledger::{Grant, Tokens};
 use crate::trace::{AttemptRecord, Trace};
 use crate::upstream::Upstream;
 
@@ -17,14 +22,49 @@ use super::failover::{Job, Missed, Won};
 use super::refusal::FailedAttempt;
 use super::Router;
 
+/// Idle racer clients kept per provider.
+const KEPT_PER_PROVIDER: usize = 4;
+
+/// Racers' clients between races, per provider id.
+#[derive(Default)]
+pub(crate) struct RaceClients {
+    idle: Mutex<HashMap<String, Vec<Upstream>>>,
+}
+
+impl RaceClients {
+    /// A client for a racer on `provider`: a kept one (its connection likely warm), else a
+    /// new one sharing `shared`'s name cache.
+    fn take(&self, provider: &str, shared: &Upstream) -> Upstream {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        idle.get_mut(provider)
+            .and_then(Vec::pop)
+            .unwrap_or_else(|| shared.sibling())
+    }
+
+    /// Keeps a client that was not shut down, for the next race on `provider`.
+    pub(crate) fn give(&self, provider: &str, client: Upstream) {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = idle.entry(provider.to_string()).or_default();
+        if kept.len() < KEPT_PER_PROVIDER {
+            kept.push(client);
+        }
+    }
+
+    /// Clients kept for `provider` (tests).
+    #[cfg(test)]
+    fn kept(&self, provider: &str) -> usize {
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        idle.get(provider).map_or(0, Vec::len)
+    }
+}
+
 /// How a race ended.
 pub(super) enum RaceEnd {
+    /// The winner; a stream's client goes back to [`RaceClients`] once delivered.
     Won(Box<Won>),
     /// No racer served. `stop`: one failed in a way no other model would fix (the
     /// request's own fault), so the request ends here.
-    Lost {
-        stop: bool,
-    },
+    Lost { stop: bool },
 }
 
 /// One racer: its candidate, key, trial slot and client.
@@ -33,6 +73,15 @@ struct Racer {
     grant: Grant,
     trial: bool,
     upstream: Upstream,
+}
+
+/// What became of one racer.
+enum Fate {
+    /// Still running when the race was won: shut down.
+    Cancelled,
+    /// Failed, or never finished because nobody won yet: its client may be reused.
+    Finished,
+    Won,
 }
 
 impl Router {
@@ -66,7 +115,9 @@ impl Router {
                     candidate: i,
                     grant,
                     trial,
-                    upstream: Upstream::new(),
+                    upstream: self
+                        .race_clients
+                        .take(&self.pool.get(i).target.provider_id, &self.upstream),
                 }),
                 Err(b) => {
                     if trial {
@@ -81,7 +132,8 @@ impl Router {
         }
         trace.notes.push(format!("race:{}", racers.len()));
         let (tx, rx) = mpsc::channel::<(usize, Result<Answer, Failure>)>();
-        std::thread::scope(|scope| {
+        let mut fates: Vec<Fate> = racers.iter().map(|_| Fate::Finished).collect();
+        let (winner, stop) = std::thread::scope(|scope| {
             for (n, r) in racers.iter().enumerate() {
                 let tx = tx.clone();
                 scope.spawn(move || {
@@ -98,7 +150,7 @@ impl Router {
                 let r = &racers[n];
                 if winner.is_some() {
                     // Answered or interrupted after the race was won: cancelled either way.
-                    self.raced_out(r, result, trace);
+                    self.raced_out(r, result, job, trace);
                     continue;
                 }
                 let settled = self.settle(
@@ -118,11 +170,14 @@ impl Router {
                             candidate: r.candidate,
                             trial: r.trial,
                             prompt_tokens: job.prompt_tokens,
+                            client: None,
                         });
+                        fates[n] = Fate::Won;
                         // The others stop now: their connections close mid-call.
                         for (m, other) in racers.iter().enumerate() {
                             if !done[m] {
                                 other.upstream.shutdown();
+                                fates[m] = Fate::Cancelled;
                             }
                         }
                     }
@@ -136,24 +191,59 @@ impl Router {
                     Err(Missed::Blocked(_)) => {}
                 }
             }
-            match winner {
-                Some(w) => RaceEnd::Won(Box::new(w)),
-                None => RaceEnd::Lost { stop },
+            (winner, stop)
+        });
+        let mut won_client = None;
+        for (r, fate) in racers.into_iter().zip(fates) {
+            let provider = &self.pool.get(r.candidate).target.provider_id;
+            match fate {
+                Fate::Cancelled => {}
+                Fate::Finished => self.race_clients.give(provider, r.upstream),
+                Fate::Won => won_client = Some(r.upstream),
             }
-        })
+        }
+        match (winner, won_client) {
+            (Some(mut w), Some(client)) => {
+                if matches!(w.answer, Answer::Full { .. }) {
+                    // The answer is read whole: its connection is idle already.
+                    let provider = &self.pool.get(w.candidate).target.provider_id;
+                    self.race_clients.give(provider, client);
+                } else {
+                    w.client = Some(client);
+                }
+                RaceEnd::Won(Box::new(w))
+            }
+            _ => RaceEnd::Lost { stop },
+        }
     }
 
     /// A racer cancelled because another won: no failure, no health damage; its key's
     /// request is answered (what it spent stays spent), its trial slot freed.
-    fn raced_out(&self, r: &Racer, result: Result<Answer, Failure>, trace: &mut Trace) {
+    fn raced_out(
+        &self,
+        r: &Racer,
+        result: Result<Answer, Failure>,
+        job: &Job<'_>,
+        trace: &mut Trace,
+    ) {
         let c = self.pool.get(r.candidate);
+        let now = crate::time::now_ms();
         let (rate, latency) = match &result {
-            Ok(Answer::Full { rate, elapsed, .. }) => (rate.clone(), *elapsed),
+            Ok(Answer::Full {
+                rate,
+                elapsed,
+                stats,
+                ..
+            }) => {
+                // It answered in full just too late: those tokens were spent.
+                let tokens = Tokens::of(stats, job.prompt_tokens);
+                self.ledger.tokens(&c.metered, &r.grant, tokens, now);
+                (rate.clone(), *elapsed)
+            }
             Ok(Answer::Stream(s)) => (s.rate.clone(), s.ttft),
             Err(f) => (f.rate.to_vec(), f.elapsed),
         };
-        self.ledger
-            .answered(&c.metered, &r.grant, &rate, crate::time::now_ms());
+        self.ledger.answered(&c.metered, &r.grant, &rate, now);
         if r.trial {
             self.breakers.release_trial(c.key());
         }
@@ -165,5 +255,26 @@ impl Router {
             key: r.grant.label.clone(),
             raced_out: true,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clients_are_kept_per_provider_up_to_a_bound() {
+        let clients = RaceClients::default();
+        let shared = Upstream::new();
+        let a = clients.take("groq", &shared);
+        clients.give("groq", a);
+        assert_eq!(clients.kept("groq"), 1);
+        let _again = clients.take("groq", &shared);
+        assert_eq!(clients.kept("groq"), 0, "taken back out");
+        for _ in 0..10 {
+            clients.give("cerebras", shared.sibling());
+        }
+        assert_eq!(clients.kept("cerebras"), KEPT_PER_PROVIDER);
+        assert_eq!(clients.kept("groq"), 0);
     }
 }
