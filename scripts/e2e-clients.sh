@@ -9,10 +9,13 @@
 # reasoning where the tool shows reasoning), when the provider echoes the key it was sent
 # (masked, as providers do: no tool shows any of it), when the first model's known budget
 # is spent (fcm passes over it before dispatch: it is never sent a request, the tool is
-# served by the next), and with an access token set (each tool sends the token
-# `fcm install` wrote; a request without it is refused). The npm
-# packages are pinned and cached between runs; nothing leaves the machine. FCM_E2E_SHOW=PREFIX keeps
-# each tool's output in PREFIX.<case>.
+# served by the next), with a race set (a slow and a fast model: the tool gets the fast
+# one's answer and the slow one is cancelled), with a fusion set (the tools offer tools, so
+# the first panel model answers; the OpenAI and Anthropic Python SDKs, which offer none,
+# get the judge's merge, streamed), and with an access token set (each tool sends the
+# token `fcm install` wrote; a request without it is refused). The npm and PyPI packages
+# are pinned and cached between runs; nothing leaves the machine. FCM_E2E_SHOW=PREFIX
+# keeps each tool's output in PREFIX.<case>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +35,18 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 bin="$CACHE/node_modules/.bin"
+PY_PACKAGES=("openai==3.57.0" "anthropic==2.16.0")
+py_stamp="$CACHE/.py-installed-$(printf '%s ' "${PY_PACKAGES[@]}" | md5sum | cut -c1-12)"
+if [ ! -f "$py_stamp" ]; then
+  echo "e2e-clients: installing ${PY_PACKAGES[*]} into $CACHE/py" >&2
+  if ! python3 -m venv "$CACHE/py" >&2; then
+    echo "e2e-clients: python3 -m venv failed; install Python's venv module (Debian: python3-venv)" >&2
+    exit 1
+  fi
+  "$CACHE/py/bin/pip" install --quiet --disable-pip-version-check "${PY_PACKAGES[@]}" >&2
+  touch "$py_stamp"
+fi
+py="$CACHE/py/bin/python"
 
 cargo build --locked --quiet
 fcm=$PWD/target/debug/fcm
@@ -44,7 +59,8 @@ cat > "$work/catalog.json" <<JSON
 {"version":1,"providers":[{"id":"fake","name":"Fake","baseUrl":"$url","keyRequired":false,
  "models":[{"id":"ok","tier":"S","context":131072},{"id":"tool_round_trip","tier":"S","context":131072},
   {"id":"sse_error_first","tier":"S","context":131072},{"id":"thinks_tags","tier":"S","context":131072},
-  {"id":"cut_tool_args","tier":"S","context":131072}]},
+  {"id":"cut_tool_args","tier":"S","context":131072},{"id":"slow:3000","tier":"S","context":131072},
+  {"id":"ok#panel","tier":"S","context":131072},{"id":"ok#judge","tier":"S","context":131072}]},
  {"id":"keyed","name":"Keyed","baseUrl":"$url","apiKeyEnv":["FAKE_KEYED_KEY"],"keyRequired":true,
   "models":[{"id":"echo_masked_key","tier":"S","context":131072}]},
  {"id":"budget","name":"Spent","baseUrl":"$url","keyRequired":false,"quota":{"requestsPerDay":0},
@@ -59,6 +75,9 @@ export FCM_CATALOG="$work/catalog.json"
 "$fcm" sets add broken-call fake/cut_tool_args fake/tool_round_trip > /dev/null
 # A set whose first model's budget for today is spent (its catalog quota allows 0 a day).
 "$fcm" sets add budget-spent budget/ok#spent fake/ok > /dev/null
+# A race between a slow model and a fast one, and a fusion of two judged by a third.
+"$fcm" sets add race-quick --strategy race fake/slow:3000 fake/ok > /dev/null
+"$fcm" sets add fused --strategy fusion --judge fake/ok#judge fake/ok#panel fake/ok > /dev/null
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$fcm" serve --port "$port" 2> "$work/serve.log" &
 serve_pid=$!
@@ -156,6 +175,49 @@ if [ "$budget_skips" -ge 3 ] && [ "$budget_sent" -eq 0 ]; then
   passed=$((passed + 1))
 else
   echo "FAIL spent budget: $budget_skips quota_budget skips, $budget_sent requests sent to it"
+  failed=$((failed + 1))
+fi
+
+# A race: the fast model's answer, the slow one cancelled (raced_out, not a failure).
+configure race-quick
+check "claude-code wins a race" "Hello from ok." "$bin/claude" -p "say hi"
+check "codex wins a race" "Hello from ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
+check "cline wins a race" "Hello from ok." "$bin/cline" "say hi"
+raced_out=$(grep -c 'fake/ok:200->fake/slow:3000:raced_out' "$work/serve.log" || true)
+slow_failures=$("$fcm" breakers --json | python3 -c '
+import json, sys
+print(sum(b.get("consecutiveFailures", 0) for b in json.load(sys.stdin) if b["model"] == "fake/slow:3000"))')
+if [ "$raced_out" -ge 3 ] && [ "$slow_failures" -eq 0 ]; then
+  echo "PASS the slow racer was cancelled $raced_out times, with no failure on its breaker"
+  passed=$((passed + 1))
+else
+  echo "FAIL race: $raced_out raced_out decisions, $slow_failures failures on the slow model"
+  failed=$((failed + 1))
+fi
+
+# A fusion: the tools offer tools, so they are not fused (the first panel model answers);
+# the SDKs ask without tools and get the judge's merge as a stream.
+configure fused
+check "claude-code with a fusion set (tools: not fused)" "Hello from ok#panel." "$bin/claude" -p "say hi"
+check "codex with a fusion set (tools: not fused)" "Hello from ok#panel." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
+check "cline with a fusion set (tools: not fused)" "Hello from ok#panel." "$bin/cline" "say hi"
+check "openai sdk gets the judge's merge" "Hello from ok#judge." "$py" -c "
+import openai
+c = openai.OpenAI(base_url='http://127.0.0.1:$port/v1', api_key='unused')
+s = c.chat.completions.create(model='fcm:fused', stream=True, messages=[{'role': 'user', 'content': 'say hi'}])
+print(''.join(ch.choices[0].delta.content or '' for ch in s if ch.choices))"
+check "anthropic sdk gets the judge's merge" "Hello from ok#judge." "$py" -c "
+import anthropic
+c = anthropic.Anthropic(base_url='http://127.0.0.1:$port', api_key='unused')
+with c.messages.stream(model='fcm:fused', max_tokens=100, messages=[{'role': 'user', 'content': 'say hi'}]) as s:
+    print(''.join(s.text_stream))"
+judged=$(grep -c 'fake/ok#panel:200->fake/ok:200->fake/ok#judge:200' "$work/serve.log" || true)
+if [ "$judged" -ge 2 ]; then
+  echo "PASS the panel answered and the judge merged, for both SDKs"
+  passed=$((passed + 1))
+else
+  echo "FAIL fusion: $judged judged decisions in the serve log"
+  grep -F 'fcm:fused' "$work/serve.log" | tail -n 6 | sed 's/^/    /'
   failed=$((failed + 1))
 fi
 

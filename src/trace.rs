@@ -320,7 +320,9 @@ pub(crate) fn summarize(entries: &[Trace]) -> Summary {
     let served = entries.iter().filter(|t| t.served_model.is_some()).count();
     let failed_over = entries
         .iter()
-        .filter(|t| t.served_model.is_some() && t.attempts.len() > 1)
+        // Served after a failure: a raced-out racer, or a fusion's second panel answer,
+        // is an extra attempt but no failover.
+        .filter(|t| t.served_model.is_some() && t.attempts.iter().any(|a| a.kind.is_some()))
         .count();
     let attempts: usize = entries.iter().map(|t| t.attempts.len()).sum();
     Summary {
@@ -443,6 +445,13 @@ mod tests {
             (s.requests, s.served_pct, s.failover_pct, s.avg_attempts),
             (2, 50.0, 50.0, 1.5)
         );
+        // A race's loser is an attempt, not a failover.
+        let mut raced = Trace::new("3", "fcm:quick", false);
+        raced.served_model = Some("a/b".into());
+        raced.attempts = vec![attempt("a/b", Some(200), None), attempt("a/c", None, None)];
+        raced.attempts[1].raced_out = true;
+        let s = summarize(&[raced]);
+        assert_eq!((s.failover_pct, s.avg_attempts), (0.0, 2.0));
     }
 
     #[test]

@@ -95,7 +95,12 @@ pub(crate) fn run(args: SetsArgs) -> Result<i32> {
                 ),
                 other => other.to_string(),
             };
-            println!("Set {:?} saved: {} ({how}). Use it as model \"fcm:{}\", or make it the default with `fcm sets use {}`.", a.name, a.models.join(" -> "), a.name, a.name);
+            let models = if a.strategy == "fusion" {
+                format!("panel {}", a.models.join(", "))
+            } else {
+                a.models.join(" -> ")
+            };
+            println!("Set {:?} saved: {models} ({how}). Use it as model \"fcm:{}\", or make it the default with `fcm sets use {}`.", a.name, a.name, a.name);
             Ok(0)
         }
         Some(SetsAction::Rm(a)) => {
