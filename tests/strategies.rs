@@ -350,12 +350,9 @@ fn eventually(what: &str, mut done: impl FnMut() -> bool) {
 fn a_race_serves_the_fast_model_and_cancels_the_slow_one() {
     let fake = fake();
     let w = World::new();
-    // The ranking puts the slow model first: a fallback set would wait for it.
-    ordered(
-        &w,
-        &fake.base_url(),
-        &["slow:4000#s", "ok_stream#f", "ok#z"],
-    );
+    // The ranking puts the slow model first: a fallback set would wait for it. The fast one
+    // takes half a second, so that the slow one has surely been sent the request by then.
+    ordered(&w, &fake.base_url(), &["slow:4000#s", "slow:500#f", "ok#z"]);
     let out = w.fcm(&[
         "sets",
         "add",
@@ -363,7 +360,7 @@ fn a_race_serves_the_fast_model_and_cancels_the_slow_one() {
         "--strategy",
         "race",
         "p/slow:4000#s",
-        "p/ok_stream#f",
+        "p/slow:500#f",
     ]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stdout.contains("(race, 2 at once)"), "{}", out.stdout);
@@ -372,11 +369,11 @@ fn a_race_serves_the_fast_model_and_cancels_the_slow_one() {
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(
         r.decision(),
-        "p/ok_stream#f!served|p/ok_stream#f:200->p/slow:4000#s:raced_out|skips=0"
+        "p/slow:500#f!served|p/slow:500#f:200->p/slow:4000#s:raced_out|skips=0"
     );
     assert_eq!(
         r.json()["choices"][0]["message"]["content"],
-        "Hello from ok_stream#f."
+        "Hello from slow:500#f."
     );
     // Both were sent the request; the slow one's connection was closed under it.
     assert_eq!(fake.requests_for("slow:4000#s").len(), 1);
@@ -395,7 +392,7 @@ fn a_race_serves_the_fast_model_and_cancels_the_slow_one() {
     let opened = fake.connections();
     for _ in 0..3 {
         let r = s.chat("fcm:quick", false);
-        assert_eq!(r.header("x-fcm-v2-model"), Some("p/ok_stream#f"));
+        assert_eq!(r.header("x-fcm-v2-model"), Some("p/slow:500#f"));
     }
     assert_eq!(
         fake.connections() - opened,
@@ -433,7 +430,7 @@ fn a_race_serves_the_fast_model_and_cancels_the_slow_one() {
         assert_eq!(r.status, 200, "{path}: {r:?}");
         assert_eq!(
             r.header("x-fcm-v2-model"),
-            Some("p/ok_stream#f"),
+            Some("p/slow:500#f"),
             "{path}: {r:?}"
         );
         assert!(

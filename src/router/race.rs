@@ -10,7 +10,8 @@
 //! client (a loser's) is never reused.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::{mpsc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use crate::attempt::Answer;
 use crate::failure::Failure;
@@ -84,6 +85,77 @@ enum Fate {
     Won,
 }
 
+/// How one racer finished.
+struct Finish {
+    racer: usize,
+    result: Result<Answer, Failure>,
+    /// It finished after another had won (an answer too late, or its cancellation).
+    after_win: bool,
+    /// Its client was shut down by the winner (never to be reused).
+    cancelled: bool,
+}
+
+/// Stack of a racer's thread: the same exchange runs on a connection thread's 256 KiB.
+const RACER_STACK: usize = 256 * 1024;
+
+/// Runs `send` for every racer at once: the first on this thread, the others on threads of
+/// their own. The first racer whose `send` answers (an answer through the gate) wins and
+/// shuts the others' clients down at once. Returns how each finished, first finished first.
+fn run(racers: &[Racer], send: impl Fn(&Racer) -> Result<Answer, Failure> + Sync) -> Vec<Finish> {
+    const NOBODY: usize = usize::MAX;
+    let winner = AtomicUsize::new(NOBODY);
+    let cancelled: Vec<AtomicBool> = racers.iter().map(|_| AtomicBool::new(false)).collect();
+    let done: Vec<AtomicBool> = racers.iter().map(|_| AtomicBool::new(false)).collect();
+    let finished: Mutex<Vec<Finish>> = Mutex::new(Vec::with_capacity(racers.len()));
+    let race = |n: usize| {
+        let result = send(&racers[n]);
+        done[n].store(true, Ordering::SeqCst);
+        let won = result.is_ok()
+            && winner
+                .compare_exchange(NOBODY, n, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok();
+        let after_win = !won && winner.load(Ordering::SeqCst) != NOBODY;
+        // Listed before the others are cancelled, so the winner comes before them.
+        finished
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Finish {
+                racer: n,
+                result,
+                after_win,
+                cancelled: false,
+            });
+        if won {
+            // The others stop now: their connections close mid-call.
+            for (m, other) in racers.iter().enumerate() {
+                // One already done keeps its client (idle now) for the next race.
+                if m != n && !done[m].load(Ordering::SeqCst) {
+                    cancelled[m].store(true, Ordering::SeqCst);
+                    other.upstream.shutdown();
+                }
+            }
+        }
+    };
+    std::thread::scope(|scope| {
+        for n in 1..racers.len() {
+            let race = &race;
+            let spawned = std::thread::Builder::new()
+                .stack_size(RACER_STACK)
+                .spawn_scoped(scope, move || race(n));
+            if spawned.is_err() {
+                // No thread to be had: this racer runs after the first, not beside it.
+                race(n);
+            }
+        }
+        race(0);
+    });
+    let mut out = finished.into_inner().unwrap_or_else(|e| e.into_inner());
+    for f in &mut out {
+        f.cancelled = cancelled[f.racer].load(Ordering::SeqCst);
+    }
+    out
+}
+
 impl Router {
     /// Races the first `width` candidates of `queue` that may be tried now (taking them off
     /// the queue). When none could be sent or every racer failed, the caller goes on
@@ -131,68 +203,53 @@ impl Router {
             return RaceEnd::Lost { stop: false };
         }
         trace.notes.push(format!("race:{}", racers.len()));
-        let (tx, rx) = mpsc::channel::<(usize, Result<Answer, Failure>)>();
-        let mut fates: Vec<Fate> = racers.iter().map(|_| Fate::Finished).collect();
-        let (winner, stop) = std::thread::scope(|scope| {
-            for (n, r) in racers.iter().enumerate() {
-                let tx = tx.clone();
-                scope.spawn(move || {
-                    let result = self.send(&r.upstream, r.candidate, &r.grant, job);
-                    let _ = tx.send((n, result));
-                });
-            }
-            drop(tx);
-            let mut winner: Option<Won> = None;
-            let mut stop = false;
-            let mut done = vec![false; racers.len()];
-            while let Ok((n, result)) = rx.recv() {
-                done[n] = true;
-                let r = &racers[n];
-                if winner.is_some() {
-                    // Answered or interrupted after the race was won: cancelled either way.
-                    self.raced_out(r, result, job, trace);
-                    continue;
-                }
-                let settled = self.settle(
-                    r.candidate,
-                    r.grant.clone(),
-                    result,
-                    job,
-                    trace,
-                    details,
-                    r.trial,
-                );
-                match settled {
-                    Ok((answer, grant)) => {
-                        winner = Some(Won {
-                            answer,
-                            grant,
-                            candidate: r.candidate,
-                            trial: r.trial,
-                            prompt_tokens: job.prompt_tokens,
-                            client: None,
-                        });
-                        fates[n] = Fate::Won;
-                        // The others stop now: their connections close mid-call.
-                        for (m, other) in racers.iter().enumerate() {
-                            if !done[m] {
-                                other.upstream.shutdown();
-                                fates[m] = Fate::Cancelled;
-                            }
-                        }
-                    }
-                    Err(Missed::Failed(f)) => {
-                        let c = self.pool.get(r.candidate);
-                        if f.verdict.blocks_provider && c.metered.key_count() < 2 {
-                            blocked.insert(c.target.provider_id.as_str());
-                        }
-                        stop |= !f.verdict.failover;
-                    }
-                    Err(Missed::Blocked(_)) => {}
-                }
-            }
-            (winner, stop)
+        let finishes = run(&racers, |r| {
+            self.send(&r.upstream, r.candidate, &r.grant, job)
         });
+        let mut winner: Option<Won> = None;
+        let mut stop = false;
+        let mut fates: Vec<Fate> = racers.iter().map(|_| Fate::Finished).collect();
+        for finish in finishes {
+            let r = &racers[finish.racer];
+            if finish.cancelled {
+                fates[finish.racer] = Fate::Cancelled;
+            }
+            if finish.after_win {
+                // Answered or interrupted after the race was won: cancelled either way.
+                self.raced_out(r, finish.result, job, trace);
+                continue;
+            }
+            let settled = self.settle(
+                r.candidate,
+                r.grant.clone(),
+                finish.result,
+                job,
+                trace,
+                details,
+                r.trial,
+            );
+            match settled {
+                Ok((answer, grant)) => {
+                    fates[finish.racer] = Fate::Won;
+                    winner = Some(Won {
+                        answer,
+                        grant,
+                        candidate: r.candidate,
+                        trial: r.trial,
+                        prompt_tokens: job.prompt_tokens,
+                        client: None,
+                    });
+                }
+                Err(Missed::Failed(f)) => {
+                    let c = self.pool.get(r.candidate);
+                    if f.verdict.blocks_provider && c.metered.key_count() < 2 {
+                        blocked.insert(c.target.provider_id.as_str());
+                    }
+                    stop |= !f.verdict.failover;
+                }
+                Err(Missed::Blocked(_)) => {}
+            }
+        }
         let mut won_client = None;
         for (r, fate) in racers.into_iter().zip(fates) {
             let provider = &self.pool.get(r.candidate).target.provider_id;
