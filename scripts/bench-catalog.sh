@@ -10,9 +10,9 @@ DELAY_MS=${DELAY_MS:-300}
 PINGS=${PINGS:-3}
 CONCURRENCY=${CONCURRENCY:-64}
 
-cargo build --release --locked --quiet
-bin=target/release/fcm
 source scripts/common.sh
+release_binaries
+bin=$fcm
 start_fake "$bin"
 
 python3 - "$url" "$MODELS" "$DELAY_MS" > "$work/catalog.json" <<'PY'

@@ -20,23 +20,11 @@ cd "$(dirname "$0")/.."
 
 REQUESTS=${REQUESTS:-5000}
 SECONDS_LOAD=${SECONDS_LOAD:-8}
-target=${CARGO_TARGET_DIR:-$PWD/target}
-if [ -n "${FCM_BIN:-}" ]; then
-  fcm=$FCM_BIN
-else
-  cargo build --release --locked --quiet
-  fcm=$target/release/fcm
-fi
-if [ -n "${LOADGEN_BIN:-}" ]; then
-  load=$LOADGEN_BIN
-else
-  cargo build --release --locked --quiet --example loadgen
-  load=$target/release/examples/loadgen
-fi
+source scripts/common.sh
+release_binaries loadgen
 # The interpreter itself (not a version manager's shim), so $! is the server's pid.
 python=$(python3 -c 'import sys; print(sys.executable)')
 
-source scripts/common.sh
 serve_pids=()
 trap 'kill "${asyncio_pid:-}" "${serve_pids[@]}" 2>/dev/null || true; cleanup' EXIT
 start_fake "$fcm"

@@ -13,21 +13,9 @@ cd "$(dirname "$0")/.."
 
 REQUESTS=${REQUESTS:-2000}
 SLOW_MS=${SLOW_MS:-200}
-target=${CARGO_TARGET_DIR:-$PWD/target}
-if [ -n "${FCM_BIN:-}" ]; then
-  fcm=$FCM_BIN
-else
-  cargo build --release --locked --quiet
-  fcm=$target/release/fcm
-fi
-if [ -n "${LOADGEN_BIN:-}" ]; then
-  load=$LOADGEN_BIN
-else
-  cargo build --release --locked --quiet --example loadgen
-  load=$target/release/examples/loadgen
-fi
-
 source scripts/common.sh
+release_binaries loadgen
+
 start_fake "$fcm"
 export FCM_HOME="$work/home" FCM_CATALOG="$work/catalog.json"
 cat > "$FCM_CATALOG" <<JSON

@@ -19,15 +19,9 @@ cd "$(dirname "$0")/.."
 seconds=${1:-600}
 clients=${CLIENTS:-64}
 streams=${STREAMS:-256}
-target=${CARGO_TARGET_DIR:-$PWD/target}
-if [ -n "${FCM_BIN:-}" ]; then
-  fcm=$FCM_BIN
-else
-  cargo build --release --locked --quiet
-  fcm=$target/release/fcm
-fi
-
 source scripts/common.sh
+release_binaries
+
 start_fake "$fcm"
 
 # Behaviours grouped by provider, so that a rejected key or a provider-wide pause reaches
