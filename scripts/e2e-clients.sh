@@ -102,6 +102,8 @@ configure() {
 
 passed=0
 failed=0
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1"; failed=$((failed + 1)); }
 check() { # name, expected text, command...
   check_without "$1" "$2" "" "${@:3}"
 }
@@ -112,12 +114,10 @@ check_without() { # name, expected text, text that must not appear ("" for none)
   out=$(cd "$work/project" && timeout "$RUN_LIMIT" "$@" 2>&1) || true
   [ -n "${FCM_E2E_SHOW:-}" ] && printf "%s\n" "$out" > "$FCM_E2E_SHOW.$(echo "$name" | tr " " _)"
   if grep -qF "$want" <<< "$out" && { [ -z "$unwanted" ] || ! grep -qF "$unwanted" <<< "$out"; }; then
-    echo "PASS $name"
-    passed=$((passed + 1))
+    pass "$name"
   else
-    echo "FAIL $name: expected \"$want\"${unwanted:+ and no \"$unwanted\"}; output:"
+    fail "$name: expected \"$want\"${unwanted:+ and no \"$unwanted\"}; output:"
     tail -n 20 <<< "$out" | sed 's/^/    /'
-    failed=$((failed + 1))
   fi
 }
 
@@ -171,11 +171,9 @@ skips = sum(1 for e in h for s in e["skipped"] if s["model"] == "budget/ok#spent
 sent = sum(1 for e in h for a in e["attempts"] if a["model"] == "budget/ok#spent")
 print(skips, sent)')
 if [ "$budget_skips" -ge 3 ] && [ "$budget_sent" -eq 0 ]; then
-  echo "PASS the spent budget was skipped $budget_skips times (quota_budget) and never sent a request"
-  passed=$((passed + 1))
+  pass "the spent budget was skipped $budget_skips times (quota_budget) and never sent a request"
 else
-  echo "FAIL spent budget: $budget_skips quota_budget skips, $budget_sent requests sent to it"
-  failed=$((failed + 1))
+  fail "spent budget: $budget_skips quota_budget skips, $budget_sent requests sent to it"
 fi
 
 # A race: the fast model's answer, the slow one cancelled (raced_out, not a failure).
@@ -188,11 +186,9 @@ slow_failures=$("$fcm" breakers --json | python3 -c '
 import json, sys
 print(sum(b.get("consecutiveFailures", 0) for b in json.load(sys.stdin) if b["model"] == "fake/slow:3000"))')
 if [ "$raced_out" -ge 3 ] && [ "$slow_failures" -eq 0 ]; then
-  echo "PASS the slow racer was cancelled $raced_out times, with no failure on its breaker"
-  passed=$((passed + 1))
+  pass "the slow racer was cancelled $raced_out times, with no failure on its breaker"
 else
-  echo "FAIL race: $raced_out raced_out decisions, $slow_failures failures on the slow model"
-  failed=$((failed + 1))
+  fail "race: $raced_out raced_out decisions, $slow_failures failures on the slow model"
 fi
 
 # A fusion: the tools offer tools, so they are not fused (the first panel model answers);
@@ -213,12 +209,10 @@ with c.messages.stream(model='fcm:fused', max_tokens=100, messages=[{'role': 'us
     print(''.join(s.text_stream))"
 judged=$(grep -c 'fake/ok#panel:200->fake/ok:200->fake/ok#judge:200' "$work/serve.log" || true)
 if [ "$judged" -ge 2 ]; then
-  echo "PASS the panel answered and the judge merged, for both SDKs"
-  passed=$((passed + 1))
+  pass "the panel answered and the judge merged, for both SDKs"
 else
-  echo "FAIL fusion: $judged judged decisions in the serve log"
+  fail "fusion: $judged judged decisions in the serve log"
   grep -F 'fcm:fused' "$work/serve.log" | tail -n 6 | sed 's/^/    /'
-  failed=$((failed + 1))
 fi
 
 served=$(grep -c '!served|' "$work/serve.log" || true)
@@ -226,9 +220,8 @@ failed_over=$(grep -c 'fake/sse_error_first:error_payload->fake/ok:200' "$work/s
 broken_calls=$(grep -c 'fake/cut_tool_args:invalid_tool_call->fake/tool_round_trip:200' "$work/serve.log" || true)
 echo "fcm served $served requests for the tools, $failed_over after an error stream, $broken_calls after a broken tool call"
 if [ "$failed_over" -lt 3 ] || [ "$broken_calls" -lt 3 ]; then
-  echo "FAIL failover: expected each tool's first request of both sets to fail over (serve log below)"
+  fail "failover: expected each tool's first request of both sets to fail over (serve log below)"
   grep -F -e 'fcm:failover' -e 'fcm:broken-call' "$work/serve.log" | tail -n 12 | sed 's/^/    /'
-  failed=$((failed + 1))
 fi
 
 # With an access token: the tools send the one `fcm install` wrote; nothing else gets in.
@@ -245,11 +238,9 @@ check "cline with an access token" "Hello from ok." "$bin/cline" "say hi"
 refused=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v1/chat/completions" \
   -H 'content-type: application/json' -d '{"model":"fcm","messages":[{"role":"user","content":"hi"}]}')
 if [ "$refused" = 401 ]; then
-  echo "PASS a request without the token is refused"
-  passed=$((passed + 1))
+  pass "a request without the token is refused"
 else
-  echo "FAIL a request without the token got $refused, not 401"
-  failed=$((failed + 1))
+  fail "a request without the token got $refused, not 401"
 fi
 echo "e2e: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
