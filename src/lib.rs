@@ -27,6 +27,7 @@ pub mod install;
 pub(crate) mod ledger;
 pub(crate) mod overlay;
 pub(crate) mod persist;
+pub(crate) mod process;
 pub(crate) mod protocol;
 pub(crate) mod quota;
 pub(crate) mod rank;

@@ -200,5 +200,5 @@ pub fn live_server() -> Option<ServeInfo> {
     let path = serve_info_path().ok()?;
     let text = std::fs::read_to_string(path).ok()?;
     let info: ServeInfo = serde_json::from_str(&text).ok()?;
-    crate::signals::process_alive(info.pid).then_some(info)
+    crate::process::alive(info.pid).then_some(info)
 }

@@ -40,6 +40,7 @@ pub enum StateError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[cfg_attr(not(unix), allow(dead_code))]
     MakePrivate {
         path: PathBuf,
         source: std::io::Error,
@@ -99,6 +100,16 @@ pub fn fcm_home() -> Result<PathBuf, StateError> {
     }
     let base = dirs::config_dir().ok_or(StateError::NoConfigDir)?;
     Ok(base.join("fcm"))
+}
+
+/// The user's home directory, where the coding tools keep their settings: `HOME` when it
+/// is set (on Windows too, as Git Bash and MSYS set it, and as Cline and tests rely on),
+/// else the system's own idea of it (the profile folder on Windows).
+pub fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .or_else(dirs::home_dir)
 }
 
 /// The path of a state file such as `bench.json`.
@@ -222,6 +233,9 @@ pub fn write_user_file(path: &Path, bytes: &[u8], holds: Holds) -> Result<(), St
 /// Makes a file fcm wrote a secret into by other means (Cursor's database) readable by
 /// its owner alone, as [`Holds::Secret`] does for the files fcm writes whole.
 pub fn make_private(path: &Path) -> Result<(), StateError> {
+    // Elsewhere the file sits in the user's profile, which only its owner may read.
+    #[cfg(not(unix))]
+    let _ = path;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

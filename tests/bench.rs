@@ -130,7 +130,7 @@ fn every_behaviour_gets_the_right_verdict_and_kind() {
     }
     // Saved for the router, private, without the key.
     let saved = w.home_file("bench.json");
-    assert_eq!(mode(&saved), 0o600);
+    assert_mode(&saved, 0o600);
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
     assert_eq!(saved["models"].as_array().unwrap().len(), models.len() + 1);
     assert!(saved["generatedAt"].as_str().unwrap().ends_with('Z'));

@@ -204,7 +204,7 @@ fn a_daily_limit_from_the_catalog_holds_across_a_restart() {
     assert_eq!(skipped(&history[3]), pinned);
     assert_eq!(s.stop(), 0);
     let usage_file = w.home_file("usage.json");
-    assert_eq!(mode(&usage_file), 0o600);
+    assert_mode(&usage_file, 0o600);
     // Restarted: the ledger remembers today's two.
     let s = w.serve(&[]);
     assert_eq!(

@@ -36,8 +36,14 @@ struct Detached(u32);
 
 impl Drop for Detached {
     fn drop(&mut self) {
+        let pid = self.0.to_string();
+        #[cfg(unix)]
         let _ = std::process::Command::new("kill")
-            .args(["-KILL", &self.0.to_string()])
+            .args(["-KILL", &pid])
+            .status();
+        #[cfg(windows)]
+        let _ = std::process::Command::new("taskkill")
+            .args(["/F", "/PID", &pid])
             .status();
     }
 }
@@ -105,11 +111,15 @@ fn a_detached_server_runs_in_the_background_until_fcm_stop() {
         .send(body)
         .unwrap();
     assert_eq!(served.status().as_u16(), 200);
-    let cmdline = std::fs::read(format!("/proc/{}/cmdline", served_pid(&w))).unwrap_or_default();
-    assert!(
-        !String::from_utf8_lossy(&cmdline).contains("detach-token"),
-        "the token is not on the command line"
-    );
+    #[cfg(target_os = "linux")]
+    {
+        let cmdline =
+            std::fs::read(format!("/proc/{}/cmdline", served_pid(&w))).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&cmdline).contains("detach-token"),
+            "the token is not on the command line"
+        );
+    }
     // A second one is refused while it runs.
     let again = w.fcm(&["serve", "--detach", "--port", "0"]);
     assert_eq!(again.code, 1, "{again:?}");
@@ -130,6 +140,7 @@ fn a_detached_server_runs_in_the_background_until_fcm_stop() {
         )),
         "{out:?}"
     );
+    #[cfg(target_os = "linux")]
     assert!(!alive(pid), "still running");
     assert!(!w.home_file("serve.json").exists());
     let history = std::fs::read_to_string(w.home_file("history.json")).unwrap();
@@ -142,13 +153,14 @@ fn a_detached_server_runs_in_the_background_until_fcm_stop() {
         log.contains("listening on") && log.contains("stopped; state saved"),
         "{log}"
     );
-    assert_eq!(mode(&w.home_file("serve.log")), 0o600);
+    assert_mode(&w.home_file("serve.log"), 0o600);
     // Nothing left to stop.
     let out = w.fcm(&["stop"]);
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stderr.contains("no fcm serve is running"), "{out:?}");
 }
 
+#[cfg(target_os = "linux")]
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .is_ok_and(|s| !s.split(") ").nth(1).unwrap_or("").starts_with('Z'))
@@ -272,6 +284,7 @@ fn keys_are_set_listed_and_removed_without_ever_being_shown() {
     ]});
     std::fs::write(&w.catalog, doc.to_string()).unwrap();
     w.write_config(&serde_json::json!({"port": 19999, "router": {"failover": {"maxAttempts": 2}}}));
+    #[cfg(unix)]
     std::fs::set_permissions(
         w.home_file("config.json"),
         std::os::unix::fs::PermissionsExt::from_mode(0o644),
@@ -306,7 +319,7 @@ fn keys_are_set_listed_and_removed_without_ever_being_shown() {
         ),
         (serde_json::json!(19999), serde_json::json!(2))
     );
-    assert_eq!(mode(&w.home_file("config.json")), 0o600);
+    assert_mode(&w.home_file("config.json"), 0o600);
     // A second, revoked key added beside it: the check says what fcm check would (exit 4).
     let out = w.fcm_stdin(
         &["keys", "set", "echo", "--add"],
@@ -383,6 +396,8 @@ fn keys_are_set_listed_and_removed_without_ever_being_shown() {
     }
 }
 
+// File modes are among what it checks and breaks.
+#[cfg(unix)]
 #[test]
 fn doctor_passes_a_good_setup_and_names_the_fix_for_a_bad_one() {
     let fake = fake();
@@ -486,6 +501,8 @@ fn doctor_passes_a_good_setup_and_names_the_fix_for_a_bad_one() {
     assert!(!out.stdout.contains("fake-key-"), "never a key");
 }
 
+// A stand-in systemctl, as a shell script.
+#[cfg(target_os = "linux")]
 #[test]
 fn service_install_is_idempotent_and_uninstall_removes_exactly_what_it_wrote() {
     let mut w = World::new();
@@ -704,7 +721,7 @@ fn a_refresh_finds_retired_and_new_models_and_every_command_sees_them() {
         overlay["providers"]["p"]["retired"],
         serde_json::json!(["retired-one"])
     );
-    assert_eq!(mode(&w.home_file("catalog-overlay.json")), 0o600);
+    assert_mode(&w.home_file("catalog-overlay.json"), 0o600);
     // --provider limits the asking; an unknown one is a usage error.
     let out = w.fcm(&["models", "--refresh", "--provider", "p", "--json"]);
     assert_eq!(out.json()["providers"].as_array().unwrap().len(), 1);

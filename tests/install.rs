@@ -237,18 +237,21 @@ fn cursor_needs_a_url_a_stopped_cursor_and_gets_a_token() {
     );
 
     // A running Cursor (any process named cursor) rewrites the database on exit: refuse.
-    let fake_cursor = w.dir.join("cursor");
-    std::fs::copy("/bin/sleep", &fake_cursor).unwrap();
-    let mut running = std::process::Command::new(&fake_cursor)
-        .arg("30")
-        .spawn()
-        .unwrap();
-    let out = w.fcm(&["install", "cursor", "--url", "https://tunnel.example"]);
-    running.kill().unwrap();
-    running.wait().unwrap();
-    assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stderr.contains("Cursor is running"), "{out:?}");
-    assert_eq!(read(), json!({"theme": "dark"}));
+    #[cfg(unix)]
+    {
+        let fake_cursor = w.dir.join("cursor");
+        std::fs::copy("/bin/sleep", &fake_cursor).unwrap();
+        let mut running = std::process::Command::new(&fake_cursor)
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let out = w.fcm(&["install", "cursor", "--url", "https://tunnel.example"]);
+        running.kill().unwrap();
+        running.wait().unwrap();
+        assert_eq!(out.code, 1, "{out:?}");
+        assert!(out.stderr.contains("Cursor is running"), "{out:?}");
+        assert_eq!(read(), json!({"theme": "dark"}));
+    }
 
     let out = w.fcm(&["install", "cursor", "--url", "https://tunnel.example"]);
     assert_eq!(out.code, 0, "{out:?}");

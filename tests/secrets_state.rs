@@ -287,6 +287,7 @@ fn breakers_saved_under_a_clock_ahead_open_no_longer_than_the_longest_cooldown()
 }
 
 #[cfg(unix)]
+#[cfg(unix)]
 #[test]
 fn files_holding_a_token_are_readable_by_their_owner_alone() {
     use std::os::unix::fs::PermissionsExt;

@@ -341,8 +341,8 @@ fn breakers_survive_a_restart_by_wall_clock() {
     }
     assert_eq!(s.stop(), 0);
     let path = w.home_file("breakers.json");
-    assert_eq!(mode(&path), 0o600);
-    assert_eq!(mode(&w.home_file("history.json")), 0o600);
+    assert_mode(&path, 0o600);
+    assert_mode(&w.home_file("history.json"), 0o600);
     assert!(
         !w.home_file("serve.json").exists(),
         "serve.json is removed on a clean exit"

@@ -406,7 +406,7 @@ fn check_quietly(
 
 /// Each tool set up for fcm points at this server's port and sends its token.
 fn tool_checks(setup: &Setup, port: u16) -> Vec<Check> {
-    let Some(home) = dirs::home_dir() else {
+    let Some(home) = crate::state::home_dir() else {
         return Vec::new();
     };
     let token = setup.config.serve.access_token(None);
@@ -423,7 +423,7 @@ fn tool_checks(setup: &Setup, port: u16) -> Vec<Check> {
         let Some(p) = crate::install::pointing(tool, &ctx) else {
             continue;
         };
-        let file = shown(&(tool.path)(&ctx));
+        let file = shown(&tool.path(&ctx));
         if p.port != port {
             out.push(fail(
                 format!(

@@ -38,6 +38,9 @@ pub(crate) struct InstallArgs {
     /// cursor only: the public HTTPS URL of a tunnel to fcm serve (Cursor calls it from its servers)
     #[argh(option)]
     pub(crate) url: Option<String>,
+    /// cursor only: Cursor is closed (when fcm cannot list processes to tell)
+    #[argh(switch)]
+    pub(crate) cursor_closed: bool,
 }
 
 /// What tools send as their key when fcm serve needs none.
@@ -45,7 +48,7 @@ pub(crate) const LOCAL_TOKEN: &str = "fcm-local";
 
 pub(crate) fn run(args: InstallArgs) -> Result<i32> {
     let setup = Setup::load()?;
-    let home = dirs::home_dir().context("cannot find your home directory (set HOME)")?;
+    let home = crate::state::home_dir().context("cannot find your home directory (set HOME)")?;
     let token = setup.config.serve.access_token(None);
     let ctx = ToolContext {
         home,
@@ -86,7 +89,7 @@ pub(crate) fn run(args: InstallArgs) -> Result<i32> {
     // An uninstall undoes the file fcm wrote, wherever the tool's path points today.
     let file = match (args.uninstall, records.get(tool.name)) {
         (true, Some(record)) if !record.file.as_os_str().is_empty() => record.file.clone(),
-        _ => (tool.path)(&ctx),
+        _ => tool.path(&ctx),
     };
     let text = match std::fs::read_to_string(&file) {
         Ok(t) => t,
@@ -176,9 +179,7 @@ fn cursor(args: &InstallArgs, ctx: &ToolContext, existing: Option<String>) -> Re
             );
             return Ok(0);
         };
-        if cursor::cursor_running() {
-            anyhow::bail!("Cursor is running: quit it first (it rewrites {} when it exits); nothing was changed", db.display());
-        }
+        cursor::ensure_closed(&db, args.cursor_closed, |is| crate::process::running(is))?;
         if args.dry_run {
             println!(
                 "Would restore {} setting(s) in {} (dry run, nothing written).",
@@ -212,12 +213,7 @@ fn cursor(args: &InstallArgs, ctx: &ToolContext, existing: Option<String>) -> Re
     } else {
         format!("{}/v1", url.trim_end_matches('/'))
     };
-    if cursor::cursor_running() {
-        anyhow::bail!(
-            "Cursor is running: quit it first (it rewrites {} when it exits); nothing was changed",
-            db.display()
-        );
-    }
+    cursor::ensure_closed(&db, args.cursor_closed, |is| crate::process::running(is))?;
     // The tunnel makes fcm serve reachable from the internet: it needs an access token.
     let token = match &existing {
         Some(t) => t.clone(),
@@ -307,7 +303,7 @@ fn list(ctx: &ToolContext) -> Result<i32> {
     for tool in TOOLS {
         t.add_row(vec![
             tool.name.to_string(),
-            (tool.path)(ctx).display().to_string(),
+            tool.path(ctx).display().to_string(),
             status(tool, ctx, records.contains_key(tool.name)),
         ]);
     }
@@ -331,7 +327,7 @@ fn status(tool: &Tool, ctx: &ToolContext, recorded: bool) -> String {
         Some(true) => "installed".into(),
         Some(false) if recorded => "installed, since changed".into(),
         Some(false) => "not installed".into(),
-        None if (tool.path)(ctx).exists() => "unreadable".into(),
+        None if tool.path(ctx).exists() => "unreadable".into(),
         None => "no config file".into(),
     }
 }

@@ -2,7 +2,6 @@
 //! with `--detach`, the same in the background.
 
 use std::net::{IpAddr, SocketAddr, TcpListener};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -77,39 +76,38 @@ fn detach(args: &ServeArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Binds with TCP_NODELAY on the listening socket (accepted sockets inherit it on Linux),
-/// so small stream chunks are never held back by Nagle's algorithm, and with a listen
-/// backlog of [`LISTEN_BACKLOG`]: std's 128 drops connections when an agent opens a few
-/// hundred at once, and a dropped SYN costs the client a retransmit of a second or more.
+/// Binds with TCP_NODELAY on the listening socket (accepted sockets inherit it on Linux;
+/// `serve` sets it on each one too), so small stream chunks are never held back by Nagle's
+/// algorithm, and with a listen backlog of [`LISTEN_BACKLOG`]: std's 128 drops connections
+/// when an agent opens a few hundred at once, and a dropped SYN costs the client a
+/// retransmit of a second or more.
 fn bind(addr: SocketAddr) -> Result<TcpListener> {
-    let listener = TcpListener::bind(addr).map_err(|e| match e.kind() {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let in_use = |e: std::io::Error| {
+        match e.kind() {
         std::io::ErrorKind::AddrInUse => anyhow::anyhow!(
             "port {} on {} is already in use (another `fcm serve`?); stop it or choose another with --port",
             addr.port(),
             addr.ip()
         ),
         _ => anyhow::anyhow!("cannot listen on {addr}: {e}"),
-    })?;
-    let one: libc::c_int = 1;
-    // SAFETY: setsockopt on a valid socket fd with a correctly sized c_int option value.
-    unsafe {
-        libc::setsockopt(
-            listener.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            &one as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
     }
-    // SAFETY: listen on an already listening socket only updates its backlog.
-    unsafe {
-        libc::listen(listener.as_raw_fd(), LISTEN_BACKLOG);
-    }
-    Ok(listener)
+    };
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
+        .map_err(in_use)?;
+    // As std does on Unix: a restarted server may bind while old connections linger in
+    // TIME_WAIT. (On Windows the option would let another program take the port.)
+    #[cfg(unix)]
+    socket.set_reuse_address(true).map_err(in_use)?;
+    socket.bind(&addr.into()).map_err(in_use)?;
+    socket.listen(LISTEN_BACKLOG).map_err(in_use)?;
+    let _ = socket.set_tcp_nodelay(true);
+    Ok(socket.into())
 }
 
-/// Connections waiting to be accepted (the kernel caps it at `net.core.somaxconn`).
-const LISTEN_BACKLOG: libc::c_int = 1024;
+/// Connections waiting to be accepted (the system caps it: `net.core.somaxconn` on Linux,
+/// `kern.ipc.somaxconn` on macOS).
+const LISTEN_BACKLOG: i32 = 1024;
 
 /// glibc gives each busy thread its own malloc arena (up to 8 per core), each keeping freed
 /// memory resident; with hundreds of stream threads that is most of the server's RSS.

@@ -64,7 +64,7 @@ pub(crate) fn run(args: ServiceArgs) -> Result<i32> {
     let Some(manager) = Manager::here() else {
         bail!("fcm service knows systemd (Linux) and launchd (macOS), not this system; start `fcm serve --detach` at login instead");
     };
-    let home = dirs::home_dir().context("cannot find your home directory (set HOME)")?;
+    let home = crate::state::home_dir().context("cannot find your home directory (set HOME)")?;
     match args.action {
         ServiceAction::Install(a) => install(manager, &home, a),
         ServiceAction::Uninstall(_) => uninstall(manager, &home),

@@ -232,7 +232,7 @@ fn models_from_rows(rows: &[BreakerRow], routable: usize, known: impl Fn(&str) -
 
 /// Each tool fcm can set up, and where its own config sends it.
 fn tools(port: u16, token: Option<&str>) -> Vec<ToolStatus> {
-    let Some(home) = dirs::home_dir() else {
+    let Some(home) = crate::state::home_dir() else {
         return Vec::new();
     };
     let ctx = ToolContext {
@@ -249,7 +249,7 @@ fn tools(port: u16, token: Option<&str>) -> Vec<ToolStatus> {
             let p = inst::pointing(tool, &ctx);
             ToolStatus {
                 tool: tool.name.to_string(),
-                config: (tool.path)(&ctx).display().to_string(),
+                config: tool.path(&ctx).display().to_string(),
                 port: p.as_ref().map(|p| p.port),
                 this_server: p.as_ref().is_some_and(|p| p.port == port),
                 token_matches: p.as_ref().is_some_and(|p| p.token_matches),

@@ -30,12 +30,12 @@ pub(crate) fn run(_args: StopArgs) -> Result<i32> {
     // Through the server's admin endpoint; when that is refused (an access token this
     // shell does not have) or unreachable, by SIGTERM, which only its owner may send.
     if let Err(e) = admin_post(&info, &setup, "/fcm/admin/stop") {
-        if !crate::signals::terminate(info.pid) {
+        if !crate::process::terminate(info.pid) {
             return Err(e.context(format!("cannot stop fcm serve (pid {})", info.pid)));
         }
     }
     let started = Instant::now();
-    while crate::signals::process_alive(info.pid) {
+    while crate::process::alive(info.pid) {
         if started.elapsed() > STOP_WAIT {
             bail!(
                 "fcm serve (pid {}) is still running {} s after it was asked to stop",

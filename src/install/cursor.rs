@@ -34,7 +34,15 @@ pub enum CursorError {
     /// Reading the key row or writing failed; SQLite's own message says why.
     Database(rusqlite::Error),
     /// No random source for a new access token.
-    NoRandomness(std::io::Error),
+    NoRandomness(getrandom::Error),
+    /// Cursor is running: it rewrites its database when it exits.
+    Running(PathBuf),
+    /// Whether Cursor runs cannot be told (the process list cannot be read): fcm does not
+    /// touch the database then, unless told Cursor is closed.
+    CannotTell {
+        db: PathBuf,
+        why: String,
+    },
 }
 
 impl std::fmt::Display for CursorError {
@@ -60,8 +68,19 @@ impl std::fmt::Display for CursorError {
             }
             CursorError::Database(e) => std::fmt::Display::fmt(e, f),
             CursorError::NoRandomness(_) => {
-                f.write_str("cannot read /dev/urandom to make an access token")
+                f.write_str("the system's random source failed to make an access token")
             }
+            CursorError::Running(db) => write!(
+                f,
+                "Cursor is running: quit it first (it rewrites {} when it exits); nothing was changed",
+                db.display()
+            ),
+            CursorError::CannotTell { db, why } => write!(
+                f,
+                "cannot tell whether Cursor is running ({why}), and it rewrites {} when it exits; \
+                 quit Cursor and run this again with --cursor-closed; nothing was changed",
+                db.display()
+            ),
         }
     }
 }
@@ -69,7 +88,10 @@ impl std::fmt::Display for CursorError {
 impl std::error::Error for CursorError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            CursorError::NoDatabase(_) | CursorError::SettingsNotObject => None,
+            CursorError::NoDatabase(_)
+            | CursorError::SettingsNotObject
+            | CursorError::Running(_)
+            | CursorError::CannotTell { .. } => None,
             CursorError::Open { source, .. }
             | CursorError::NoItemTable { source, .. }
             | CursorError::ReadSettings(source) => Some(source),
@@ -92,32 +114,36 @@ pub const APPLICATION_USER_KEY: &str = "src.vs.platform.reactivestorage.browser.
 /// The row holding the OpenAI API key Cursor sends.
 pub(crate) const OPENAI_KEY: &str = "cursorAuth/openAIKey";
 
-/// `state.vscdb` in the platform's Cursor config directory.
+/// `state.vscdb` in the platform's Cursor config directory (see [`super::paths`]).
 pub(crate) fn db_path(home: &Path) -> PathBuf {
-    let base = if cfg!(target_os = "macos") {
-        home.join("Library/Application Support")
-    } else {
-        home.join(".config")
-    };
-    base.join("Cursor/User/globalStorage/state.vscdb")
+    super::paths::here("cursor", home)
 }
 
-/// Whether a Cursor process is running (Linux: `/proc/*/comm`; elsewhere `ps`).
-pub(crate) fn cursor_running() -> bool {
-    let is_cursor = |name: &str| {
-        let name = name.trim();
-        let base = name.rsplit('/').next().unwrap_or(name);
-        base.eq_ignore_ascii_case("cursor")
-    };
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        return entries
-            .flatten()
-            .any(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| is_cursor(&c)));
+/// Whether a process name is Cursor's (`Cursor`, `cursor`, `Cursor.exe`, a path to one).
+fn is_cursor(name: &str) -> bool {
+    let name = name.trim();
+    let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
+    let base = base.strip_suffix(".exe").unwrap_or(base);
+    base.eq_ignore_ascii_case("cursor")
+}
+
+/// Fails closed: Ok only when `lookup` (a process list, [`crate::process::running`]) says
+/// no Cursor runs, or the user said Cursor is closed (`closed`). A lookup that fails is
+/// an error, never "not running": Cursor overwrites its database when it exits.
+pub(crate) fn ensure_closed(
+    db: &Path,
+    closed: bool,
+    lookup: impl FnOnce(&dyn Fn(&str) -> bool) -> Result<bool, String>,
+) -> Result<(), CursorError> {
+    match lookup(&is_cursor) {
+        Ok(true) => Err(CursorError::Running(db.to_path_buf())),
+        Ok(false) => Ok(()),
+        Err(_) if closed => Ok(()),
+        Err(why) => Err(CursorError::CannotTell {
+            db: db.to_path_buf(),
+            why,
+        }),
     }
-    std::process::Command::new("ps")
-        .args(["-A", "-o", "comm="])
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).lines().any(is_cursor))
 }
 
 /// What fcm writes: (path inside the settings object or the key row, value).
@@ -338,11 +364,8 @@ pub(crate) fn uninstall(db: &Path, record: &Record) -> Result<usize, CursorError
 
 /// A new random access token (from the system's random source).
 pub(crate) fn new_token() -> Result<String, CursorError> {
-    use std::io::Read;
     let mut bytes = [0u8; 24];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(CursorError::NoRandomness)?;
+    getrandom::getrandom(&mut bytes).map_err(CursorError::NoRandomness)?;
     Ok(format!(
         "fcm-{}",
         bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
@@ -352,6 +375,38 @@ pub(crate) fn new_token() -> Result<String, CursorError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cursor_must_be_known_closed() {
+        let db = Path::new("/home/u/.config/Cursor/User/globalStorage/state.vscdb");
+        let names = |list: &'static [&'static str]| {
+            move |is: &dyn Fn(&str) -> bool| Ok::<bool, String>(list.iter().any(|n| is(n)))
+        };
+        assert!(ensure_closed(db, false, names(&["bash", "fcm"])).is_ok());
+        for running in ["cursor", "Cursor", "Cursor.exe", "/opt/cursor/cursor"] {
+            let list: &'static [&'static str] = Box::leak(Box::new([running]));
+            let e = ensure_closed(db, false, names(list)).unwrap_err();
+            assert!(matches!(e, CursorError::Running(_)), "{running}");
+            // Saying it is closed does not outvote a Cursor that is seen running.
+            assert!(ensure_closed(db, true, names(list)).is_err());
+        }
+        assert!(ensure_closed(db, false, names(&["cursor-agent", "notcursor"])).is_ok());
+        // The process list cannot be read: refused, never taken as "not running".
+        let fails = |_: &dyn Fn(&str) -> bool| Err::<bool, String>("no process list".into());
+        let e = ensure_closed(db, false, fails).unwrap_err();
+        assert!(matches!(e, CursorError::CannotTell { .. }));
+        let message = e.to_string();
+        assert!(
+            message.contains("cannot tell whether Cursor is running (no process list)")
+                && message.contains("--cursor-closed")
+                && message.contains("nothing was changed"),
+            "{message}"
+        );
+        assert!(
+            ensure_closed(db, true, fails).is_ok(),
+            "the user said it is closed"
+        );
+    }
 
     fn db(dir: &Path, settings: &Value) -> PathBuf {
         std::fs::create_dir_all(dir).unwrap();

@@ -8,6 +8,7 @@
 
 pub mod cursor;
 pub(crate) mod doc;
+pub mod paths;
 pub(crate) mod tools;
 
 use std::collections::BTreeMap;
@@ -310,7 +311,7 @@ pub(crate) struct Pointing {
 /// Where the tool's config file points, read from the file itself: `None` when it holds no
 /// fcm base URL (not set up, or no file).
 pub(crate) fn pointing(tool: &Tool, ctx: &ToolContext) -> Option<Pointing> {
-    let text = std::fs::read_to_string((tool.path)(ctx)).ok()?;
+    let text = std::fs::read_to_string(tool.path(ctx)).ok()?;
     let doc = Doc::parse(tool.format, &text).ok()?;
     let mut port = None;
     let mut token_matches = true;
@@ -347,7 +348,7 @@ pub(crate) fn loopback_port(url: &str) -> Option<u16> {
 
 /// Whether fcm's settings are in the tool's file now.
 pub(crate) fn installed(tool: &Tool, ctx: &ToolContext) -> Option<bool> {
-    let file = (tool.path)(ctx);
+    let file = tool.path(ctx);
     let text = std::fs::read_to_string(&file).ok()?;
     let doc = Doc::parse(tool.format, &text).ok()?;
     let settings = (tool.settings)(ctx);
@@ -382,7 +383,7 @@ mod tests {
         };
         let tool = tools::find("claude-code").unwrap();
         assert_eq!(pointing(tool, &c), None, "no file");
-        let file = (tool.path)(&c);
+        let file = tool.path(&c);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         let settings = (tool.settings)(&ToolContext {
             port: 19281,

@@ -52,17 +52,16 @@ pub(crate) struct Tool {
     pub(crate) name: &'static str,
     pub(crate) label: &'static str,
     pub(crate) format: Format,
-    pub(crate) path: fn(&ToolContext) -> PathBuf,
     pub(crate) settings: fn(&ToolContext) -> Vec<Setting>,
     /// What to do after installing, besides `fcm serve`.
     pub(crate) next: &'static str,
 }
 
-fn env_dir(var: &str, ctx: &ToolContext, default: &str) -> PathBuf {
-    std::env::var_os(var)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| ctx.home.join(default))
+impl Tool {
+    /// Its settings file on this system (see [`super::paths`]).
+    pub(crate) fn path(&self, ctx: &ToolContext) -> PathBuf {
+        super::paths::here(self.name, &ctx.home)
+    }
 }
 
 pub(crate) const TOOLS: &[Tool] = &[
@@ -70,7 +69,6 @@ pub(crate) const TOOLS: &[Tool] = &[
         name: "claude-code",
         label: "Claude Code",
         format: Format::Json,
-        path: |c| env_dir("CLAUDE_CONFIG_DIR", c, ".claude").join("settings.json"),
         settings: |c| {
             // An auth token, not ANTHROPIC_API_KEY: with an API key interactive Claude Code
             // asks whether to use it and defaults to No.
@@ -94,7 +92,6 @@ pub(crate) const TOOLS: &[Tool] = &[
         name: "codex",
         label: "Codex CLI",
         format: Format::Toml,
-        path: |c| env_dir("CODEX_HOME", c, ".codex").join("config.toml"),
         settings: |c| {
             vec![
                 set(&["model"], json!(c.model)),
@@ -115,7 +112,6 @@ pub(crate) const TOOLS: &[Tool] = &[
         name: "cline",
         label: "Cline CLI",
         format: Format::Json,
-        path: |c| env_dir("CLINE_DIR", c, ".cline").join("data/settings/providers.json"),
         settings: |c| {
             let p = "openai-compatible";
             vec![
@@ -134,7 +130,6 @@ pub(crate) const TOOLS: &[Tool] = &[
         name: "opencode",
         label: "opencode",
         format: Format::Json,
-        path: |c| c.home.join(".config/opencode/opencode.json"),
         settings: |c| {
             vec![
                 set(
@@ -160,7 +155,6 @@ pub(crate) const TOOLS: &[Tool] = &[
         name: "crush",
         label: "Crush",
         format: Format::Json,
-        path: |c| c.home.join(".config/crush/crush.json"),
         settings: |c| {
             vec![
                 set(&["providers", "fcm", "type"], json!("openai-compat")),
@@ -181,7 +175,6 @@ pub(crate) const TOOLS: &[Tool] = &[
         name: "aider",
         label: "Aider",
         format: Format::Yaml,
-        path: |c| c.home.join(".aider.conf.yml"),
         settings: |c| {
             vec![
                 set(&["openai-api-base"], json!(format!("{}/v1", c.base()))),
