@@ -195,11 +195,34 @@ fn own_session(cmd: &mut Command) {
 }
 
 /// Runs the server without a console of its own, apart from the one that started it.
+/// Windows hands a new process every inheritable handle of its parent, this command's own
+/// output among them when that is a pipe: the server would hold the pipe open for as long
+/// as it runs, and whoever reads this command's output would wait for it. So this
+/// command's standard handles stop being inheritable first (the server gets the log).
 #[cfg(windows)]
 fn own_session(cmd: &mut Command) {
+    use std::os::windows::io::AsRawHandle;
     use std::os::windows::process::CommandExt;
+    #[link(name = "kernel32")]
+    extern "system" {
+        fn SetHandleInformation(handle: *mut std::ffi::c_void, mask: u32, flags: u32) -> i32;
+    }
+    const HANDLE_FLAG_INHERIT: u32 = 0x0000_0001;
     const DETACHED_PROCESS: u32 = 0x0000_0008;
     const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
+    for handle in [
+        std::io::stdin().as_raw_handle(),
+        std::io::stdout().as_raw_handle(),
+        std::io::stderr().as_raw_handle(),
+    ] {
+        if !handle.is_null() {
+            // SAFETY: only clears the inherit flag of a handle this process holds; a
+            // handle that is not valid makes the call fail, which is harmless here.
+            unsafe {
+                SetHandleInformation(handle, HANDLE_FLAG_INHERIT, 0);
+            }
+        }
+    }
     cmd.creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP);
 }
 

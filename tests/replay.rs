@@ -14,7 +14,7 @@ mod support;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -161,29 +161,11 @@ impl Sample {
     }
 }
 
-fn realwire_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/realwire")
-}
-
-/// Every sample with a body, by file name. `None` (after saying so) when the folder is not
-/// there outside CI; in CI the suite must not pass without having run.
+/// Every sample with a body, by file name (see [`support::realwire_dir`] for when there are
+/// none).
 fn samples() -> Option<Vec<Sample>> {
-    let dir = realwire_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        if std::env::var_os("CI").is_some() {
-            panic!(
-                "the realwire samples are missing at {}: CI checks them out beside the repository",
-                dir.display()
-            );
-        }
-        // Straight to stderr, past the test harness's capture, so the skip is seen.
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipping the replay of real provider answers: no samples at {}",
-            dir.display()
-        );
-        return None;
-    };
+    let dir = support::realwire_dir("the replay of real provider answers")?;
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let mut files: Vec<String> = entries
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())

@@ -244,14 +244,11 @@ fn trimming_works_on_chat_and_responses_and_can_be_turned_off() {
 /// their `usage.completion_tokens` and the text, reasoning and tool calls they carry.
 #[test]
 fn the_token_estimate_against_real_counts() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/realwire");
+    let Some(dir) = realwire_dir("checking the token estimate against real counts") else {
+        return;
+    };
     let mut entries: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| {
-            panic!(
-                "{}: {e} (the realwire samples sit beside the checkout)",
-                dir.display()
-            )
-        })
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "sse" || x == "json"))

@@ -73,6 +73,9 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     let setup = Setup::load()?;
     let models = select(&setup.catalog, &args.provider, &args.model)?;
     let secrets = setup.secrets(None);
+    // Where the results and the spending go, before a request is spent: a home that cannot
+    // be made is one clear error up front, on every system.
+    state::create_private_dir(&state::fcm_home()?)?;
     let usage_path = state::state_file("usage.json")?;
     let ledger = Ledger::load(&usage_path, time::now_ms(), setup.config.router.keys.sticky)?;
     let report = execute(&models, &setup.keys(), &plan, &secrets, &ledger);

@@ -477,6 +477,8 @@ mod tests {
             })
             .unwrap();
         assert_eq!(other, "kept");
+        // An open database cannot be removed on Windows.
+        drop(conn);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -111,6 +111,7 @@ impl World {
             .env("FCM_HOME", &self.home)
             .env("FCM_CATALOG", &self.catalog)
             .envs(&self.env)
+            .envs(system_env())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -133,6 +134,16 @@ impl World {
         drop(stdin);
         wait_bounded(child)
     }
+}
+
+/// What a Windows process cannot start or open a socket without (its system folder);
+/// nothing of the user's, so every world stays apart from the real profile.
+fn system_env() -> Vec<(String, String)> {
+    ["SystemRoot", "SYSTEMROOT", "windir", "TEMP", "TMP"]
+        .iter()
+        .filter(|_| cfg!(windows))
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect()
 }
 
 impl Drop for World {
@@ -435,4 +446,26 @@ impl Server {
         }
         Server::read(r.call())
     }
+}
+
+/// The recorded real provider answers, beside the checkout (`../shared/reference/realwire`).
+/// Missing, a test fails, unless `FCM_REALWIRE_OPTIONAL` is set (a CI elsewhere, without
+/// them): then `None`, after saying on stderr what was skipped.
+pub fn realwire_dir(what: &str) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/realwire");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    if std::env::var_os("FCM_REALWIRE_OPTIONAL").is_none() {
+        panic!(
+            "the realwire samples are missing at {} (they sit beside the checkout; set FCM_REALWIRE_OPTIONAL=1 to skip {what})",
+            dir.display()
+        );
+    }
+    // Straight to stderr, past the test harness's capture, so the skip is seen.
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("skipping {what}: no samples at {}\n", dir.display()).as_bytes(),
+    );
+    None
 }
