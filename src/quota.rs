@@ -286,6 +286,23 @@ impl Window {
         })
     }
 
+    /// Whether `other` counts the same thing (name and unit).
+    pub fn same_counter(&self, other: &Window) -> bool {
+        self.name == other.name && self.unit == other.unit
+    }
+
+    /// Takes the lower figure of what is left from `earlier`, a report of this window seen
+    /// while this answer's request was out, when that window is still open at `now`: the
+    /// provider may have counted this request before the ones answered first.
+    pub fn fresher(&mut self, earlier: &Window, now: u64) {
+        if earlier.reset_at <= now {
+            return;
+        }
+        if let (Some(mine), Some(theirs)) = (self.remaining, earlier.remaining) {
+            self.remaining = Some(mine.min(theirs));
+        }
+    }
+
     /// Takes one request off what is left: it was answered without fresh figures (an
     /// error, a lost connection), and may have counted all the same.
     pub fn spend_one(&mut self) {
@@ -499,9 +516,14 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/../shared/reference/realwire/groq__200_ratelimit_headers.headers"
         );
-        let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
-            panic!("{path}: {e} (the realwire samples sit beside the checkout)")
-        });
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            // A CI elsewhere, without the samples beside the checkout.
+            Err(_) if std::env::var_os("FCM_REALWIRE_OPTIONAL").is_some() => return,
+            Err(e) => panic!(
+                "{path}: {e} (the realwire samples sit beside the checkout; set FCM_REALWIRE_OPTIONAL=1 to skip)"
+            ),
+        };
         let headers: Vec<(&str, &str)> = text
             .lines()
             .filter_map(|l| l.split_once(':'))

@@ -150,6 +150,9 @@ pub struct Grant {
     pub key: usize,
     /// `groq#2`, for traces; `None` without a key.
     pub label: Option<String>,
+    /// When it was granted (ms since epoch): figures seen since then may be newer than
+    /// the ones its own answer brings.
+    pub sent_at_ms: u64,
 }
 
 impl Grant {
@@ -556,6 +559,7 @@ impl Ledger {
             return Ok(Grant {
                 key: k,
                 label: m.keys[k].label.clone(),
+                sent_at_ms: now,
             });
         }
         Err(earliest.expect("a model has at least one key slot"))
@@ -579,6 +583,7 @@ impl Ledger {
         Ok(Grant {
             key: k,
             label: m.keys[k].label.clone(),
+            sent_at_ms: now,
         })
     }
 
@@ -609,6 +614,10 @@ impl Ledger {
     /// answer): it is no longer in flight, and the windows its answer reported replace the
     /// last ones. Without any, the last figures lose the request it may have cost. Called
     /// once per grant.
+    ///
+    /// Answers to requests sent together come back in any order, so figures seen while this
+    /// one was out may be newer than its own: for those windows, still open, the lower
+    /// figure of what is left stands (see [`Window::fresher`]).
     pub fn answered(&self, m: &Metered, grant: &Grant, windows: &[Window], now: u64) {
         let key = &m.keys[grant.key];
         let at = &key.at_reported;
@@ -623,10 +632,20 @@ impl Ledger {
             }
             return;
         }
+        let mut windows = windows.to_vec();
+        if let Some(old) = inner.book.reported.get(at) {
+            if old.seen_at_ms >= grant.sent_at_ms {
+                for w in &mut windows {
+                    if let Some(o) = old.windows.iter().find(|o| o.same_counter(w)) {
+                        w.fresher(o, now);
+                    }
+                }
+            }
+        }
         let r = Reported {
             whose: m.whose(&m.reported_scope, key),
             seen_at_ms: now,
-            windows: windows.to_vec(),
+            windows,
         };
         inner.pending.report(r.clone());
         inner.book.report(r);

@@ -97,6 +97,38 @@ fn what_the_provider_said_is_left_decides_until_its_reset() {
 }
 
 #[test]
+fn an_answer_older_than_the_last_figures_does_not_raise_them() {
+    let c = catalog("", false);
+    let (m, _) = metered(&c, "p/a", 1);
+    let l = Ledger::new(UsageBook::default(), NOW, DEFAULT_STICKY);
+    let first = l.reserve(&m, 1, NOW, false).unwrap();
+    l.answered(&m, &first, &[window(3, NOW + 30_000)], NOW);
+    // Three go out together; the provider counts them b, c, a, and a's answer comes first.
+    let [a, b, c] = [(); 3].map(|_| l.reserve(&m, 1, NOW + 10, false).unwrap());
+    assert!(
+        l.reserve(&m, 1, NOW + 10, false).is_err(),
+        "3 left, 3 in flight"
+    );
+    l.answered(&m, &a, &[window(0, NOW + 30_000)], NOW + 20);
+    l.answered(&m, &c, &[window(1, NOW + 30_000)], NOW + 21);
+    l.answered(&m, &b, &[window(2, NOW + 30_000)], NOW + 22);
+    let blocked = l.reserve(&m, 1, NOW + 30, false).unwrap_err();
+    assert_eq!(
+        blocked.why,
+        Why::Budget("x-ratelimit-remaining-requests 0".into())
+    );
+    // A request sent after the last figures were seen brings newer ones: they stand.
+    let later = l.reserve(&m, 1, NOW + 30_000, false).unwrap();
+    l.answered(&m, &later, &[window(5, NOW + 60_000)], NOW + 30_001);
+    // One sent before them and answered once their window closed brings the new window's.
+    let slow = l.reserve(&m, 1, NOW + 30_002, false).unwrap();
+    let quick = l.reserve(&m, 1, NOW + 30_002, false).unwrap();
+    l.answered(&m, &quick, &[window(0, NOW + 30_010)], NOW + 30_003);
+    l.answered(&m, &slow, &[window(9, NOW + 90_000)], NOW + 30_020);
+    assert!(l.reserve(&m, 1, NOW + 30_021, false).is_ok());
+}
+
+#[test]
 fn keys_rotate_with_the_sticky_count_and_spent_keys_are_passed_over() {
     let c = catalog(r#""quota":{"requestsPerDay":4},"#, false);
     let (m, _) = metered(&c, "p/a", 2);
@@ -130,6 +162,7 @@ fn a_rejected_key_and_a_rate_limited_key_are_passed_over_while_the_other_serves(
     let second = Grant {
         key: 1,
         label: Some("p#2".into()),
+        sent_at_ms: NOW,
     };
     let pause = l.rate_limited(&m, &second, Duration::from_secs(20), NOW);
     assert_eq!(pause, Duration::from_secs(20));
