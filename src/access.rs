@@ -5,6 +5,11 @@
 //! and files too). Coding tools send no `Origin`. With a token (a tunnel, another host) the
 //! token is the check, on every path but `/health`.
 //!
+//! `fcm stop` may always stop the server: `serve.json` (the user's own, 0600 where files
+//! have modes) holds a stop key made at start, which admits `POST /fcm/admin/stop` and
+//! nothing else. Whoever can read that file could end the process anyway; the key lets
+//! them end it gracefully where there is no SIGTERM (Windows) or no token in their shell.
+//!
 //! Pure: a request head in, a verdict out. `serve` asks before it reads a byte of the body.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -52,14 +57,37 @@ impl std::fmt::Display for Denied {
 
 impl std::error::Error for Denied {}
 
-/// Admits a request or says why not. `address` is where the server listens.
-pub(crate) fn admit(head: &Head, token: Option<&str>, address: SocketAddr) -> Result<(), Denied> {
-    match token {
-        None => addressed_to_this_server(head, address),
-        Some(_) if head.path() == "/health" => Ok(()),
-        Some(token) if carries(head, token) => Ok(()),
-        Some(_) => Err(Denied::MissingToken),
+/// The header `fcm stop` sends the stop key in.
+pub const STOP_KEY_HEADER: &str = "x-fcm-stop-key";
+
+/// The path the stop key admits.
+pub const STOP_PATH: &str = "/fcm/admin/stop";
+
+/// Admits a request or says why not. `address` is where the server listens; `stop_key`
+/// admits a stop request (see the module's doc).
+pub(crate) fn admit(
+    head: &Head,
+    token: Option<&str>,
+    stop_key: &str,
+    address: SocketAddr,
+) -> Result<(), Denied> {
+    if token.is_none() {
+        return addressed_to_this_server(head, address);
     }
+    match token {
+        Some(_) if head.path() == "/health" || is_stop(head, stop_key) => Ok(()),
+        Some(token) if carries(head, token) => Ok(()),
+        _ => Err(Denied::MissingToken),
+    }
+}
+
+/// A stop request with the stop key.
+fn is_stop(head: &Head, stop_key: &str) -> bool {
+    head.method == "POST"
+        && head.path() == STOP_PATH
+        && head
+            .header(STOP_KEY_HEADER)
+            .is_some_and(|k| same_secret(k.trim(), stop_key))
 }
 
 fn addressed_to_this_server(head: &Head, address: SocketAddr) -> Result<(), Denied> {
@@ -127,23 +155,42 @@ fn carries(head: &Head, token: &str) -> bool {
             .or_else(|| v.strip_prefix("bearer "))
     });
     let given = bearer.or_else(|| head.header("x-api-key")).map(str::trim);
-    // Compare without an early exit so timing does not reveal a prefix.
-    given.is_some_and(|g| {
-        g.len() == token.len()
-            && g.bytes()
-                .zip(token.bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0
-    })
+    given.is_some_and(|g| same_secret(g, token))
+}
+
+/// Compares without an early exit, so timing does not reveal a prefix. An empty secret
+/// matches nothing.
+fn same_secret(given: &str, secret: &str) -> bool {
+    !secret.is_empty()
+        && given.len() == secret.len()
+        && given
+            .bytes()
+            .zip(secret.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+/// `prefix` and `bytes` random bytes in hex, from the system's random source.
+pub fn random_token(prefix: &str, bytes: usize) -> Result<String, getrandom::Error> {
+    let mut buf = vec![0u8; bytes];
+    getrandom::getrandom(&mut buf)?;
+    Ok(buf.iter().fold(prefix.to_string(), |mut s, b| {
+        s.push_str(&format!("{b:02x}"));
+        s
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A head with these header lines (a Host is added when none is given).
+    /// A GET head with these header lines (a Host is added when none is given).
     fn head(path: &str, lines: &[&str]) -> Head {
-        let mut text = format!("GET {path} HTTP/1.1\r\n");
+        request("GET", path, lines)
+    }
+
+    fn request(method: &str, path: &str, lines: &[&str]) -> Head {
+        let mut text = format!("{method} {path} HTTP/1.1\r\n");
         if !lines
             .iter()
             .any(|l| l.to_ascii_lowercase().starts_with("host:"))
@@ -159,9 +206,15 @@ mod tests {
     }
 
     const SERVER: &str = "127.0.0.1:19280";
+    const KEY: &str = "stop-0123";
 
     fn verdict(lines: &[&str], token: Option<&str>, address: &str) -> Result<(), Denied> {
-        admit(&head("/v1/models", lines), token, address.parse().unwrap())
+        admit(
+            &head("/v1/models", lines),
+            token,
+            KEY,
+            address.parse().unwrap(),
+        )
     }
 
     #[test]
@@ -270,10 +323,82 @@ mod tests {
             let got = admit(
                 &head(path, lines),
                 Some("tok"),
+                KEY,
                 "0.0.0.0:19280".parse().unwrap(),
             );
             assert_eq!(&got, want, "{path} {lines:?}");
         }
+    }
+
+    #[test]
+    fn the_stop_key_admits_a_stop_and_nothing_else() {
+        let key = "x-fcm-stop-key: stop-0123";
+        type Case<'a> = (&'a str, &'a str, &'a [&'a str], Option<&'a str>, bool);
+        let cases: &[Case] = &[
+            ("POST", "/fcm/admin/stop", &[key], Some("tok"), true),
+            ("POST", "/fcm/admin/stop", &[key], None, true),
+            ("POST", "/fcm/admin/stop", &[], Some("tok"), false),
+            (
+                "POST",
+                "/fcm/admin/stop",
+                &["x-fcm-stop-key: stop-0124"],
+                Some("tok"),
+                false,
+            ),
+            (
+                "POST",
+                "/fcm/admin/stop",
+                &["x-fcm-stop-key: "],
+                Some("tok"),
+                false,
+            ),
+            ("GET", "/fcm/admin/stop", &[key], Some("tok"), false),
+            (
+                "POST",
+                "/fcm/admin/breakers/reset",
+                &[key],
+                Some("tok"),
+                false,
+            ),
+            ("POST", "/v1/chat/completions", &[key], Some("tok"), false),
+            // Without a token the Host check still applies to it.
+            (
+                "POST",
+                "/fcm/admin/stop",
+                &[key, "Host: evil.example:19280"],
+                None,
+                false,
+            ),
+        ];
+        for (method, path, lines, token, ok) in cases {
+            let got = admit(
+                &request(method, path, lines),
+                *token,
+                KEY,
+                SERVER.parse().unwrap(),
+            );
+            assert_eq!(
+                got.is_ok(),
+                *ok,
+                "{method} {path} {lines:?} {token:?}: {got:?}"
+            );
+        }
+        assert!(
+            admit(
+                &request("POST", "/fcm/admin/stop", &["x-fcm-stop-key: "]),
+                Some("tok"),
+                "",
+                SERVER.parse().unwrap()
+            )
+            .is_err(),
+            "an empty key matches nothing"
+        );
+        let (a, b) = (
+            random_token("s-", 16).unwrap(),
+            random_token("s-", 16).unwrap(),
+        );
+        assert_eq!(a.len(), 2 + 32);
+        assert_ne!(a, b);
     }
 
     #[test]

@@ -185,6 +185,9 @@ pub struct ServeInfo {
     /// Whether requests need the access token.
     #[serde(default)]
     pub token_required: bool,
+    /// What lets `fcm stop` stop it without the token (see [`crate::access`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_key: Option<String>,
 }
 
 pub fn serve_info_path() -> Result<PathBuf, StateError> {

@@ -57,6 +57,8 @@ pub struct App {
     pub quiet: bool,
     /// Required on every request but `/health` when set (`Authorization: Bearer` or `x-api-key`).
     pub token: Option<String>,
+    /// Admits `fcm stop` (see [`crate::access`]); also in `serve.json`.
+    pub stop_key: String,
     pub writes: crate::persist::WriteCounts,
 }
 
@@ -255,7 +257,9 @@ fn connection(stream: TcpStream, slot: &mut Slot, app: &Arc<App>) {
             Ok(head) => head,
             Err(e) => return unreadable(conn, reader, slot, app, None, &e),
         };
-        if let Err(denied) = crate::access::admit(&head, app.token.as_deref(), app.address) {
+        if let Err(denied) =
+            crate::access::admit(&head, app.token.as_deref(), &app.stop_key, app.address)
+        {
             // Nothing of the body is read (nor `100 Continue` sent) for a refused request.
             conn.keep_alive = false;
             let mut trace = Trace::new(&request_id(&head), "", false);
@@ -391,7 +395,7 @@ fn handle_request(req: &Request, conn: &mut Conn, app: &Arc<App>) {
                 .unwrap_or_default(),
         ),
         ("POST", "/fcm/admin/breakers/reset") => admin_reset(req, app),
-        ("POST", "/fcm/admin/stop") => {
+        ("POST", crate::access::STOP_PATH) => {
             // Stops as SIGTERM does: running streams finish, state is saved.
             crate::signals::request_stop();
             Reply::json(200, &json!({"stopping": true, "pid": std::process::id()}))

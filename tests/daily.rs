@@ -130,7 +130,23 @@ fn a_detached_server_runs_in_the_background_until_fcm_stop() {
         "{again:?}"
     );
     assert!(again.stderr.contains("`fcm stop` stops it"), "{again:?}");
-    // fcm stop: graceful (state saved), and the server is gone.
+    // fcm stop, in a shell without the token: graceful through the stop key in serve.json
+    // (no signal needed, so the same on Windows), state saved, and the server is gone.
+    let info = std::fs::read_to_string(w.home_file("serve.json")).unwrap();
+    let stop_key: serde_json::Value = serde_json::from_str(&info).unwrap();
+    let stop_key = stop_key["stopKey"].as_str().unwrap().to_string();
+    assert!(
+        stop_key.starts_with("stop-") && stop_key.len() == 37,
+        "{info}"
+    );
+    let refused = agent
+        .post(&format!("http://{address}/fcm/admin/stop"))
+        .header("x-fcm-stop-key", "stop-not-the-key")
+        .send_empty()
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 401, "a wrong stop key");
+    let status = w.fcm(&["status", "--json"]);
+    assert!(!status.stdout.contains(&stop_key), "{status:?}");
     let pid = served_pid(&w);
     let out = w.fcm(&["stop"]);
     assert_eq!(out.code, 0, "{out:?}");

@@ -200,9 +200,11 @@ fn usage_errors() {
 fn cursor_needs_a_url_a_stopped_cursor_and_gets_a_token() {
     use rusqlite::Connection;
     let w = world();
-    let dir = w.dir.join(".config/Cursor/User/globalStorage");
+    // Where this system's Cursor keeps it (the world sets none of the table's variables).
+    use fcm::install::paths::{resolve, Os};
+    let db = resolve("cursor", Os::current(), &w.dir, |_| None);
+    let dir = db.parent().unwrap().to_path_buf();
     std::fs::create_dir_all(&dir).unwrap();
-    let db = dir.join("state.vscdb");
     let key = fcm::install::cursor::APPLICATION_USER_KEY;
     {
         let c = Connection::open(&db).unwrap();

@@ -45,7 +45,15 @@ fn found(dir: &Path) -> Vec<(String, usize, String)> {
     std::fs::remove_dir_all(dir).unwrap();
     out.into_iter()
         .map(|f| {
-            let file = f.file.strip_prefix(dir).unwrap().display().to_string();
+            // Compared as `/`-separated on every system.
+            let parts: Vec<String> = f
+                .file
+                .strip_prefix(dir)
+                .unwrap()
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            let file = parts.join("/");
             (file, f.line, f.what)
         })
         .collect()

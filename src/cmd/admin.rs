@@ -5,6 +5,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+use crate::access::{STOP_KEY_HEADER, STOP_PATH};
 use crate::cmd::Setup;
 use crate::persist::ServeInfo;
 
@@ -35,6 +36,9 @@ fn call(info: &ServeInfo, setup: &Setup, method: &str, path: &str) -> Result<Val
             let mut r = agent.post(&url);
             if let Some(a) = &auth {
                 r = r.header("authorization", a);
+            }
+            if let Some(key) = info.stop_key.as_deref().filter(|_| path == STOP_PATH) {
+                r = r.header(STOP_KEY_HEADER, key);
             }
             r.send_empty()
         }

@@ -218,6 +218,8 @@ pub fn run(args: ServeArgs) -> Result<i32> {
             None => eprintln!("fcm serve: warning: set {set:?} names {model:?}, which is not in the catalog (stale; `fcm sets` lists the sets)"),
         }
     }
+    let stop_key = crate::access::random_token("stop-", 16)
+        .context("the system's random source failed (for the key `fcm stop` uses)")?;
     let app = Arc::new(App {
         router,
         catalog: setup.catalog.clone(),
@@ -230,6 +232,7 @@ pub fn run(args: ServeArgs) -> Result<i32> {
         idle_timeout: Duration::from_millis(setup.config.serve.idle_timeout_ms),
         quiet: args.quiet,
         token: token.clone(),
+        stop_key: stop_key.clone(),
         writes: WriteCounts::default(),
     });
     let info_path = persist::serve_info_path()?;
@@ -241,6 +244,7 @@ pub fn run(args: ServeArgs) -> Result<i32> {
             started_at: crate::time::rfc3339(now),
             version: env!("CARGO_PKG_VERSION").to_string(),
             token_required: token.is_some(),
+            stop_key: Some(stop_key),
         },
     )?;
     eprintln!("fcm serve: listening on http://{address}/v1 ({routable} routable models; model \"fcm\" routes automatically, \"fcm:provider/modelId\" pins one)");

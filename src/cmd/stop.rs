@@ -27,12 +27,16 @@ pub(crate) fn run(_args: StopArgs) -> Result<i32> {
         );
         return Ok(1);
     };
-    // Through the server's admin endpoint; when that is refused (an access token this
-    // shell does not have) or unreachable, by SIGTERM, which only its owner may send.
-    if let Err(e) = admin_post(&info, &setup, "/fcm/admin/stop") {
+    // Through the server's admin endpoint, with the stop key from its serve.json (or this
+    // shell's access token, for a server from before stop keys); when that is unreachable,
+    // by SIGTERM, which only its owner may send.
+    let mut saved = true;
+    if let Err(e) = admin_post(&info, &setup, crate::access::STOP_PATH) {
         if !crate::process::terminate(info.pid) {
             return Err(e.context(format!("cannot stop fcm serve (pid {})", info.pid)));
         }
+        // Without signals the process is ended at once: it saves nothing.
+        saved = cfg!(unix);
     }
     let started = Instant::now();
     while crate::process::alive(info.pid) {
@@ -45,9 +49,19 @@ pub(crate) fn run(_args: StopArgs) -> Result<i32> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    println!(
-        "fcm: stopped fcm serve at http://{}/v1 (pid {}); its state is saved",
-        info.address, info.pid
-    );
+    if saved {
+        println!(
+            "fcm: stopped fcm serve at http://{}/v1 (pid {}); its state is saved",
+            info.address, info.pid
+        );
+    } else {
+        if let Ok(path) = crate::persist::serve_info_path() {
+            let _ = std::fs::remove_file(path);
+        }
+        println!(
+            "fcm: ended fcm serve at http://{}/v1 (pid {}) at once: it did not answer its stop request; what it counted since its last save (every few seconds) is lost",
+            info.address, info.pid
+        );
+    }
     Ok(0)
 }

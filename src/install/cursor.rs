@@ -364,12 +364,7 @@ pub(crate) fn uninstall(db: &Path, record: &Record) -> Result<usize, CursorError
 
 /// A new random access token (from the system's random source).
 pub(crate) fn new_token() -> Result<String, CursorError> {
-    let mut bytes = [0u8; 24];
-    getrandom::getrandom(&mut bytes).map_err(CursorError::NoRandomness)?;
-    Ok(format!(
-        "fcm-{}",
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    ))
+    crate::access::random_token("fcm-", 24).map_err(CursorError::NoRandomness)
 }
 
 #[cfg(test)]

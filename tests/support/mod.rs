@@ -226,6 +226,9 @@ pub struct Server {
     pub base: String,
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
     agent: ureq::Agent,
+    /// From `serve.json`: what `fcm stop` sends to stop it (where there is no SIGTERM).
+    #[cfg_attr(unix, allow(dead_code))]
+    stop_key: String,
 }
 
 /// An HTTP answer as a client sees it.
@@ -278,10 +281,11 @@ impl World {
             }
         });
         let start = Instant::now();
-        let address = loop {
+        let (address, stop_key) = loop {
             if let Ok(text) = std::fs::read_to_string(&info) {
                 if let Ok(v) = serde_json::from_str::<Value>(&text) {
-                    break v["address"].as_str().unwrap().to_string();
+                    let field = |name: &str| v[name].as_str().unwrap_or_default().to_string();
+                    break (field("address"), field("stopKey"));
                 }
             }
             if let Some(status) = child.try_wait().unwrap() {
@@ -305,6 +309,7 @@ impl World {
             base: format!("http://{address}"),
             stderr,
             agent,
+            stop_key,
         }
     }
 }
@@ -389,11 +394,15 @@ impl Server {
         self.child.as_ref().unwrap().id()
     }
 
-    /// SIGTERM (Windows has none: the admin endpoint's stop, which does the same), then
-    /// waits (bounded) for the exit code.
+    /// SIGTERM (Windows has none: the admin endpoint's stop with the stop key, as `fcm
+    /// stop` does), then waits (bounded) for the exit code.
     pub fn stop(mut self) -> i32 {
         #[cfg(not(unix))]
-        self.post("/fcm/admin/stop", "");
+        self.post_with(
+            "/fcm/admin/stop",
+            "",
+            &[("x-fcm-stop-key", &self.stop_key.clone())],
+        );
         let mut child = self.child.take().unwrap();
         terminate(&mut child)
     }
