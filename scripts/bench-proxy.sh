@@ -13,6 +13,8 @@
 #
 # FCM_BIN=/path/to/fcm and LOADGEN_BIN=/path/to/loadgen use those binaries instead of
 # building them; REQUESTS (one-connection runs) and SECONDS_LOAD (64-connection runs) size it.
+# FAKE_BIN=/path/to/fcm runs the fake provider from another build, so two builds of fcm (glibc
+# and musl, say) are compared against the same upstream.
 # EXTRA_MODELS=N adds N more models to the catalog, ranked after `ok` (a real catalog has
 # hundreds: what planning costs per candidate shows), every tenth of them under a quota.
 set -euo pipefail
@@ -27,7 +29,7 @@ python=$(python3 -c 'import sys; print(sys.executable)')
 
 serve_pids=()
 trap 'kill "${asyncio_pid:-}" "${serve_pids[@]}" 2>/dev/null || true; cleanup' EXIT
-start_fake "$fcm"
+start_fake "${FAKE_BIN:-$fcm}"
 fake_url=$url
 "$python" scripts/asyncio-upstream.py > "$work/asyncio.url" &
 asyncio_pid=$!
