@@ -45,9 +45,9 @@ pub fn answer_text(completion: &Value) -> Option<String> {
 
 /// The judge's request: the client's conversation, then one user message with the brief and
 /// the panel's answers (each cut to [`MAX_ANSWER_CHARS`]). Streams when the client's does.
-pub fn judge_body(body: &Value, answers: &[String]) -> Value {
+pub fn judge_body(body: &Value, answers: &[impl AsRef<str>]) -> Value {
     let mut listing = String::from(BRIEF);
-    for (n, a) in answers.iter().enumerate() {
+    for (n, a) in answers.iter().map(AsRef::as_ref).enumerate() {
         let cut: String = a.chars().take(MAX_ANSWER_CHARS).collect();
         let more = if cut.len() < a.len() {
             "\n[…cut]"
@@ -64,13 +64,13 @@ pub fn judge_body(body: &Value, answers: &[String]) -> Value {
         Some(obj) => obj.clone(),
         None => Map::new(),
     };
-    let mut messages = b
-        .get("messages")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    messages.push(json!({"role": "user", "content": listing}));
-    b.insert("messages".into(), Value::Array(messages));
+    let brief = json!({"role": "user", "content": listing});
+    match b.get_mut("messages").and_then(Value::as_array_mut) {
+        Some(messages) => messages.push(brief),
+        None => {
+            b.insert("messages".into(), Value::Array(vec![brief]));
+        }
+    }
     // Sampling as many choices of a merge would only repeat the panel's work.
     b.remove("n");
     Value::Object(b)

@@ -30,7 +30,9 @@ fn role(m: &Value) -> &str {
 /// Trims `messages` so their estimate (characters / 4) is at most `budget` tokens. `None`
 /// when nothing can be dropped or even the kept turns are larger than `budget`.
 pub fn trim(messages: &[Value], budget: u64) -> Option<Trimmed> {
-    let tokens = |ms: &[&Value]| -> u64 { ms.iter().map(|m| estimate_tokens(text_chars(m))).sum() };
+    let tokens = |ms: &mut dyn Iterator<Item = &Value>| -> u64 {
+        ms.map(|m| estimate_tokens(text_chars(m))).sum()
+    };
     // Leading system (and developer) messages, then turns each starting at a user message.
     let head = messages
         .iter()
@@ -58,19 +60,17 @@ pub fn trim(messages: &[Value], budget: u64) -> Option<Trimmed> {
         blocks.push(&first[1..]);
     }
     blocks.extend(turns[1..turns.len() - 1].iter().copied());
-    let fixed: Vec<&Value> = messages[..head]
-        .iter()
-        .chain(std::iter::once(&first[0]))
-        .chain(last.iter())
-        .collect();
-    let mut total = tokens(&fixed)
-        + blocks
+    let fixed = tokens(
+        &mut messages[..head]
             .iter()
-            .map(|b| tokens(&b.iter().collect::<Vec<_>>()))
-            .sum::<u64>();
+            .chain(std::iter::once(&first[0]))
+            .chain(last.iter()),
+    );
+    let block_tokens: Vec<u64> = blocks.iter().map(|b| tokens(&mut b.iter())).collect();
+    let mut total = fixed + block_tokens.iter().sum::<u64>();
     let mut keep_from = 0;
     while total > budget && keep_from < blocks.len() {
-        total -= tokens(&blocks[keep_from].iter().collect::<Vec<_>>());
+        total -= block_tokens[keep_from];
         keep_from += 1;
     }
     if total > budget || keep_from == 0 {

@@ -606,6 +606,7 @@ impl Ledger {
     }
 
     /// Whether every key of `m` is blocked now (nothing is taken).
+    #[cfg(test)]
     pub fn blocked(&self, m: &Metered, tokens: u64, now: u64) -> Option<Blocked> {
         self.assess([m], tokens, now).pop().and_then(Result::err)
     }

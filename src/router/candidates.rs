@@ -44,6 +44,19 @@ impl Candidate {
         &self.target.key
     }
 
+    /// What a failure's `verdict` does to this model's breaker: with several keys a 429
+    /// pauses that key in the ledger, not the model.
+    pub(crate) fn breaker_verdict(
+        &self,
+        verdict: &crate::classify::Verdict,
+    ) -> crate::classify::Verdict {
+        let mut v = verdict.clone();
+        if self.metered.key_count() > 1 {
+            v.quota_pause = None;
+        }
+        v
+    }
+
     /// The skip for a quota-paused model, naming the provider when the pause is account-wide.
     pub(crate) fn quota_skip(&self) -> Skip {
         if self.shared_quota {
@@ -298,7 +311,7 @@ impl Candidates {
             .collect();
         sort_by_fit(order, &fits);
         trace.notes.extend(capability_note(&names, &fits));
-        self.pool_first(order, needs, pools, trace);
+        self.pool_first(order, &names, pools, trace);
         if let Some(without) = by_claims {
             let moved = moved_ahead(&without, order, &proven_ids);
             if moved > 0 {
@@ -313,19 +326,16 @@ impl Candidates {
     /// claims, that capability's pool (`router.capabilityPools`) goes first: its members
     /// among the candidates move ahead in their ranking order, everyone else keeps theirs
     /// behind them (a stable partition; nothing is dropped). The trace names the pool.
+    /// `needed`: the request's capability names ([`Needs::names`]).
     fn pool_first(
         &self,
         order: &mut [usize],
-        needs: Needs,
+        needed: &[&str],
         pools: &BTreeMap<String, Vec<String>>,
         trace: &mut Trace,
     ) {
         for name in crate::capability::HARD {
-            let needed = Needs {
-                tools: false,
-                ..needs
-            };
-            if !needed.names().contains(&name) {
+            if !needed.contains(&name) {
                 continue;
             }
             let claims = |i: &usize| self.all[*i].capabilities.iter().any(|c| c == name);
@@ -419,13 +429,18 @@ fn moved_ahead(without: &[usize], with: &[usize], proven: &[usize]) -> usize {
 /// Tokens a request needs: its text (characters / 4, the usual rough rate for English and
 /// code) plus the answer it asks room for (`max_tokens`).
 pub fn estimate_tokens(body: &Value) -> u64 {
+    with_answer(estimate_prompt_tokens(body), body)
+}
+
+/// `prompt` tokens (already estimated for `body`) plus the answer `body` asks room for.
+pub fn with_answer(prompt: u64, body: &Value) -> u64 {
     let answer = body
         .get("max_tokens")
         .or_else(|| body.get("max_completion_tokens"))
         .and_then(Value::as_u64)
         .unwrap_or(0);
     // Saturating: `max_tokens: 18446744073709551615` is larger than every window, not tiny.
-    estimate_prompt_tokens(body).saturating_add(answer)
+    prompt.saturating_add(answer)
 }
 
 /// Tokens of a request's prompt alone (its messages and tools, characters / 4): what a

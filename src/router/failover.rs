@@ -21,7 +21,7 @@ use crate::trace::{AttemptRecord, Outcome, Skip, SkipReason, Trace};
 
 use super::race::RaceEnd;
 use super::refusal::{FailedAttempt, Refused};
-use super::{estimate_prompt_tokens, estimate_tokens, Route, Router};
+use super::{estimate_prompt_tokens, with_answer, Route, Router};
 
 /// A 502/503/504 with a `Retry-After` this short from the last candidate is waited out once.
 const SHORT_RETRY: Duration = Duration::from_secs(5);
@@ -124,16 +124,10 @@ impl Router {
                 Ok(answer) => Ok(self.served(answer, trace, i, trial, job.prompt_tokens)),
                 Err(Missed::Failed(f)) => Err(Box::new(self.refuse_pinned(trace, &f, details))),
                 // Not sent: it would have been refused for its spent budget.
-                Err(Missed::Blocked(b)) => {
-                    if trial {
-                        self.breakers.release_trial(key);
-                    }
-                    trace.skipped.push(c.ledger_skip(&b));
-                    Err(Box::new(self.refuse_blocked(trace, key, &b)))
-                }
+                Err(Missed::Blocked(b)) => Err(Box::new(self.refuse_blocked(trace, key, &b))),
             };
         }
-        let mut needed = estimate_tokens(ask.body);
+        let mut needed = with_answer(job.prompt_tokens, ask.body);
         // With trimming, windows are judged in the loop below, where it is known whether a
         // larger window is left.
         let trimming = self.trim_history;
@@ -211,17 +205,16 @@ impl Router {
             if c.context < needed && trimming && trace.trimmed.is_none() {
                 // No larger window is left (down, paused, or never there): the middle of
                 // the conversation goes, to fit the largest window that is.
-                let larger_left = queue.iter().any(|j| self.pool.get(*j).context >= needed);
                 let window = queue
                     .iter()
                     .map(|j| self.pool.get(*j).context)
                     .chain([c.context])
                     .max()
                     .unwrap_or(c.context);
-                if !larger_left {
+                if window < needed {
                     if let Some((body, dropped)) = trimmed_for(&job.body, window) {
-                        needed = estimate_tokens(&body);
                         job.prompt_tokens = estimate_prompt_tokens(&body);
+                        needed = with_answer(job.prompt_tokens, &body);
                         job.body = std::borrow::Cow::Owned(body);
                         trace.trimmed = Some(dropped);
                         trace.notes.push(format!(
@@ -236,15 +229,9 @@ impl Router {
             let f = match self.try_one(i, &job, &mut trace, &mut details, trial) {
                 Ok(answer) => return Ok(self.served(answer, trace, i, trial, job.prompt_tokens)),
                 Err(Missed::Failed(f)) => f,
-                Err(Missed::Blocked(b)) => {
-                    // Its budget was spent since planning (by a request running beside
-                    // this one): skipped like the others, nothing sent.
-                    if trial {
-                        self.breakers.release_trial(c.key());
-                    }
-                    trace.skipped.push(c.ledger_skip(&b));
-                    continue;
-                }
+                // Its budget was spent since planning (by a request running beside this
+                // one): skipped like the others, nothing sent.
+                Err(Missed::Blocked(_)) => continue,
             };
             if last_resort.as_deref() == Some(c.key()) {
                 last_resort = None;
@@ -309,13 +296,7 @@ impl Router {
                     Ok(answer) => {
                         return Ok(self.served(answer, trace, i, trial, job.prompt_tokens))
                     }
-                    Err(Missed::Blocked(b)) => {
-                        if trial {
-                            self.breakers.release_trial(&key);
-                        }
-                        trace.skipped.push(c.ledger_skip(&b));
-                    }
-                    Err(Missed::Failed(_)) => {}
+                    Err(Missed::Blocked(_) | Missed::Failed(_)) => {}
                 }
             }
         }
@@ -384,16 +365,34 @@ impl Router {
         details: &mut Vec<FailedAttempt>,
         trial: bool,
     ) -> Result<(Answer, Grant), Missed> {
-        let grant = self.reserve(i, job).map_err(Missed::Blocked)?;
+        let grant = self
+            .reserve(i, job, trial, trace)
+            .map_err(Missed::Blocked)?;
         let result = self.send(&self.upstream, i, &grant, job);
         self.settle(i, grant, result, job, trace, details, trial)
     }
 
-    /// A key and one request of budget for candidate `i`.
-    pub(super) fn reserve(&self, i: usize, job: &Job<'_>) -> Result<Grant, Blocked> {
+    /// A key and one request of budget for candidate `i`; when none may be sent a request
+    /// now, its HALF_OPEN trial slot (`trial`) is given back and the trace says why it was
+    /// skipped.
+    pub(super) fn reserve(
+        &self,
+        i: usize,
+        job: &Job<'_>,
+        trial: bool,
+        trace: &mut Trace,
+    ) -> Result<Grant, Blocked> {
         let c = self.pool.get(i);
-        self.ledger
-            .reserve(&c.metered, job.prompt_tokens, crate::time::now_ms(), false)
+        let granted =
+            self.ledger
+                .reserve(&c.metered, job.prompt_tokens, crate::time::now_ms(), false);
+        if let Err(b) = &granted {
+            if trial {
+                self.breakers.release_trial(c.key());
+            }
+            trace.skipped.push(c.ledger_skip(b));
+        }
+        granted
     }
 
     /// Sends `job` to candidate `i` with `grant`'s key through `upstream`.
@@ -496,17 +495,13 @@ impl Router {
     fn record_failure(&self, i: usize, f: &mut Failure, trial: bool, grant: &Grant) {
         let c = self.pool.get(i);
         let now = crate::time::now_ms();
-        let several_keys = c.metered.key_count() > 1;
         if let Some(pause) = f.verdict.quota_pause {
             f.verdict.quota_pause = Some(self.ledger.rate_limited(&c.metered, grant, pause, now));
         }
         if f.kind() == FailureKind::AuthError {
             self.ledger.rejected(&c.metered, grant, now);
         }
-        let mut verdict = f.verdict.clone();
-        if several_keys {
-            verdict.quota_pause = None;
-        }
+        let verdict = c.breaker_verdict(&f.verdict);
         self.breakers.record_failure(c.key(), &verdict, now, trial);
         if verdict.damages_health {
             self.evidence.observe(c.key(), None);

@@ -12,14 +12,13 @@ use serde_json::Value;
 
 use crate::attempt::Answer;
 use crate::config::ModelSet;
-use crate::failure::Failure;
 use crate::fusion;
 use crate::ledger::Grant;
 use crate::trace::Trace;
 
 use super::failover::{Job, Missed, Won};
 use super::refusal::FailedAttempt;
-use super::{estimate_prompt_tokens, estimate_tokens, Router};
+use super::{estimate_prompt_tokens, with_answer, Router};
 
 /// A panel member's answer and what served it.
 struct Answered {
@@ -60,29 +59,14 @@ impl Router {
             let Some(trial) = self.admit_now(i, needed, blocked, trace) else {
                 continue;
             };
-            match self.reserve(i, &ask) {
-                Ok(grant) => members.push((i, grant, trial)),
-                Err(b) => {
-                    if trial {
-                        self.breakers.release_trial(self.pool.get(i).key());
-                    }
-                    trace.skipped.push(self.pool.get(i).ledger_skip(&b));
-                }
+            if let Ok(grant) = self.reserve(i, &ask, trial, trace) {
+                members.push((i, grant, trial));
             }
         }
         let asked = members.len();
-        let results: Vec<Result<Answer, Failure>> = std::thread::scope(|scope| {
-            let running: Vec<_> = members
-                .iter()
-                .map(|(i, grant, _)| {
-                    let ask = &ask;
-                    scope.spawn(move || self.send(&self.upstream, *i, grant, ask))
-                })
-                .collect();
-            running
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect()
+        let results = super::race::side_by_side(members.len(), |n| {
+            let (i, grant, _) = &members[n];
+            self.send(&self.upstream, *i, grant, &ask)
         });
         let mut answered: Vec<Answered> = Vec::new();
         for ((i, grant, trial), result) in members.into_iter().zip(results) {
@@ -117,7 +101,7 @@ impl Router {
                 .push(format!("fusion:no_panel_answer:0_of_{asked}"));
             return None;
         }
-        let texts: Vec<String> = answered.iter().filter_map(|a| a.text.clone()).collect();
+        let texts: Vec<&str> = answered.iter().filter_map(|a| a.text.as_deref()).collect();
         let count = format!("{}_of_{asked}", answered.len());
         if texts.len() < 2 {
             trace.notes.push(format!("fusion:passed_through:{count}"));
@@ -143,7 +127,7 @@ impl Router {
         &self,
         set: &ModelSet,
         job: &Job<'_>,
-        texts: &[String],
+        texts: &[&str],
         blocked: &HashSet<&str>,
         trace: &mut Trace,
         details: &mut Vec<FailedAttempt>,
@@ -153,9 +137,10 @@ impl Router {
             return None;
         }
         let body = fusion::judge_body(&job.body, texts);
-        let needed = estimate_tokens(&body);
+        let prompt_tokens = estimate_prompt_tokens(&body);
+        let needed = with_answer(prompt_tokens, &body);
         let merge = Job {
-            prompt_tokens: estimate_prompt_tokens(&body),
+            prompt_tokens,
             body: Cow::Owned(body),
             stream: job.stream,
             limits: job.limits.clone(),
@@ -170,14 +155,7 @@ impl Router {
                 prompt_tokens: merge.prompt_tokens,
                 client: None,
             }),
-            Err(Missed::Blocked(b)) => {
-                if trial {
-                    self.breakers.release_trial(self.pool.get(j).key());
-                }
-                trace.skipped.push(self.pool.get(j).ledger_skip(&b));
-                None
-            }
-            Err(Missed::Failed(_)) => None,
+            Err(Missed::Blocked(_) | Missed::Failed(_)) => None,
         }
     }
 }

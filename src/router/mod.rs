@@ -35,7 +35,7 @@ use crate::trace::{History, Trace};
 use crate::upstream::Upstream;
 
 pub(crate) use candidates::Candidate;
-pub use candidates::{estimate_prompt_tokens, estimate_tokens};
+pub use candidates::{estimate_prompt_tokens, estimate_tokens, with_answer};
 pub(crate) use failover::{Ask, Delivery, Served};
 pub(crate) use live::LIVE_WINDOW;
 pub(crate) use refusal::Refused;

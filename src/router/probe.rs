@@ -44,10 +44,7 @@ impl Router {
                     true
                 }
                 Ok((Ping::Failed { kind, pause, .. }, _)) => {
-                    let mut verdict = Verdict::of(kind, pause);
-                    if c.metered.key_count() > 1 {
-                        verdict.quota_pause = None; // the ledger holds that key instead
-                    }
+                    let verdict = c.breaker_verdict(&Verdict::of(kind, pause));
                     self.breakers
                         .record_failure(c.key(), &verdict, crate::time::now_ms(), true);
                     false

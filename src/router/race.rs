@@ -98,6 +98,33 @@ struct Finish {
 /// Stack of a racer's thread: the same exchange runs on a connection thread's 256 KiB.
 const RACER_STACK: usize = 256 * 1024;
 
+/// Runs `f(0)`..`f(n - 1)` at once and returns their results in that order: `f(0)` on this
+/// thread (a thread fewer to start and end), the others on threads of their own with
+/// [`RACER_STACK`]; when no thread can be had, that one runs here, before the first.
+/// Racers and a fusion panel go out this way.
+pub(super) fn side_by_side<R: Send>(n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let f = &f;
+    std::thread::scope(|scope| {
+        let others: Vec<Result<std::thread::ScopedJoinHandle<'_, R>, R>> = (1..n)
+            .map(|k| {
+                std::thread::Builder::new()
+                    .stack_size(RACER_STACK)
+                    .spawn_scoped(scope, move || f(k))
+                    .map_err(|_| f(k))
+            })
+            .collect();
+        let mut out = vec![f(0)];
+        out.extend(others.into_iter().map(|o| match o {
+            Ok(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
+            Err(done) => done,
+        }));
+        out
+    })
+}
+
 /// Runs `send` for every racer at once: the first on this thread, the others on threads of
 /// their own. The first racer whose `send` answers (an answer through the gate) wins and
 /// shuts the others' clients down at once. Returns how each finished, first finished first.
@@ -136,19 +163,7 @@ fn run(racers: &[Racer], send: impl Fn(&Racer) -> Result<Answer, Failure> + Sync
             }
         }
     };
-    std::thread::scope(|scope| {
-        for n in 1..racers.len() {
-            let race = &race;
-            let spawned = std::thread::Builder::new()
-                .stack_size(RACER_STACK)
-                .spawn_scoped(scope, move || race(n));
-            if spawned.is_err() {
-                // No thread to be had: this racer runs after the first, not beside it.
-                race(n);
-            }
-        }
-        race(0);
-    });
+    side_by_side(racers.len(), race);
     let mut out = finished.into_inner().unwrap_or_else(|e| e.into_inner());
     for f in &mut out {
         f.cancelled = cancelled[f.racer].load(Ordering::SeqCst);
@@ -182,21 +197,15 @@ impl Router {
             let Some(trial) = self.admit_now(i, needed, blocked, trace) else {
                 continue;
             };
-            match self.reserve(i, job) {
-                Ok(grant) => racers.push(Racer {
+            if let Ok(grant) = self.reserve(i, job, trial, trace) {
+                racers.push(Racer {
                     candidate: i,
                     grant,
                     trial,
                     upstream: self
                         .race_clients
                         .take(&self.pool.get(i).target.provider_id, &self.upstream),
-                }),
-                Err(b) => {
-                    if trial {
-                        self.breakers.release_trial(self.pool.get(i).key());
-                    }
-                    trace.skipped.push(self.pool.get(i).ledger_skip(&b));
-                }
+                });
             }
         }
         if racers.is_empty() {

@@ -217,17 +217,18 @@ impl Router {
         let rows = self.breakers.rows(now);
         let by_model: HashMap<&str, &BreakerRow> =
             rows.iter().map(|r| (r.model.as_str(), r)).collect();
+        // One ledger lock for all of them.
+        let budgets = self
+            .ledger
+            .assess(self.routable().map(|c| &c.metered), 0, now);
         self.routable()
-            .map(|c| {
+            .zip(budgets)
+            .map(|(c, budget)| {
                 let breaker = match by_model.get(c.key()) {
                     Some(r) => now + r.cooldown_ms_left.max(r.quota_pause_ms_left),
                     None => now,
                 };
-                let budget = self
-                    .ledger
-                    .blocked(&c.metered, 0, now)
-                    .map_or(now, |b| b.until_ms);
-                breaker.max(budget)
+                breaker.max(budget.err().map_or(now, |b| b.until_ms))
             })
             .min()
     }
