@@ -330,9 +330,10 @@ fn usage_section(h: &mut String, usage: &UsageReport) {
 /// How much of its known daily budget a provider spent: against the catalog's
 /// provider-wide `requestsPerDay`, else what the provider said is left of its requests.
 fn budget_share(p: &crate::ledger::report::UsageLine) -> Option<f64> {
-    let provider_wide = p.limits.as_ref().filter(|q| {
-        q.scope.unwrap_or(crate::quota::Scope::Provider) == crate::quota::Scope::Provider
-    });
+    let provider_wide = p
+        .limits
+        .as_ref()
+        .filter(|q| q.scope_or_provider() == crate::quota::Scope::Provider);
     if let Some(limit) = provider_wide
         .and_then(|q| q.requests_per_day)
         .filter(|l| *l > 0)

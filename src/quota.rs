@@ -16,6 +16,11 @@ pub const MINUTE_MS: u64 = 60_000;
 /// limit: that part is kept for real work.
 pub const PROBE_RESERVE_DIVISOR: u64 = 10;
 
+/// What probes leave untouched of a daily `limit`: its last tenth.
+pub fn probe_reserve(limit: u64) -> u64 {
+    limit.div_ceil(PROBE_RESERVE_DIVISOR)
+}
+
 /// Whose counter a limit is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -45,6 +50,16 @@ pub struct Quota {
 }
 
 impl Quota {
+    /// Its scope as written, a provider's quota being provider-wide unless it says not.
+    pub fn scope_or_provider(&self) -> Scope {
+        self.scope.unwrap_or(Scope::Provider)
+    }
+
+    /// Whether it states a daily limit (requests or tokens).
+    pub fn has_daily_limit(&self) -> bool {
+        self.requests_per_day.is_some() || self.tokens_per_day.is_some()
+    }
+
     fn is_empty(&self) -> bool {
         self.requests_per_minute.is_none()
             && self.requests_per_day.is_none()
@@ -93,7 +108,7 @@ impl Quota {
         let minute_end = spent.minute_frees_at.max(now + 1);
         let day_limit = |limit: u64| {
             if probe {
-                limit - limit.div_ceil(PROBE_RESERVE_DIVISOR)
+                limit - probe_reserve(limit)
             } else {
                 limit
             }
@@ -158,7 +173,7 @@ pub fn rules(provider: Option<&Quota>, model: Option<&Quota>) -> Vec<Rule> {
     let mut out = Vec::new();
     let mut per_model = Quota::default();
     if let Some(p) = provider.filter(|q| !q.is_empty()) {
-        match p.scope.unwrap_or(Scope::Provider) {
+        match p.scope_or_provider() {
             Scope::Provider => out.push(Rule {
                 scope: Scope::Provider,
                 quota: p.clone(),
@@ -251,7 +266,7 @@ impl Window {
 
     /// A daily window: named so, or a requests window of unnamed length with a limit (the
     /// common `x-ratelimit-*-requests` of OpenAI-style providers counts the day).
-    fn daily(&self) -> bool {
+    pub(crate) fn daily(&self) -> bool {
         self.period == Some(Period::Day)
             || (self.period.is_none() && self.unit == Unit::Requests && self.limit.is_some())
     }
@@ -273,7 +288,7 @@ impl Window {
             return None; // never fits: the provider's own 413 says so
         }
         let keep = match self.limit {
-            Some(limit) if probe && self.daily() => limit.div_ceil(PROBE_RESERVE_DIVISOR),
+            Some(limit) if probe && self.daily() => probe_reserve(limit),
             _ => 0,
         };
         let need = one.saturating_mul(in_flight + 1).saturating_add(keep);

@@ -167,9 +167,9 @@ impl Book {
     /// The file form: days oldest first, rows, reports and holds in a stable order.
     pub fn to_file(&self) -> UsageBook {
         let mut reported: Vec<Reported> = self.reported.values().cloned().collect();
-        reported.sort_by_key(|r| r.whose.slot());
+        reported.sort_by_cached_key(|r| r.whose.slot());
         let mut holds: Vec<Hold> = self.holds.values().cloned().collect();
-        holds.sort_by_key(|h| h.whose.slot());
+        holds.sort_by_cached_key(|h| h.whose.slot());
         UsageBook {
             version: 1,
             days: self

@@ -35,7 +35,7 @@ const STORM_COUNT: usize = 3;
 const STORM_WINDOW_MS: u64 = 60_000;
 /// ... pause it this long, whatever each `Retry-After` said: some providers' quota
 /// answers are optimistic, and asking again at once only earns the next 429.
-pub const STORM_PAUSE: Duration = Duration::from_secs(15 * 60);
+pub const STORM_PAUSE: Duration = crate::classify::MAX_QUOTA_PAUSE;
 /// A key the provider rejected is passed over this long (another of its keys serves);
 /// a new key is a new fingerprint, so fixing it takes effect at once.
 pub const KEY_REJECTED_PAUSE: Duration = Duration::from_secs(60 * 60);
@@ -90,7 +90,7 @@ impl Metered {
             || m.provider
                 .quota
                 .as_ref()
-                .is_some_and(|q| q.scope.unwrap_or(Scope::Provider) == Scope::Provider);
+                .is_some_and(|q| q.scope_or_provider() == Scope::Provider);
         let reported_scope = counter(if provider_wide {
             Scope::Provider
         } else {
@@ -101,7 +101,6 @@ impl Metered {
         } else {
             Scope::Model
         });
-        let rules: Vec<(String, Quota)> = rules;
         let tag = |label: Option<String>, id: String| KeyTag {
             at_model: slot(&model, &id),
             at_provider: slot(&provider, &id),
@@ -314,7 +313,9 @@ impl Inner {
             minute_frees_at,
             ..Spent::default()
         };
-        if let Some(rows) = self.book.days.get(&self.today) {
+        // Only a daily limit reads the day's rows.
+        let daily = m.rules[rule].1.has_daily_limit();
+        if let Some(rows) = self.book.days.get(&self.today).filter(|_| daily) {
             if *counter == m.provider {
                 for r in rows
                     .values()
@@ -554,13 +555,7 @@ impl Ledger {
                     served: 1,
                 };
             }
-            inner.count_request(m, k, tokens, now);
-            self.dirty.store(true, Ordering::Release);
-            return Ok(Grant {
-                key: k,
-                label: m.keys[k].label.clone(),
-                sent_at_ms: now,
-            });
+            return Ok(self.grant(&mut inner, m, k, tokens, now));
         }
         Err(earliest.expect("a model has at least one key slot"))
     }
@@ -578,13 +573,18 @@ impl Ledger {
         inner.roll(now);
         let k = key.min(m.keys.len() - 1);
         inner.key_status(m, k, tokens, now, false)?;
+        Ok(self.grant(&mut inner, m, k, tokens, now))
+    }
+
+    /// Counts the request about to go to `m` with key `k` and grants it.
+    fn grant(&self, inner: &mut Inner, m: &Metered, k: usize, tokens: u64, now: u64) -> Grant {
         inner.count_request(m, k, tokens, now);
         self.dirty.store(true, Ordering::Release);
-        Ok(Grant {
+        Grant {
             key: k,
             label: m.keys[k].label.clone(),
             sent_at_ms: now,
-        })
+        }
     }
 
     /// Planning's view of each of `models` under one lock (nothing is taken): blocked when
@@ -729,7 +729,6 @@ impl Ledger {
     pub fn probe_room(&self, m: &Metered, now: u64) -> Option<Room> {
         let mut inner = self.lock();
         inner.roll(now);
-        let keep = |limit: u64| limit.div_ceil(quota::PROBE_RESERVE_DIVISOR);
         let mut total: Option<Room> = None;
         for key in &m.keys {
             let mut tightest: Option<Room> = None;
@@ -747,7 +746,9 @@ impl Ledger {
                     let used = inner.spent(m, i, key, now).day_requests;
                     consider(
                         counter,
-                        limit.saturating_sub(keep(limit)).saturating_sub(used),
+                        limit
+                            .saturating_sub(quota::probe_reserve(limit))
+                            .saturating_sub(used),
                         limit,
                     );
                 }
@@ -757,10 +758,9 @@ impl Ledger {
                     let (Some(limit), Some(left)) = (w.limit, w.remaining) else {
                         continue;
                     };
-                    let daily = w.period == Some(quota::Period::Day)
-                        || (w.period.is_none() && w.unit == quota::Unit::Requests);
-                    if daily && w.reset_at > now {
-                        consider(&m.reported_scope, left.saturating_sub(keep(limit)), limit);
+                    if w.daily() && w.reset_at > now {
+                        let room = left.saturating_sub(quota::probe_reserve(limit));
+                        consider(&m.reported_scope, room, limit);
                     }
                 }
             }

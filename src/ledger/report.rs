@@ -124,7 +124,7 @@ impl UsageLine {
             || self
                 .limits
                 .as_ref()
-                .is_some_and(|q| q.scope.unwrap_or(Scope::Provider) == Scope::Provider)
+                .is_some_and(|q| q.scope_or_provider() == Scope::Provider)
     }
 
     /// `12`, or `45 of 50/day` when the catalog states a daily limit on this counter.
