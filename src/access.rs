@@ -71,13 +71,11 @@ pub(crate) fn admit(
     stop_key: &str,
     address: SocketAddr,
 ) -> Result<(), Denied> {
-    if token.is_none() {
-        return addressed_to_this_server(head, address);
-    }
     match token {
+        None => addressed_to_this_server(head, address),
         Some(_) if head.path() == "/health" || is_stop(head, stop_key) => Ok(()),
         Some(token) if carries(head, token) => Ok(()),
-        _ => Err(Denied::MissingToken),
+        Some(_) => Err(Denied::MissingToken),
     }
 }
 

@@ -150,11 +150,6 @@ pub fn rotate(path: &Path) {
 
 /// Whether the server answers `/health` on loopback.
 fn answers_health(info: &ServeInfo) -> bool {
-    let addr = match info.address.parse::<std::net::SocketAddr>() {
-        Ok(a) if a.ip().is_unspecified() => format!("127.0.0.1:{}", a.port()),
-        Ok(a) => a.to_string(),
-        Err(_) => return false,
-    };
     let agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(2)))
         .http_status_as_error(false)
@@ -162,7 +157,7 @@ fn answers_health(info: &ServeInfo) -> bool {
         .build()
         .new_agent();
     agent
-        .get(&format!("http://{addr}/health"))
+        .get(&format!("{}/health", info.base_url()))
         .call()
         .is_ok_and(|r| r.status().as_u16() == 200)
 }

@@ -198,10 +198,26 @@ pub fn write_serve_info(path: &Path, info: &ServeInfo) -> Result<(), StateError>
     state::write_json_atomic(path, info)
 }
 
+/// What a `serve.json` says, if it can be read.
+pub fn read_serve_info(path: &Path) -> Option<ServeInfo> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
 /// The running server, if `serve.json` names a live process.
 pub fn live_server() -> Option<ServeInfo> {
-    let path = serve_info_path().ok()?;
-    let text = std::fs::read_to_string(path).ok()?;
-    let info: ServeInfo = serde_json::from_str(&text).ok()?;
+    let info = read_serve_info(&serve_info_path().ok()?)?;
     crate::process::alive(info.pid).then_some(info)
+}
+
+impl ServeInfo {
+    /// The server's base URL (no `/v1`), a wildcard bind (0.0.0.0, ::) reached through
+    /// loopback.
+    pub fn base_url(&self) -> String {
+        match self.address.parse::<std::net::SocketAddr>() {
+            Ok(a) if a.ip().is_unspecified() => format!("http://127.0.0.1:{}", a.port()),
+            Ok(a) => format!("http://{a}"),
+            Err(_) => format!("http://{}", self.address),
+        }
+    }
 }

@@ -9,15 +9,6 @@ use crate::access::{STOP_KEY_HEADER, STOP_PATH};
 use crate::cmd::Setup;
 use crate::persist::ServeInfo;
 
-/// The server's address, with a wildcard bind (0.0.0.0, ::) reached through loopback.
-fn base(info: &ServeInfo) -> String {
-    match info.address.parse::<std::net::SocketAddr>() {
-        Ok(a) if a.ip().is_unspecified() => format!("http://127.0.0.1:{}", a.port()),
-        Ok(a) => format!("http://{a}"),
-        Err(_) => format!("http://{}", info.address),
-    }
-}
-
 fn call(info: &ServeInfo, setup: &Setup, method: &str, path: &str) -> Result<Value> {
     let agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -25,7 +16,7 @@ fn call(info: &ServeInfo, setup: &Setup, method: &str, path: &str) -> Result<Val
         .proxy(None)
         .build()
         .new_agent();
-    let url = format!("{}{path}", base(info));
+    let url = format!("{}{path}", info.base_url());
     let auth = setup
         .config
         .serve

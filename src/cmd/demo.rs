@@ -202,11 +202,9 @@ fn route_in(dir: &std::path::Path, base_url: &str) -> Result<Routed> {
 /// Waits for the demo server's address, then asks it once.
 fn ask(home: &std::path::Path) -> Result<Routed> {
     let started = std::time::Instant::now();
-    let address = loop {
-        if let Ok(text) = std::fs::read_to_string(home.join("serve.json")) {
-            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
-                break v["address"].as_str().unwrap_or_default().to_string();
-            }
+    let base = loop {
+        if let Some(info) = crate::persist::read_serve_info(&home.join("serve.json")) {
+            break info.base_url();
         }
         if started.elapsed() > Duration::from_secs(5) {
             anyhow::bail!("fcm serve did not start within 5 s");
@@ -219,7 +217,6 @@ fn ask(home: &std::path::Path) -> Result<Routed> {
         .proxy(None)
         .build()
         .new_agent();
-    let base = format!("http://{address}");
     let body = json!({"model": "fcm", "messages": [{"role": "user", "content": "Say hello."}]});
     let mut r = agent
         .post(&format!("{base}/v1/chat/completions"))
@@ -247,7 +244,7 @@ fn ask(home: &std::path::Path) -> Result<Routed> {
             .read_to_string()?,
     )?;
     Ok(Routed {
-        address: format!("http://{address}/v1"),
+        address: format!("{base}/v1"),
         answer: format!("{text:?}"),
         attempts,
         decision,

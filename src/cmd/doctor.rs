@@ -13,7 +13,6 @@ use crate::catalog::Catalog;
 use crate::cmd::admin::admin_get;
 use crate::cmd::Setup;
 use crate::config::Config;
-use crate::install::tools::{ToolContext, TOOLS};
 use crate::persist::live_server;
 use crate::state;
 
@@ -406,42 +405,24 @@ fn check_quietly(
 
 /// Each tool set up for fcm points at this server's port and sends its token.
 fn tool_checks(setup: &Setup, port: u16) -> Vec<Check> {
-    let Some(home) = crate::state::home_dir() else {
-        return Vec::new();
-    };
     let token = setup.config.serve.access_token(None);
-    let ctx = ToolContext {
-        home,
-        port,
-        model: "fcm".into(),
-        token: token
-            .clone()
-            .unwrap_or_else(|| crate::cmd::install::LOCAL_TOKEN.to_string()),
-    };
     let mut out = Vec::new();
-    for tool in TOOLS {
-        let Some(p) = crate::install::pointing(tool, &ctx) else {
+    for t in crate::cmd::status::tools(port, token.as_deref()) {
+        let (Some(points_at), file, name) = (t.port, t.config, t.tool) else {
             continue;
         };
-        let file = shown(&tool.path(&ctx));
-        if p.port != port {
+        if !t.this_server {
             out.push(fail(
-                format!(
-                    "{}: {file} points at port {}, fcm serves on {port}",
-                    tool.name, p.port
-                ),
-                format!("`fcm install {} --port {port}`", tool.name),
+                format!("{name}: {file} points at port {points_at}, fcm serves on {port}"),
+                format!("`fcm install {name} --port {port}`"),
             ));
-        } else if !p.token_matches && token.is_some() {
+        } else if !t.token_matches && token.is_some() {
             out.push(fail(
-                format!(
-                    "{}: {file} does not send the server's access token",
-                    tool.name
-                ),
-                format!("`fcm install {}` writes the current token", tool.name),
+                format!("{name}: {file} does not send the server's access token"),
+                format!("`fcm install {name}` writes the current token"),
             ));
         } else {
-            out.push(pass(format!("{}: {file} points at this server", tool.name)));
+            out.push(pass(format!("{name}: {file} points at this server")));
         }
     }
     if out.is_empty() {

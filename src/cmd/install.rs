@@ -46,16 +46,28 @@ pub(crate) struct InstallArgs {
 /// What tools send as their key when fcm serve needs none.
 pub(crate) const LOCAL_TOKEN: &str = "fcm-local";
 
+/// What fcm writes into the tools' configs: this port, this model, and the access token
+/// (or [`LOCAL_TOKEN`] when the server needs none).
+pub(crate) fn tool_context(
+    home: std::path::PathBuf,
+    port: u16,
+    model: &str,
+    token: Option<&str>,
+) -> ToolContext {
+    ToolContext {
+        home,
+        port,
+        model: model.to_string(),
+        token: token.unwrap_or(LOCAL_TOKEN).to_string(),
+    }
+}
+
 pub(crate) fn run(args: InstallArgs) -> Result<i32> {
     let setup = Setup::load()?;
     let home = crate::state::home_dir().context("cannot find your home directory (set HOME)")?;
     let token = setup.config.serve.access_token(None);
-    let ctx = ToolContext {
-        home,
-        port: args.port.unwrap_or(setup.config.port),
-        model: args.model.clone(),
-        token: token.clone().unwrap_or_else(|| LOCAL_TOKEN.to_string()),
-    };
+    let port = args.port.unwrap_or(setup.config.port);
+    let ctx = tool_context(home, port, &args.model, token.as_deref());
     if args.list {
         return list(&ctx);
     }

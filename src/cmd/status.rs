@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::breaker::{rows, BreakerBook, BreakerRow, BreakerState};
 use crate::cmd::admin::admin_get;
 use crate::cmd::Setup;
-use crate::install::tools::{ToolContext, TOOLS};
+use crate::install::tools::TOOLS;
 use crate::install::{self as inst};
 use crate::persist::{live_server, ServeInfo};
 use crate::state;
@@ -231,18 +231,11 @@ fn models_from_rows(rows: &[BreakerRow], routable: usize, known: impl Fn(&str) -
 }
 
 /// Each tool fcm can set up, and where its own config sends it.
-fn tools(port: u16, token: Option<&str>) -> Vec<ToolStatus> {
+pub(crate) fn tools(port: u16, token: Option<&str>) -> Vec<ToolStatus> {
     let Some(home) = crate::state::home_dir() else {
         return Vec::new();
     };
-    let ctx = ToolContext {
-        home,
-        port,
-        model: "fcm".into(),
-        token: token
-            .unwrap_or(crate::cmd::install::LOCAL_TOKEN)
-            .to_string(),
-    };
+    let ctx = crate::cmd::install::tool_context(home, port, "fcm", token);
     TOOLS
         .iter()
         .map(|tool| {

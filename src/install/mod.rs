@@ -311,13 +311,9 @@ pub(crate) struct Pointing {
 /// Where the tool's config file points, read from the file itself: `None` when it holds no
 /// fcm base URL (not set up, or no file).
 pub(crate) fn pointing(tool: &Tool, ctx: &ToolContext) -> Option<Pointing> {
-    let text = std::fs::read_to_string(tool.path(ctx)).ok()?;
-    let doc = Doc::parse(tool.format, &text).ok()?;
     let mut port = None;
     let mut token_matches = true;
-    for s in (tool.settings)(ctx) {
-        let path: Vec<&str> = s.path.iter().map(|k| &**k).collect();
-        let found = doc.get(&path);
+    for (s, found) in current(tool, ctx)? {
         match s.value.as_str() {
             Some(v) if v.starts_with(LOOPBACK_BASE) => {
                 port = port.or_else(|| found.as_ref()?.as_str().and_then(loopback_port));
@@ -334,7 +330,7 @@ pub(crate) fn pointing(tool: &Tool, ctx: &ToolContext) -> Option<Pointing> {
     })
 }
 
-/// How fcm's base URL in a tool's config starts.
+/// How fcm's base URL in a tool's config starts (written and read back).
 const LOOPBACK_BASE: &str = "http://127.0.0.1:";
 
 /// The port of an `http://127.0.0.1:PORT...` URL.
@@ -348,15 +344,27 @@ pub(crate) fn loopback_port(url: &str) -> Option<u16> {
 
 /// Whether fcm's settings are in the tool's file now.
 pub(crate) fn installed(tool: &Tool, ctx: &ToolContext) -> Option<bool> {
-    let file = tool.path(ctx);
-    let text = std::fs::read_to_string(&file).ok()?;
+    Some(
+        current(tool, ctx)?
+            .iter()
+            .all(|(s, found)| found.as_ref() == Some(&s.value)),
+    )
+}
+
+/// Each of fcm's settings for `tool` with what the tool's file holds there now; `None`
+/// when the file is missing or unreadable.
+fn current(tool: &Tool, ctx: &ToolContext) -> Option<Vec<(Setting, Option<Value>)>> {
+    let text = std::fs::read_to_string(tool.path(ctx)).ok()?;
     let doc = Doc::parse(tool.format, &text).ok()?;
-    let settings = (tool.settings)(ctx);
-    Some(settings.iter().all(|s| {
-        doc.get(&s.path.iter().map(|k| &**k).collect::<Vec<_>>())
-            .as_ref()
-            == Some(&s.value)
-    }))
+    Some(
+        (tool.settings)(ctx)
+            .into_iter()
+            .map(|s| {
+                let found = doc.get(&s.path.iter().map(|k| &**k).collect::<Vec<_>>());
+                (s, found)
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ impl Os {
         }
     }
 
+    #[cfg(test)]
     fn label(self) -> &'static str {
         match self {
             Os::Linux => "Linux",
@@ -174,6 +175,7 @@ pub fn here(tool: &str, home: &std::path::Path) -> PathBuf {
 
 /// A place as README shows it: `~/.codex/config.toml`, `$CODEX_HOME/config.toml` (Windows
 /// variables as `%APPDATA%`).
+#[cfg(test)]
 fn shown(place: &Place, os: Os) -> String {
     let rel = if os == Os::Windows {
         place.rel.replace('/', "\\")
@@ -194,8 +196,10 @@ fn shown(place: &Place, os: Os) -> String {
     }
 }
 
-/// The table as README shows it: per tool and system, the places in the order they win.
-pub fn markdown() -> String {
+/// The table as README shows it: per tool and system, the places in the order they win
+/// (the test that keeps README's copy the same is its only reader).
+#[cfg(test)]
+fn markdown() -> String {
     let systems = [Os::Linux, Os::MacOs, Os::Windows];
     let mut out = String::from("| tool |");
     for os in systems {

@@ -19,7 +19,7 @@ pub(crate) struct ToolContext {
 
 impl ToolContext {
     fn base(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("{}{}", super::LOOPBACK_BASE, self.port)
     }
 }
 
