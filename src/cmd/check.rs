@@ -161,18 +161,24 @@ pub(crate) fn check(
     let c = checked(setup, m, only_key, timeout)?;
     // The one place check writes: nothing a provider echoed of a secret gets through.
     let secrets = setup.secrets(None);
+    let line = format!(
+        "{}{}",
+        if c.code == EXIT_OK { "ok   " } else { "FAIL " },
+        c.line
+    );
     if json {
         let v = json!({"model": m.key(), "ok": c.code == EXIT_OK, "exitCode": c.code,
                        "kind": c.kind, "status": c.http, "latencyMs": c.ms, "key": c.key_note,
-                       "message": c.line, "remaining": c.left});
+                       "message": line, "remaining": c.left});
         println!("{}", secrets.redact(&v.to_string()));
     } else {
-        println!("{}", secrets.redact(&c.line));
+        println!("{}", secrets.redact(&line));
     }
     Ok(c.code)
 }
 
-/// The exit code and line of [`check`], without printing (`fcm doctor --online`).
+/// The exit code and line of [`check`] (without its `ok`/`FAIL` tag), not printed (`fcm
+/// doctor --online`).
 pub(crate) fn outcome(
     setup: &Setup,
     m: ModelRef<'_>,
@@ -189,7 +195,7 @@ struct Checked {
     kind: Option<FailureKind>,
     http: Option<u16>,
     ms: Option<u64>,
-    /// The line `fcm check` prints (not yet cleaned of secrets).
+    /// The line `fcm check` prints after its `ok`/`FAIL` tag (not yet cleaned of secrets).
     line: String,
     key_note: String,
     left: Vec<Window>,
@@ -223,7 +229,7 @@ fn checked(
                 m.provider.signup_url
             )
         };
-        let line = format!("FAIL {}: key not set; {how}", m.key());
+        let line = format!("{}: key not set; {how}", m.key());
         return Ok(done(
             EXIT_NO_KEY,
             None,
@@ -261,7 +267,7 @@ fn checked(
                 Why::Rejected => "the provider rejected its keys within the hour".to_string(),
             };
             let line = format!(
-                "FAIL {}: not sent: {why}; frees up at {} (`fcm usage` shows what is left)",
+                "{}: not sent: {why}; frees up at {} (`fcm usage` shows what is left)",
                 m.key(),
                 time::rfc3339(b.until_ms)
             );
@@ -300,7 +306,7 @@ fn checked(
             total_ms, tokens, ..
         } => {
             let line = format!(
-                "ok   {}: answered in {total_ms} ms, {tokens} tokens ({key_note}){left_note}",
+                "{}: answered in {total_ms} ms, {tokens} tokens ({key_note}){left_note}",
                 m.key()
             );
             done(
@@ -325,7 +331,7 @@ fn checked(
                 .map(|s| format!("HTTP {s}, "))
                 .unwrap_or_default();
             let line = format!(
-                "FAIL {}: {} ({http_note}{kind}): {detail} ({key_note}){left_note}",
+                "{}: {} ({http_note}{kind}): {detail} ({key_note}){left_note}",
                 m.key(),
                 what(kind)
             );

@@ -11,6 +11,7 @@ use argh::FromArgs;
 
 use crate::catalog::Catalog;
 use crate::cmd::admin::admin_get;
+use crate::cmd::check::{EXIT_KEY_REJECTED, EXIT_NO_KEY, EXIT_RATE_LIMITED};
 use crate::cmd::Setup;
 use crate::config::Config;
 use crate::persist::live_server;
@@ -370,11 +371,11 @@ fn key_checks(setup: &Setup, online: bool, timeout: Duration) -> Vec<Check> {
             (code, line) => out.push(fail(
                 format!("key {}: {line}", p.id),
                 match code {
-                    3 | 4 => format!(
+                    EXIT_NO_KEY | EXIT_KEY_REJECTED => format!(
                         "`fcm keys set {}` with a working key ({})",
                         p.id, p.signup_url
                     ),
-                    5 => "wait for the quota to come back (`fcm usage` shows when)".to_string(),
+                    EXIT_RATE_LIMITED => "wait for the quota to come back (`fcm usage` shows when)".to_string(),
                     _ => format!(
                         "`fcm check {}` again later; `fcm breakers` shows its models' health",
                         p.id
@@ -393,12 +394,7 @@ fn check_quietly(
     timeout: Duration,
 ) -> (i32, String) {
     match crate::cmd::check::outcome(setup, m, None, timeout) {
-        Ok((code, line)) => (
-            code,
-            line.trim_start_matches("ok   ")
-                .trim_start_matches("FAIL ")
-                .to_string(),
-        ),
+        Ok(outcome) => outcome,
         Err(e) => (1, format!("{e:#}")),
     }
 }

@@ -57,6 +57,17 @@ pub(crate) struct Setup {
 impl Setup {
     /// Loads the catalog and `$FCM_HOME/config.json`, printing config warnings to stderr.
     pub(crate) fn load() -> Result<Setup> {
+        let mut setup = Setup::load_without_overlay()?;
+        // What the last `fcm models --refresh` found: retired models out, new ones in.
+        let overlay: crate::overlay::Overlay =
+            state::load_json(&state::state_file("catalog-overlay.json")?)?;
+        overlay.apply(&mut setup.catalog);
+        Ok(setup)
+    }
+
+    /// [`load`](Self::load) without the last `fcm models --refresh` laid over the catalog
+    /// (what the next refresh compares against).
+    pub(crate) fn load_without_overlay() -> Result<Setup> {
         let mut catalog = Catalog::load()?;
         let path = state::state_file("config.json")?;
         let loaded = Config::load(&path)?;
@@ -64,10 +75,6 @@ impl Setup {
             eprintln!("fcm: {}: {w}", path.display());
         }
         loaded.config.merge_into(&mut catalog)?;
-        // What the last `fcm models --refresh` found: retired models out, new ones in.
-        let overlay: crate::overlay::Overlay =
-            state::load_json(&state::state_file("catalog-overlay.json")?)?;
-        overlay.apply(&mut catalog);
         Ok(Setup {
             catalog,
             config: loaded.config,

@@ -36,9 +36,11 @@ const LIST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 /// the differences printed and saved for every later command to lay over the catalog.
 fn refresh(args: &ModelsArgs) -> Result<i32> {
     // The catalog without the last overlay: differences are always from the catalog itself.
-    let mut catalog = crate::catalog::Catalog::load()?;
-    let setup = Setup::load()?;
-    setup.config.merge_into(&mut catalog)?;
+    let setup = Setup::load_without_overlay()?;
+    if let Some(p) = &args.provider {
+        require_provider(&setup.catalog, p)?;
+    }
+    let catalog = &setup.catalog;
     let keys = setup.keys();
     let secrets = setup.secrets(None);
     let agent = ureq::Agent::config_builder()
@@ -163,9 +165,6 @@ fn list_models(
 
 pub(crate) fn run(args: ModelsArgs) -> Result<i32> {
     if args.refresh {
-        if let Some(p) = &args.provider {
-            require_provider(&Setup::load()?.catalog, p)?;
-        }
         return refresh(&args);
     }
     let setup = Setup::load()?;
