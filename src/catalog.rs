@@ -197,12 +197,6 @@ impl<'de> Deserialize<'de> for KeyList {
     }
 }
 
-impl From<&str> for KeyList {
-    fn from(key: &str) -> KeyList {
-        KeyList::One(key.to_string())
-    }
-}
-
 /// One API key of a provider: its value, where it came from, and the only names fcm shows
 /// for it (`groq#2`, and a fingerprint that tells keys apart in state files).
 #[derive(Clone, PartialEq, Eq)]
@@ -757,7 +751,7 @@ mod tests {
                 Some("env-key-123456")
             )
         );
-        cfg.insert("codestral".to_string(), KeyList::from("cfg-key"));
+        cfg.insert("codestral".to_string(), KeyList::One("cfg-key".into()));
         let none = |_: &str| None;
         let (status, key) = KeySource {
             env: &none,

@@ -375,7 +375,9 @@ fn key_checks(setup: &Setup, online: bool, timeout: Duration) -> Vec<Check> {
                         "`fcm keys set {}` with a working key ({})",
                         p.id, p.signup_url
                     ),
-                    EXIT_RATE_LIMITED => "wait for the quota to come back (`fcm usage` shows when)".to_string(),
+                    EXIT_RATE_LIMITED => {
+                        "wait for the quota to come back (`fcm usage` shows when)".to_string()
+                    }
                     _ => format!(
                         "`fcm check {}` again later; `fcm breakers` shows its models' health",
                         p.id

@@ -212,10 +212,10 @@ pub fn run(args: ServeArgs) -> Result<i32> {
     let listener = bind(SocketAddr::new(ip, port))?;
     let address = listener.local_addr()?;
     let routable = router.routable().count();
-    for (set, model) in router.stale_set_members() {
-        match set.strip_prefix("capabilityPools.") {
-            Some(pool) => eprintln!("fcm serve: warning: router.capabilityPools.{pool} names {model:?}, which is not in the catalog (ignored; `fcm models` lists them)"),
-            None => eprintln!("fcm serve: warning: set {set:?} names {model:?}, which is not in the catalog (stale; `fcm sets` lists the sets)"),
+    for (named_in, model) in router.stale_set_members() {
+        match named_in {
+            crate::router::NamedIn::Pool(pool) => eprintln!("fcm serve: warning: router.capabilityPools.{pool} names {model:?}, which is not in the catalog (ignored; `fcm models` lists them)"),
+            crate::router::NamedIn::Set(set) => eprintln!("fcm serve: warning: set {set:?} names {model:?}, which is not in the catalog (stale; `fcm sets` lists the sets)"),
         }
     }
     let stop_key = crate::access::random_token("stop-", 16)

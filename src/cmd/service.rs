@@ -113,11 +113,15 @@ fn install(manager: Manager, home: &Path, a: InstallArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// What `fcm service install` recorded of the file it wrote, if it can be read.
+fn load_record() -> Result<Option<ServiceRecord>> {
+    Ok(std::fs::read_to_string(record_path()?)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok()))
+}
+
 fn uninstall(manager: Manager, home: &Path) -> Result<i32> {
-    let record: Option<ServiceRecord> = match std::fs::read_to_string(record_path()?) {
-        Ok(t) => serde_json::from_str(&t).ok(),
-        Err(_) => None,
-    };
+    let record = load_record()?;
     let file = record
         .as_ref()
         .map_or_else(|| manager.file(home), |r| r.file.clone());
@@ -162,9 +166,7 @@ fn uninstall(manager: Manager, home: &Path) -> Result<i32> {
 
 fn status(manager: Manager, home: &Path) -> Result<i32> {
     let file = manager.file(home);
-    let record: Option<ServiceRecord> = std::fs::read_to_string(record_path()?)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
+    let record = load_record()?;
     match std::fs::read_to_string(&file) {
         Err(_) => println!("service file: not installed ({})", file.display()),
         Ok(text) => {

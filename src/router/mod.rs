@@ -115,6 +115,12 @@ pub(crate) struct Router {
     secrets: Arc<Secrets>,
 }
 
+/// Where a model fcm does not know is named: a set, or a capability pool.
+pub(crate) enum NamedIn {
+    Set(String),
+    Pool(String),
+}
+
 impl Router {
     /// Builds the candidate table and loads `bench.json` (the only file the router reads
     /// itself; [`Router::refresh_bench`] reloads it off the request path). `secrets` are
@@ -194,14 +200,15 @@ impl Router {
     }
 
     /// Set and pool members fcm does not know (typos, models gone from the catalog; missing
-    /// keys are fine): reported at start and in traces, never silently ignored.
-    pub(crate) fn stale_set_members(&self) -> Vec<(String, String)> {
+    /// keys are fine), with the set or pool naming them: reported at start, never silently
+    /// ignored.
+    pub(crate) fn stale_set_members(&self) -> Vec<(NamedIn, String)> {
         let mut out = Vec::new();
         for (name, pool) in &self.capability_pools {
             out.extend(
                 pool.iter()
                     .filter(|m| !self.knows(m))
-                    .map(|m| (format!("capabilityPools.{name}"), m.clone())),
+                    .map(|m| (NamedIn::Pool(name.clone()), m.clone())),
             );
         }
         for (name, set) in &self.sets {
@@ -211,7 +218,7 @@ impl Router {
                     .chain(&set.panel)
                     .chain(&set.judge)
                     .filter(|m| !self.knows(m))
-                    .map(|m| (name.clone(), m.clone())),
+                    .map(|m| (NamedIn::Set(name.clone()), m.clone())),
             );
         }
         out
