@@ -37,20 +37,14 @@ for _ in $(seq 100); do [ -s "$work/asyncio.url" ] && break; sleep 0.05; done
 asyncio_url=$(head -n1 "$work/asyncio.url")
 [ -n "$asyncio_url" ] || { echo "bench-proxy.sh: the asyncio upstream did not start" >&2; exit 1; }
 
-# Starts `fcm serve` with its own FCM_HOME and catalog; sets $proxy (host:port) and $serve_pid.
-start_serve() {
+# serve_in HOME_NAME CATALOG: `fcm serve` with its own FCM_HOME and catalog; sets $proxy
+# (host:port) and $serve_pid.
+serve_in() {
   export FCM_HOME="$work/$1" FCM_CATALOG="$2"
-  "$fcm" serve --port 0 --quiet --max-in-flight 512 &
-  serve_pid=$!
+  start_serve --max-in-flight 512
   serve_pids+=("$serve_pid")
-  for _ in $(seq 200); do [ -s "$FCM_HOME/serve.json" ] && break; sleep 0.05; done
-  proxy=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["address"])' "$FCM_HOME/serve.json")
 }
 hwm() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
-# utime + stime of a whole process (all its threads, live and exited), in clock ticks:
-# fields 14 and 15 of /proc/PID/stat, counted after the ")" that ends the command name.
-ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
-tck=$(getconf CLK_TCK)
 
 msg='"messages":[{"role":"user","content":"What is 17 + 25?"}]'
 path=/v1/chat/completions
@@ -96,7 +90,7 @@ print("".join("," + json.dumps({"id": f"ok#extra{i}", "tier": "B", "context": 13
 {"version":1,"providers":[{"id":"$name","name":"$name","baseUrl":"$base","keyRequired":false,
  "models":[{"id":"ok","tier":"S","context":131072},{"id":"long_stream:6000","tier":"C","context":131072}$extra]}]}
 JSON
-  start_serve "home-$name" "$work/catalog-$name.json"
+  serve_in "home-$name" "$work/catalog-$name.json"
   local plain_direct="{\"model\":\"ok\",$msg}" plain_proxy="{\"model\":\"fcm\",$msg}"
   local stream_direct="{\"model\":\"ok\",\"stream\":true,$msg}" stream_proxy="{\"model\":\"fcm\",\"stream\":true,$msg}"
   # Warm both paths (connection pools, page cache).
@@ -114,7 +108,7 @@ JSON
 
   # The streams on a fresh server, then again on the loaded one (the worst case).
   local loaded_pid=$serve_pid loaded_proxy=$proxy
-  start_serve "home-$name-streams" "$work/catalog-$name.json"
+  serve_in "home-$name-streams" "$work/catalog-$name.json"
   open_streams "$name"
   rss_streams=$(hwm "$serve_pid")
   streams_fresh=$peak_streams

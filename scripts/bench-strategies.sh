@@ -28,12 +28,7 @@ JSON
 "$fcm" sets add fused --strategy fusion --judge f/ok#judge f/ok#a f/ok#b > /dev/null
 "$fcm" sets add slow-first f/slow:$SLOW_MS f/ok#a > /dev/null
 "$fcm" sets add slow-race --strategy race f/slow:$SLOW_MS f/ok#a > /dev/null
-"$fcm" serve --port 0 --quiet &
-serve_pid=$!
-for _ in $(seq 200); do [ -s "$FCM_HOME/serve.json" ] && break; sleep 0.05; done
-proxy=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["address"])' "$FCM_HOME/serve.json")
-ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
-tck=$(getconf CLK_TCK)
+start_serve
 
 # row SET STREAM(0|1) REQUESTS: one loadgen run; prints its JSON line with fcm's ticks.
 row() {

@@ -39,3 +39,19 @@ release_binaries() {
     fi
   fi
 }
+
+# start_serve [ARGS...]: `$fcm serve --port 0 --quiet ARGS` in the background, with the
+# FCM_HOME and FCM_CATALOG exported now; sets $serve_pid and, once it listens, $proxy
+# (host:port, from its serve.json).
+start_serve() {
+  "$fcm" serve --port 0 --quiet "$@" &
+  serve_pid=$!
+  for _ in $(seq 200); do [ -s "$FCM_HOME/serve.json" ] && break; sleep 0.05; done
+  proxy=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["address"])' "$FCM_HOME/serve.json")
+}
+
+# ticks PID: utime + stime of a whole process (all its threads, live and exited), in clock
+# ticks ($tck a second): fields 14 and 15 of /proc/PID/stat, counted after the ")" that
+# ends the command name.
+ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+tck=$(getconf CLK_TCK)

@@ -23,10 +23,8 @@ cat > "$work/catalog.json" <<JSON
  {"id":"countdown_groq:4","tier":"S","context":131072}]}]}
 JSON
 export FCM_HOME="$work/home" FCM_CATALOG="$work/catalog.json"
-"$fcm" serve --port 0 --quiet &
-serve_pid=$!
-for _ in $(seq 200); do [ -s "$FCM_HOME/serve.json" ] && break; sleep 0.05; done
-addr=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["address"])' "$FCM_HOME/serve.json")
+start_serve
+addr=$proxy
 for _ in $(seq 12); do
   curl -s -o /dev/null "http://$addr/v1/chat/completions" -d '{"model":"fcm","messages":[{"role":"user","content":"hi"}]}'
   curl -s -o /dev/null "http://$addr/v1/chat/completions" -d '{"model":"fcm:demo/slow:150","messages":[{"role":"user","content":"hi"}]}'

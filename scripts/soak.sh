@@ -52,10 +52,7 @@ cat > "$FCM_HOME/config.json" <<JSON
   "firstTokenTimeoutMs": 3000, "streamStallTimeoutMs": 1000},
   "breaker": {"initialCooldownMs": 2000, "maxCooldownMs": 10000}}}
 JSON
-"$fcm" serve --port 0 --quiet --max-in-flight 512 2> "$work/serve.err" &
-serve_pid=$!
-for _ in $(seq 200); do [ -s "$FCM_HOME/serve.json" ] && break; sleep 0.05; done
-proxy=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["address"])' "$FCM_HOME/serve.json")
+start_serve --max-in-flight 512 2> "$work/serve.err"
 
 rss() { awk '/VmRSS/ {print $2}' "/proc/$serve_pid/status"; }
 hwm() { awk '/VmHWM/ {print $2}' "/proc/$serve_pid/status"; }
