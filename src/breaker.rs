@@ -269,6 +269,41 @@ impl BreakerBook {
     }
 }
 
+/// How many models are in each state, as a server's `/health` and `fcm status` count them:
+/// of the `routable` models, those without a row or with a CLOSED breaker are healthy;
+/// rows of models fcm no longer knows are left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub routable: usize,
+    pub closed: usize,
+    pub degraded: usize,
+    pub half_open: usize,
+    pub open: usize,
+    pub quota_paused: usize,
+}
+
+impl Counts {
+    pub fn of(rows: &[BreakerRow], routable: usize, known: impl Fn(&str) -> bool) -> Counts {
+        let count = |s: BreakerState| {
+            rows.iter()
+                .filter(|r| r.state == s && known(&r.model))
+                .count()
+        };
+        let unhealthy = rows
+            .iter()
+            .filter(|r| r.state != BreakerState::Closed && known(&r.model))
+            .count();
+        Counts {
+            routable,
+            closed: routable.saturating_sub(unhealthy),
+            degraded: count(BreakerState::Degraded),
+            half_open: count(BreakerState::HalfOpen),
+            open: count(BreakerState::Open),
+            quota_paused: rows.iter().filter(|r| r.quota_pause_ms_left > 0).count(),
+        }
+    }
+}
+
 /// One model's row for `fcm breakers --json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::breaker::BreakerState;
 use crate::connections::{ClientReader, Connections, Slot};
 use crate::http::{self, chunk, Head, ReadError, Request, LAST_CHUNK};
 use crate::protocol::{self, BadRequest, ErrorReport, Protocol};
@@ -491,16 +490,9 @@ fn admin_reset(req: &Request, app: &App) -> Reply {
 fn health(app: &App) -> Value {
     let now = crate::time::now_ms();
     let rows = app.router.breakers.rows(now);
-    let routable = app.router.routable().count();
-    let count = |s: BreakerState| {
-        rows.iter()
-            .filter(|r| r.state == s && app.router.knows(&r.model))
-            .count()
-    };
-    let unhealthy = rows
-        .iter()
-        .filter(|r| r.state != BreakerState::Closed && app.router.knows(&r.model))
-        .count();
+    let c = crate::breaker::Counts::of(&rows, app.router.routable().count(), |m| {
+        app.router.knows(m)
+    });
     json!({
         "status": "ok",
         "version": env!("CARGO_PKG_VERSION"),
@@ -508,12 +500,12 @@ fn health(app: &App) -> Value {
         "address": app.address.to_string(),
         "pid": std::process::id(),
         "models": {
-            "routable": routable,
-            "closed": routable.saturating_sub(unhealthy),
-            "degraded": count(BreakerState::Degraded),
-            "halfOpen": count(BreakerState::HalfOpen),
-            "open": count(BreakerState::Open),
-            "quotaPaused": rows.iter().filter(|r| r.quota_pause_ms_left > 0).count(),
+            "routable": c.routable,
+            "closed": c.closed,
+            "degraded": c.degraded,
+            "halfOpen": c.half_open,
+            "open": c.open,
+            "quotaPaused": c.quota_paused,
         },
         "inFlight": app.in_flight.load(Ordering::Acquire),
         "connections": app.connections.open(),

@@ -7,7 +7,7 @@ use argh::FromArgs;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::breaker::{rows, BreakerBook, BreakerRow, BreakerState};
+use crate::breaker::{rows, BreakerBook, BreakerRow, Counts};
 use crate::cmd::admin::admin_get;
 use crate::cmd::Setup;
 use crate::install::tools::TOOLS;
@@ -211,22 +211,14 @@ fn models_from_health(m: &Value) -> Models {
 
 /// The same counts as a server's `/health`, from `breakers.json`.
 fn models_from_rows(rows: &[BreakerRow], routable: usize, known: impl Fn(&str) -> bool) -> Models {
-    let count = |s: BreakerState| {
-        rows.iter()
-            .filter(|r| r.state == s && known(&r.model))
-            .count()
-    };
-    let unhealthy = rows
-        .iter()
-        .filter(|r| r.state != BreakerState::Closed && known(&r.model))
-        .count();
+    let c = Counts::of(rows, routable, known);
     Models {
-        routable,
-        healthy: routable.saturating_sub(unhealthy),
-        degraded: count(BreakerState::Degraded),
-        half_open: count(BreakerState::HalfOpen),
-        open: count(BreakerState::Open),
-        quota_paused: rows.iter().filter(|r| r.quota_pause_ms_left > 0).count(),
+        routable: c.routable,
+        healthy: c.closed,
+        degraded: c.degraded,
+        half_open: c.half_open,
+        open: c.open,
+        quota_paused: c.quota_paused,
     }
 }
 
