@@ -211,6 +211,11 @@ pub fn live_server() -> Option<ServeInfo> {
 }
 
 impl ServeInfo {
+    /// The port it listens on.
+    pub fn port(&self) -> Option<u16> {
+        self.address.rsplit(':').next()?.parse().ok()
+    }
+
     /// The server's base URL (no `/v1`), a wildcard bind (0.0.0.0, ::) reached through
     /// loopback.
     pub fn base_url(&self) -> String {

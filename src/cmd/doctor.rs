@@ -14,7 +14,7 @@ use crate::cmd::admin::admin_get;
 use crate::cmd::check::{EXIT_KEY_REJECTED, EXIT_NO_KEY, EXIT_RATE_LIMITED};
 use crate::cmd::Setup;
 use crate::config::Config;
-use crate::persist::live_server;
+use crate::persist::{live_server, ServeInfo};
 use crate::state;
 
 #[derive(FromArgs)]
@@ -178,7 +178,7 @@ pub(crate) fn run(args: DoctorArgs) -> Result<i32> {
     let server = live_server();
     let port = server
         .as_ref()
-        .and_then(|i| i.address.rsplit(':').next()?.parse().ok())
+        .and_then(ServeInfo::port)
         .unwrap_or(setup.config.port);
     match &server {
         Some(info) => match admin_get(info, &setup, "/health") {

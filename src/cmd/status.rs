@@ -128,7 +128,7 @@ pub(crate) fn gather(setup: &Setup) -> Result<Status> {
     let token = setup.config.serve.access_token(None);
     let port = info
         .as_ref()
-        .and_then(|i| i.address.rsplit(':').next()?.parse().ok())
+        .and_then(ServeInfo::port)
         .unwrap_or(setup.config.port);
     let server = server(info.as_ref(), health.as_ref(), setup, token.is_some());
     let keys = setup.keys();
