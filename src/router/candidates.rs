@@ -57,6 +57,13 @@ impl Candidate {
         v
     }
 
+    /// The provider this failure keeps the rest of the request away from: a rejected key,
+    /// unless the provider has other keys to try.
+    pub(crate) fn blocked_provider(&self, f: &crate::failure::Failure) -> Option<&str> {
+        (f.verdict.blocks_provider && self.metered.key_count() < 2)
+            .then_some(self.target.provider_id.as_str())
+    }
+
     /// The skip for a quota-paused model, naming the provider when the pause is account-wide.
     pub(crate) fn quota_skip(&self) -> Skip {
         if self.shared_quota {

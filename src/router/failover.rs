@@ -236,10 +236,7 @@ impl Router {
             if last_resort.as_deref() == Some(c.key()) {
                 last_resort = None;
             }
-            // A rejected key blocks the provider, unless it has other keys to try.
-            if f.verdict.blocks_provider && c.metered.key_count() < 2 {
-                blocked.insert(c.target.provider_id.as_str());
-            }
+            blocked.extend(c.blocked_provider(&f));
             if f.kind() == FailureKind::ContextOverflow {
                 // Only a larger window can take it.
                 needed = needed.max(c.context + 1);

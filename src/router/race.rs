@@ -250,10 +250,7 @@ impl Router {
                     });
                 }
                 Err(Missed::Failed(f)) => {
-                    let c = self.pool.get(r.candidate);
-                    if f.verdict.blocks_provider && c.metered.key_count() < 2 {
-                        blocked.insert(c.target.provider_id.as_str());
-                    }
+                    blocked.extend(self.pool.get(r.candidate).blocked_provider(&f));
                     stop |= !f.verdict.failover;
                 }
                 Err(Missed::Blocked(_)) => {}
