@@ -306,8 +306,8 @@ fn usage_section(h: &mut String, usage: &UsageReport) {
             ),
             None => String::new(),
         };
-        let held = p.keys.iter().filter(|k| k.held_until.is_some()).count();
-        let held = match held {
+        let [requests, tokens, limited, limits, remaining, reset] = p.cells(now);
+        let held = match p.held_keys() {
             0 => String::new(),
             n => format!(" ({n} key{} held)", if n == 1 { "" } else { "s" }),
         };
@@ -316,12 +316,12 @@ fn usage_section(h: &mut String, usage: &UsageReport) {
             "<tr><td><code>{}</code>{}</td><td>{bar}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&p.provider),
             esc(&held),
-            esc(&p.requests_cell()),
-            esc(&p.tokens_cell()),
-            p.rate_limited,
-            esc(&p.limits_cell()),
-            esc(&p.remaining.describe()),
-            esc(&p.reset_at.describe(now))
+            esc(&requests),
+            esc(&tokens),
+            esc(&limited),
+            esc(&limits),
+            esc(&remaining),
+            esc(&reset)
         );
     }
     h.push_str("</table>");

@@ -7,7 +7,7 @@ use argh::FromArgs;
 
 use crate::cmd::admin::admin_get;
 use crate::cmd::{usage, Setup};
-use crate::ledger::report::{report, KeyLine, UsageLine, UsageReport};
+use crate::ledger::report::{report, UsageLine, UsageReport};
 use crate::ledger::UsageBook;
 use crate::persist::live_server;
 use crate::state;
@@ -97,8 +97,8 @@ fn text(r: &UsageReport, verbose: bool, now: u64) -> String {
     ];
     let mut t = table::new(&[&["Provider", "Keys"][..], &columns[..]].concat());
     for p in &r.providers {
-        let mut cells = vec![p.provider.clone(), keys_cell(&p.keys)];
-        cells.extend(figures(p, now));
+        let mut cells = vec![p.provider.clone(), keys_cell(p)];
+        cells.extend(p.cells(now));
         t.add_row(cells);
     }
     let _ = writeln!(out, "Spent {period}:\n{t}");
@@ -106,7 +106,7 @@ fn text(r: &UsageReport, verbose: bool, now: u64) -> String {
         let mut t = table::new(&[&["Model"][..], &columns[..]].concat());
         for m in &r.models {
             let mut cells = vec![m.model.clone().unwrap_or_default()];
-            cells.extend(figures(m, now));
+            cells.extend(m.cells(now));
             t.add_row(cells);
         }
         let _ = writeln!(out, "{t}");
@@ -136,23 +136,11 @@ fn text(r: &UsageReport, verbose: bool, now: u64) -> String {
     out
 }
 
-/// The figures of one line, after its name (and keys).
-fn figures(l: &UsageLine, now: u64) -> Vec<String> {
-    vec![
-        l.requests_cell(),
-        l.tokens_cell(),
-        l.rate_limited.to_string(),
-        l.limits_cell(),
-        l.remaining.describe(),
-        l.reset_at.describe(now),
-    ]
-}
-
-fn keys_cell(keys: &[KeyLine]) -> String {
-    match keys.len() {
+fn keys_cell(line: &UsageLine) -> String {
+    match line.keys.len() {
         0 => "-".to_string(),
         n => {
-            let held = keys.iter().filter(|k| k.held_until.is_some()).count();
+            let held = line.held_keys();
             if held > 0 {
                 format!("{n} ({held} held)")
             } else {

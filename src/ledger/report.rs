@@ -127,6 +127,24 @@ impl UsageLine {
                 .is_some_and(|q| q.scope_or_provider() == Scope::Provider)
     }
 
+    /// The line's figures as `fcm usage` and the dashboard show them: requests, tokens,
+    /// rate-limited answers, limits, what is left, when it resets.
+    pub fn cells(&self, now: u64) -> [String; 6] {
+        [
+            self.requests_cell(),
+            self.tokens_cell(),
+            self.rate_limited.to_string(),
+            self.limits_cell(),
+            self.remaining.describe(),
+            self.reset_at.describe(now),
+        ]
+    }
+
+    /// How many of its keys are held now (after 429s or a rejection).
+    pub fn held_keys(&self) -> usize {
+        self.keys.iter().filter(|k| k.held_until.is_some()).count()
+    }
+
     /// `12`, or `45 of 50/day` when the catalog states a daily limit on this counter.
     pub fn requests_cell(&self) -> String {
         let daily = self.limits.as_ref().and_then(|q| q.requests_per_day);
