@@ -3,7 +3,7 @@
 
 use argh::FromArgs;
 
-use crate::cmd::{self, UsageError};
+use crate::commands::{self, UsageError};
 
 /// Exit code for a usage error (bad flag, unknown provider or model).
 pub(crate) const EXIT_USAGE: i32 = 2;
@@ -21,22 +21,22 @@ pub(crate) struct Fcm {
 #[derive(FromArgs)]
 #[argh(subcommand)]
 pub(crate) enum Command {
-    Models(cmd::models::ModelsArgs),
-    Bench(cmd::bench::BenchArgs),
-    Check(cmd::check::CheckArgs),
-    Demo(cmd::demo::DemoArgs),
-    Serve(cmd::serve::ServeArgs),
-    Breakers(cmd::breakers::BreakersArgs),
-    History(cmd::history::HistoryArgs),
-    Install(cmd::install::InstallArgs),
-    Sets(cmd::sets::SetsArgs),
-    Usage(cmd::usage::UsageArgs),
-    Stop(cmd::stop::StopArgs),
-    Status(cmd::status::StatusArgs),
-    Keys(cmd::keys::KeysArgs),
-    Doctor(cmd::doctor::DoctorArgs),
-    Service(cmd::service::ServiceArgs),
-    FakeProvider(cmd::fake_provider::FakeProviderArgs),
+    Models(commands::models::ModelsArgs),
+    Bench(commands::bench::BenchArgs),
+    Check(commands::check::CheckArgs),
+    Demo(commands::demo::DemoArgs),
+    Serve(commands::serve::ServeArgs),
+    Breakers(commands::breakers::BreakersArgs),
+    History(commands::history::HistoryArgs),
+    Install(commands::install::InstallArgs),
+    Sets(commands::sets::SetsArgs),
+    Usage(commands::usage::UsageArgs),
+    Stop(commands::stop::StopArgs),
+    Status(commands::status::StatusArgs),
+    Keys(commands::keys::KeysArgs),
+    Doctor(commands::doctor::DoctorArgs),
+    Service(commands::service::ServiceArgs),
+    FakeProvider(commands::fake_provider::FakeProviderArgs),
 }
 
 /// What `fcm --version` (or `-V`) prints: the version; with `-v` too, the git commit and
@@ -92,25 +92,25 @@ pub fn run() -> i32 {
         }
     };
     if !matches!(fcm.command, Command::Serve(_) | Command::FakeProvider(_)) {
-        crate::signals::quiet_on_closed_pipe();
+        crate::edge::signals::quiet_on_closed_pipe();
     }
     let result = match fcm.command {
-        Command::Models(a) => cmd::models::run(a),
-        Command::Bench(a) => cmd::bench::run(a),
-        Command::Check(a) => cmd::check::run(a),
-        Command::Demo(a) => cmd::demo::run(a),
-        Command::Serve(a) => cmd::serve::run(a),
-        Command::Breakers(a) => cmd::breakers::run(a),
-        Command::History(a) => cmd::history::run(a),
-        Command::Install(a) => cmd::install::run(a),
-        Command::Sets(a) => cmd::sets::run(a),
-        Command::Usage(a) => cmd::usage::run(a),
-        Command::Stop(a) => cmd::stop::run(a),
-        Command::Status(a) => cmd::status::run(a),
-        Command::Keys(a) => cmd::keys::run(a),
-        Command::Doctor(a) => cmd::doctor::run(a),
-        Command::Service(a) => cmd::service::run(a),
-        Command::FakeProvider(a) => cmd::fake_provider::run(a),
+        Command::Models(a) => commands::models::run(a),
+        Command::Bench(a) => commands::bench::run(a),
+        Command::Check(a) => commands::check::run(a),
+        Command::Demo(a) => commands::demo::run(a),
+        Command::Serve(a) => commands::serve::run(a),
+        Command::Breakers(a) => commands::breakers::run(a),
+        Command::History(a) => commands::history::run(a),
+        Command::Install(a) => commands::install::run(a),
+        Command::Sets(a) => commands::sets::run(a),
+        Command::Usage(a) => commands::usage::run(a),
+        Command::Stop(a) => commands::stop::run(a),
+        Command::Status(a) => commands::status::run(a),
+        Command::Keys(a) => commands::keys::run(a),
+        Command::Doctor(a) => commands::doctor::run(a),
+        Command::Service(a) => commands::service::run(a),
+        Command::FakeProvider(a) => commands::fake_provider::run(a),
     };
     match result {
         Ok(code) => code,

@@ -20,7 +20,7 @@ const THINKERS: [&str; 5] = [
 
 /// `(event, data)` pairs of an SSE body; chat chunks come with an empty event name.
 fn events(body: &str) -> Vec<(String, Value)> {
-    let mut parser = fcm::sse::SseParser::new();
+    let mut parser = fcm::answers::sse::SseParser::new();
     let mut evs = Vec::new();
     parser.feed(body.as_bytes(), &mut evs);
     parser.finish(&mut evs);

@@ -9,7 +9,7 @@ use support::*;
 /// `(event, data)` pairs of an SSE body with `event:` lines.
 fn events(body: &str) -> Vec<(String, Value)> {
     let mut out = Vec::new();
-    let mut parser = fcm::sse::SseParser::new();
+    let mut parser = fcm::answers::sse::SseParser::new();
     let mut evs = Vec::new();
     parser.feed(body.as_bytes(), &mut evs);
     parser.finish(&mut evs);

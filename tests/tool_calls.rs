@@ -74,7 +74,7 @@ fn calls_received(protocol: &str, stream: bool, r: &Resp) -> Vec<(String, Value)
                 .collect(),
         };
     }
-    let mut parser = fcm::sse::SseParser::new();
+    let mut parser = fcm::answers::sse::SseParser::new();
     let mut evs = Vec::new();
     parser.feed(r.body.as_bytes(), &mut evs);
     parser.finish(&mut evs);
@@ -161,7 +161,7 @@ fn text_received(protocol: &str, stream: bool, r: &Resp) -> String {
                 .collect(),
         };
     }
-    let mut parser = fcm::sse::SseParser::new();
+    let mut parser = fcm::answers::sse::SseParser::new();
     let mut evs = Vec::new();
     parser.feed(r.body.as_bytes(), &mut evs);
     parser.finish(&mut evs);

@@ -1,6 +1,6 @@
 //! `fcm bench`: probe models in parallel, measure them, judge them, rank them.
 //!
-//! Probing goes through the same [`attempt`](crate::attempt) as the router, so a model the
+//! Probing goes through the same [`attempt`](crate::answers::call) as the router, so a model the
 //! bench calls broken is broken for the router for the same reason. Statistics, verdicts and
 //! ranking are pure functions over ping results; I/O is the probe loop and the output.
 //!
@@ -13,16 +13,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::attempt::{attempt, Answer};
-use crate::catalog::ApiKey;
-use crate::classify::FailureKind;
-use crate::failure::Failure;
-use crate::gate::{AnswerStats, ContentValidation};
-use crate::ledger::{Blocked, Grant, Ledger, Metered, Tokens};
-use crate::quota::Window;
-use crate::target::{Limits, Target};
-use crate::toolcall::Offered;
-use crate::upstream::Upstream;
+use crate::answers::call::{attempt, Answer};
+use crate::answers::classify::FailureKind;
+use crate::answers::failure::Failure;
+use crate::answers::gate::{AnswerStats, ContentValidation};
+use crate::answers::toolcall::Offered;
+use crate::providers::catalog::ApiKey;
+use crate::providers::quota::Window;
+use crate::providers::target::{Limits, Target};
+use crate::providers::upstream::Upstream;
+use crate::state::ledger::{Blocked, Grant, Ledger, Metered, Tokens};
 
 /// A real question with a few-word answer: cheap, and a model that cannot answer it is broken.
 pub const PING_QUESTION: &str = "What is 17 + 25? Reply with the number only.";
@@ -121,7 +121,7 @@ pub enum Ping {
 
 /// A ping's estimated prompt tokens, charged against token budgets.
 pub fn ping_tokens(question: Question) -> u64 {
-    crate::router::estimate_prompt_tokens(&question.body())
+    crate::routing::estimate_prompt_tokens(&question.body())
 }
 
 /// One streaming ping of `question`, sent through the ledger: a key from it, or nothing

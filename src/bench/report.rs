@@ -1,10 +1,10 @@
 //! What a bench run found: each model's verdict, statistics and tool-call tally, the ranking,
 //! and the report saved as `bench.json`. Pure functions over ping results.
 
-use crate::breaker::BreakerState;
-use crate::catalog::{tier_rank, ModelRef};
-use crate::classify::FailureKind;
-use crate::rank::{compare, Standing, FAILING, PROVEN};
+use crate::answers::classify::FailureKind;
+use crate::providers::catalog::{tier_rank, ModelRef};
+use crate::routing::rank::{compare, Standing, FAILING, PROVEN};
+use crate::state::breaker::BreakerState;
 use serde::{Deserialize, Serialize};
 
 use super::{Ping, Question, PERFECT_TTFT_MS, SLOW_TTFT_MS};
@@ -343,7 +343,7 @@ pub fn merge(previous: BenchReport, current: &BenchReport) -> BenchReport {
 mod tests {
     use super::*;
     use crate::bench::*;
-    use crate::catalog::Provider;
+    use crate::providers::catalog::Provider;
     use serde_json::json;
 
     fn ok(ttft: u64, total: u64) -> Ping {

@@ -209,8 +209,8 @@ fn serve_connection(conn: TcpStream, shared: &Shared) {
 
 /// Reads the next request with fcm's own HTTP framing; `None` when the connection is done.
 fn read_request(reader: &mut BufReader<TcpStream>, out: &mut TcpStream) -> Option<RecordedRequest> {
-    let crate::http::Request { head, body } =
-        crate::http::read_request(reader, out, MAX_REQUEST).ok()?;
+    let crate::edge::http::Request { head, body } =
+        crate::edge::http::read_request(reader, out, MAX_REQUEST).ok()?;
     Some(RecordedRequest {
         keep_alive: head.keep_alive,
         method: head.method,
@@ -232,7 +232,7 @@ pub(super) fn send_fixed(
 ) -> io::Result<bool> {
     let mut headers = vec![("content-type".to_string(), content_type.to_string())];
     headers.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
-    let mut msg = crate::http::head(status, &headers, Some(body.len()), true);
+    let mut msg = crate::edge::http::head(status, &headers, Some(body.len()), true);
     msg.extend_from_slice(body);
     out.write_all(&msg)?;
     Ok(true)
@@ -258,12 +258,12 @@ impl<'a> SseWriter<'a> {
         headers.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
         SseWriter {
             out,
-            pending: crate::http::head(200, &headers, None, true),
+            pending: crate::edge::http::head(200, &headers, None, true),
         }
     }
 
     pub(super) fn raw(&mut self, text: &str) -> io::Result<()> {
-        crate::http::chunk(text.as_bytes(), &mut self.pending);
+        crate::edge::http::chunk(text.as_bytes(), &mut self.pending);
         self.flush()
     }
 
@@ -278,7 +278,8 @@ impl<'a> SseWriter<'a> {
 
     pub(super) fn done(mut self) -> io::Result<bool> {
         self.raw("data: [DONE]\n\n")?;
-        self.pending.extend_from_slice(crate::http::LAST_CHUNK);
+        self.pending
+            .extend_from_slice(crate::edge::http::LAST_CHUNK);
         self.flush()?;
         Ok(true)
     }

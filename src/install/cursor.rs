@@ -298,7 +298,7 @@ pub(crate) fn install(
             continue;
         }
         let shown = if path[0] == "openAIKey" {
-            json!(crate::catalog::key_hint(token))
+            json!(crate::providers::catalog::key_hint(token))
         } else {
             value.clone()
         };
@@ -364,7 +364,7 @@ pub(crate) fn uninstall(db: &Path, record: &Record) -> Result<usize, CursorError
 
 /// A new random access token (from the system's random source).
 pub(crate) fn new_token() -> Result<String, CursorError> {
-    crate::access::random_token("fcm-", 24).map_err(CursorError::NoRandomness)
+    crate::edge::access::random_token("fcm-", 24).map_err(CursorError::NoRandomness)
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::state::{self, StateError};
+use crate::state::files::{self, StateError};
 use doc::{Doc, DocError};
 use tools::{Setting, Tool, ToolContext};
 
@@ -176,7 +176,7 @@ fn mask_secret(line: &str) -> String {
         "{}{} \"{}\"",
         &line[..colon],
         &line[colon..=colon],
-        crate::catalog::key_hint(value)
+        crate::providers::catalog::key_hint(value)
     )
 }
 
@@ -289,15 +289,15 @@ pub(crate) fn backup_once(file: &Path) -> Result<Option<PathBuf>, BackupError> {
 }
 
 pub(crate) fn records_path() -> Result<PathBuf, StateError> {
-    state::state_file("installs.json")
+    files::state_file("installs.json")
 }
 
 pub(crate) fn load_records() -> Result<Records, StateError> {
-    state::load_json(&records_path()?)
+    files::load_json(&records_path()?)
 }
 
 pub(crate) fn save_records(r: &Records) -> Result<(), StateError> {
-    state::write_json_atomic(&records_path()?, r)
+    files::write_json_atomic(&records_path()?, r)
 }
 
 /// Where a tool's own config sends it: the loopback port of the fcm base URL it holds, and

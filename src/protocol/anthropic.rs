@@ -246,8 +246,8 @@ pub fn from_chat(chat: &Value, model: &str) -> Value {
     let choice = chat.pointer("/choices/0").cloned().unwrap_or(Value::Null);
     let msg = choice.get("message").cloned().unwrap_or(Value::Null);
     let mut content = Vec::new();
-    let said = crate::reasoning::parts(&msg);
-    let split = crate::reasoning::split_think(&said.text);
+    let said = crate::answers::reasoning::parts(&msg);
+    let split = crate::answers::reasoning::split_think(&said.text);
     let reasoning = format!("{}{}", said.reasoning, split.reasoning);
     if !reasoning.is_empty() {
         content.push(

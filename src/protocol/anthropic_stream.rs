@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::anthropic::{stop_reason, thinking_signature};
 use super::{chat_delta, new_id, sse_event, StreamTranslator, ToolCalls};
 use super::{ContentParts, ContentSplit};
-use crate::toolcall::Offered;
+use crate::answers::toolcall::Offered;
 
 /// The kind of content block that is open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -351,7 +351,7 @@ mod tests {
 #[cfg(test)]
 mod properties {
     use super::*;
-    use crate::gate::arbitrary::{
+    use crate::answers::gate::arbitrary::{
         answer_stream, any_chunks, client_events, offered, reads, split, ChatStream, Part,
     };
     use proptest::prelude::*;

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 use super::{new_id, ContentSplit};
-use crate::toolcall::Offered;
+use crate::answers::toolcall::Offered;
 
 /// A chat stream's repairs, fed the bytes the hold buffer released and their parsed chunks.
 #[derive(Debug)]
@@ -55,7 +55,7 @@ impl ChatStream {
         if self.mid_event {
             // The rest of an event too long to parse goes as it came; what follows it is
             // whole events, which `chunks` are.
-            match crate::sse::block_end(&bytes) {
+            match crate::answers::sse::block_end(&bytes) {
                 Some(end) => {
                     rest_of_event = bytes.drain(..end).collect();
                     self.mid_event = false;
@@ -64,7 +64,7 @@ impl ChatStream {
             }
         }
         if !bytes.is_empty() {
-            self.mid_event = !crate::sse::ends_a_block(&bytes);
+            self.mid_event = !crate::answers::sse::ends_a_block(&bytes);
         }
         let mut out = self.shape_events(bytes, chunks);
         if !rest_of_event.is_empty() {
@@ -252,12 +252,12 @@ pub(crate) fn normalize(v: &mut Value, split_think_tags: bool, tools: Option<&Of
         let mut text = content.clone();
         let mut reasoning = String::new();
         if split_think_tags {
-            let parts = crate::reasoning::split_think(&text);
+            let parts = crate::answers::reasoning::split_think(&text);
             (text, reasoning) = (parts.text, parts.reasoning);
         }
         let mut calls = Vec::new();
         if tools.is_some() {
-            let split = crate::textcalls::split_text_calls(&text);
+            let split = crate::answers::textcalls::split_text_calls(&text);
             (text, calls) = (split.text, split.calls);
         }
         if !reasoning.is_empty() || !calls.is_empty() {
@@ -417,7 +417,7 @@ fn flatten_content(msg: &mut Value) -> bool {
     if !msg.get("content").is_some_and(Value::is_array) {
         return false;
     }
-    let parts = crate::reasoning::parts(msg);
+    let parts = crate::answers::reasoning::parts(msg);
     msg["content"] = json!(parts.text);
     append_reasoning(msg, &parts.reasoning);
     true
@@ -438,7 +438,7 @@ fn append_reasoning(msg: &mut Value, reasoning: &str) {
 }
 
 /// A call taken out of text, as a chat tool call (its id is given later).
-pub(super) fn call_value(call: crate::toolcall::ToolCall) -> Value {
+pub(super) fn call_value(call: crate::answers::toolcall::ToolCall) -> Value {
     json!({"id": "", "type": "function", "function": {"name": call.name, "arguments": call.arguments}})
 }
 

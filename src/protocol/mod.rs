@@ -17,16 +17,16 @@ use serde_json::{json, Value};
 
 use std::sync::Arc;
 
-pub(crate) use crate::toolcall::ToolCalls;
-use crate::toolcall::{Offered, ToolCall};
+pub(crate) use crate::answers::toolcall::ToolCalls;
+use crate::answers::toolcall::{Offered, ToolCall};
 
 /// A stream's content on its way to a client: a leading `<think>` block taken out as
 /// reasoning (always for Anthropic and Responses clients, with `splitThinkTags` for chat) and,
 /// when the request offered tools, tool-call markup taken out as calls (see `textcalls`).
 #[derive(Debug)]
 pub(crate) struct ContentSplit {
-    tags: Option<crate::reasoning::ThinkTags>,
-    calls: Option<crate::textcalls::TextCalls>,
+    tags: Option<crate::answers::reasoning::ThinkTags>,
+    calls: Option<crate::answers::textcalls::TextCalls>,
     /// Calls taken out so far (their stream index is above any a provider uses).
     made: u64,
 }
@@ -43,8 +43,8 @@ pub(crate) struct ContentParts {
 impl ContentSplit {
     pub(crate) fn new(split_think_tags: bool, tools: bool) -> ContentSplit {
         ContentSplit {
-            tags: split_think_tags.then(crate::reasoning::ThinkTags::default),
-            calls: tools.then(crate::textcalls::TextCalls::default),
+            tags: split_think_tags.then(crate::answers::reasoning::ThinkTags::default),
+            calls: tools.then(crate::answers::textcalls::TextCalls::default),
             made: 0,
         }
     }
@@ -54,7 +54,7 @@ impl ContentSplit {
     pub(crate) fn passes(&self, text: &[u8]) -> bool {
         self.tags
             .as_ref()
-            .is_none_or(crate::reasoning::ThinkTags::settled)
+            .is_none_or(crate::answers::reasoning::ThinkTags::settled)
             && self
                 .calls
                 .as_ref()
@@ -69,7 +69,7 @@ impl ContentSplit {
     pub(crate) fn feed(&mut self, content: &str) -> ContentParts {
         let parts = match &mut self.tags {
             Some(tags) => tags.feed(content),
-            None => crate::reasoning::Parts {
+            None => crate::answers::reasoning::Parts {
                 text: content.to_string(),
                 reasoning: String::new(),
             },
@@ -80,7 +80,7 @@ impl ContentSplit {
     pub(crate) fn finish(&mut self) -> ContentParts {
         let parts = match &mut self.tags {
             Some(tags) => tags.finish(),
-            None => crate::reasoning::Parts::default(),
+            None => crate::answers::reasoning::Parts::default(),
         };
         self.calls_from(parts.reasoning, parts.text, true)
     }
@@ -398,7 +398,7 @@ fn take_string(v: &mut Value, key: &str) -> String {
 pub(crate) mod testing {
     use serde_json::Value;
 
-    use crate::sse::{SseEvent, SseParser};
+    use crate::answers::sse::{SseEvent, SseParser};
 
     #[derive(Default)]
     pub(crate) struct ChatChunks {
@@ -460,7 +460,7 @@ mod tests {
         let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
         let stream = chat_events(&chunks_from_completion(&v));
         let mut events = Vec::new();
-        crate::sse::SseParser::new().feed(&stream, &mut events);
+        crate::answers::sse::SseParser::new().feed(&stream, &mut events);
         assert_eq!(events.len(), 4);
         let first: Value = serde_json::from_str(&events[0].data).unwrap();
         assert_eq!(first["choices"][0]["delta"]["content"], "hi");
@@ -520,7 +520,9 @@ pub struct ChatDelta {
 pub fn chat_delta(chunk: &Value) -> ChatDelta {
     let choice = chunk.pointer("/choices/0");
     let delta = choice.and_then(|c| c.get("delta").or_else(|| c.get("message")));
-    let said = delta.map(crate::reasoning::parts).unwrap_or_default();
+    let said = delta
+        .map(crate::answers::reasoning::parts)
+        .unwrap_or_default();
     let some = |s: String| (!s.is_empty()).then_some(s);
     ChatDelta {
         text: some(said.text),

@@ -262,8 +262,8 @@ pub fn from_chat(chat: &Value, model: &str) -> Value {
         .cloned()
         .unwrap_or(Value::Null);
     let mut output = Vec::new();
-    let said = crate::reasoning::parts(&msg);
-    let split = crate::reasoning::split_think(&said.text);
+    let said = crate::answers::reasoning::parts(&msg);
+    let split = crate::answers::reasoning::split_think(&said.text);
     let reasoning = format!("{}{}", said.reasoning, split.reasoning);
     if !reasoning.is_empty() {
         output.push(reasoning_item(&new_id("rs_"), &reasoning));

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::responses::{call_item, message_item, reasoning_item, response, usage};
 use super::{chat_delta, new_id, sse_event, StreamTranslator, ToolCalls};
 use super::{ContentParts, ContentSplit};
-use crate::toolcall::Offered;
+use crate::answers::toolcall::Offered;
 
 /// Chat stream → Responses events. Text streams as it comes; function calls are assembled
 /// and sent whole at the end (only whole calls can be trusted to run).
@@ -384,7 +384,7 @@ mod tests {
 #[cfg(test)]
 mod properties {
     use super::*;
-    use crate::gate::arbitrary::{
+    use crate::answers::gate::arbitrary::{
         answer_stream, any_chunks, client_events, offered, reads, split, Part,
     };
     use proptest::prelude::*;

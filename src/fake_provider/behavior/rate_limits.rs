@@ -129,7 +129,7 @@ pub(super) fn counts_down(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::quota::{read_headers, Period, Unit};
+    use crate::providers::quota::{read_headers, Period, Unit};
 
     #[test]
     fn every_style_reads_back_as_what_it_said() {

@@ -1,0 +1,226 @@
+//! One attempt: send a chat request to one model and judge what comes back.
+//!
+//! This is the single path shared by `fcm bench`, `fcm check` and `fcm serve`, so a model
+//! judged broken by the bench is judged broken by the router for the same reason. For
+//! streams it holds the bytes until the first useful content (the hold buffer), so a failed
+//! attempt never reaches a client; `stream` owns a committed stream from there on.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+
+use crate::answers::classify::{
+    classify_http, classify_transport, FailureKind, TransportFailure, Verdict,
+};
+use crate::answers::failure::{failure, one_line, Failure};
+use crate::answers::gate::{check_payload, AnswerStats, GateReject};
+use crate::providers::catalog::ApiKey;
+use crate::providers::target::{Limits, Target};
+use crate::providers::upstream::{read_limited, ExchangeTimeouts, Incoming, Outgoing, Upstream};
+
+/// Error bodies are read up to this size for classification.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+/// Connection setup never waits longer than this, whatever the other deadlines.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A committed answer.
+pub enum Answer {
+    /// A complete non-stream body that passed the gate.
+    Full {
+        status: u16,
+        body: Vec<u8>,
+        /// The body as the gate parsed it (`None` when validation is off).
+        parsed: Option<Value>,
+        stats: AnswerStats,
+        elapsed: Duration,
+        /// The rate-limit windows the response head reported.
+        rate: Vec<crate::providers::quota::Window>,
+    },
+    /// A stream with useful content (or past the hold limit); `held` goes to the client first.
+    Stream(Box<crate::answers::stream::OpenStream>),
+}
+
+/// Sends `client_body` to `target` with `key` (one of its keys, or none for a provider
+/// without one) and judges the answer. Streams return once committed.
+pub fn attempt(
+    upstream: &Upstream,
+    target: &Target,
+    key: Option<&ApiKey>,
+    client_body: &Value,
+    stream: bool,
+    limits: &Limits,
+) -> Result<Answer, Failure> {
+    let started = Instant::now();
+    let url = match &target.url {
+        Ok(u) => u,
+        Err(why) => {
+            let v = Verdict::of(FailureKind::ProviderUrlUnresolvable, None);
+            return Err(failure(v, None, why.to_string(), started));
+        }
+    };
+    let remaining = limits.deadline.saturating_duration_since(started);
+    if remaining.is_zero() {
+        return Err(failure(
+            Verdict::of(FailureKind::Timeout, None),
+            None,
+            "no time left in the budget".into(),
+            started,
+        ));
+    }
+    let timeouts = if stream {
+        ExchangeTimeouts {
+            connect: CONNECT_TIMEOUT.min(remaining),
+            // A committed stream runs as long as data keeps coming: no overall cap.
+            per_call: None,
+            per_read: Some(
+                limits.first_token.max(limits.stream_stall).min(remaining)
+                    + Duration::from_millis(500),
+            ),
+            head: Some(limits.first_token.min(remaining)),
+        }
+    } else {
+        ExchangeTimeouts {
+            connect: CONNECT_TIMEOUT.min(remaining),
+            per_call: Some(limits.body_read.min(remaining)),
+            per_read: None,
+            head: None,
+        }
+    };
+    let out = Outgoing {
+        url,
+        api_key: key.map(|k| k.value.as_str()),
+        headers: &target.headers,
+        body: target.request_body(client_body),
+        stream,
+    };
+    let mut incoming = upstream.send(out, timeouts).map_err(|(t, msg)| {
+        let mut f = failure(classify_transport(t), None, target.redact(&msg), started);
+        if t == TransportFailure::Timeout && started.elapsed() >= limits.body_read.min(remaining) {
+            f.detail = format!("no answer within {} ms", started.elapsed().as_millis());
+        }
+        f
+    })?;
+    // What the provider says is left goes with whatever comes of the answer.
+    let rate = std::mem::take(&mut incoming.rate);
+    let mut judged = judge(incoming, target, stream, limits, started);
+    match &mut judged {
+        Ok(Answer::Full { rate: r, .. }) => *r = rate,
+        Ok(Answer::Stream(s)) => s.rate = rate,
+        Err(f) => f.rate = rate.into(),
+    }
+    judged
+}
+
+/// Judges a provider's answer: an error status, a stream to hold, or a full body.
+fn judge(
+    mut incoming: Incoming,
+    target: &Target,
+    stream: bool,
+    limits: &Limits,
+    started: Instant,
+) -> Result<Answer, Failure> {
+    if !(200..300).contains(&incoming.status) {
+        let (body, _) = read_limited(&mut incoming.body, ERROR_BODY_LIMIT).unwrap_or_default();
+        let verdict = classify_http(
+            incoming.status,
+            incoming.content_type.as_deref(),
+            incoming.retry_after.as_deref(),
+            &body,
+            None,
+            SystemTime::now(),
+        );
+        let detail = error_detail(target, &body);
+        let mut f = failure(verdict, Some(incoming.status), detail, started);
+        f.retry_after = incoming
+            .retry_after
+            .as_deref()
+            .and_then(|v| crate::answers::classify::parse_retry_after(v, SystemTime::now()));
+        return Err(f);
+    }
+    if stream && (incoming.is_event_stream() || incoming.content_type.is_none()) {
+        return crate::answers::stream::open(incoming, target, limits, started)
+            .map(|s| Answer::Stream(Box::new(s)));
+    }
+    read_full(incoming, target, limits, started)
+}
+
+/// A provider error body as one line: the `error.message` when there is one.
+/// Redacts before cutting to one line: a key that crossed the cut would not match.
+fn error_detail(target: &Target, body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let msg = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.get("message"))
+                .or_else(|| v.get("error").filter(|e| e.is_string()))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| text.into_owned());
+    one_line(&target.redact(&msg))
+}
+
+fn read_full(
+    mut incoming: Incoming,
+    target: &Target,
+    limits: &Limits,
+    started: Instant,
+) -> Result<Answer, Failure> {
+    let status = incoming.status;
+    let (mut body, truncated) = read_limited(&mut incoming.body, limits.max_body)
+        .map_err(|e| target.io_error(&e, started))?;
+    // Before the gate parses it: the parsed answer the protocols reuse is clean too.
+    if let std::borrow::Cow::Owned(clean) = target.secrets.redact_bytes(&body) {
+        body = clean;
+    }
+    if truncated {
+        let v = Verdict::of(FailureKind::InvalidJson, None);
+        let detail = format!("answer larger than {} MiB", limits.max_body / (1024 * 1024));
+        return Err(failure(v, Some(status), detail, started));
+    }
+    let gate = check_payload(&body, limits.validation, limits.tools.as_deref());
+    let gate = match gate {
+        Err(r)
+            if r.kind == FailureKind::InvalidJson
+                && crate::answers::classify::looks_like_html(
+                    incoming.content_type.as_deref(),
+                    &body,
+                ) =>
+        {
+            Err(GateReject {
+                kind: FailureKind::HtmlMaintenance,
+                detail: "an HTML page instead of JSON".into(),
+            })
+        }
+        other => other,
+    };
+    match gate {
+        Ok((stats, parsed)) => Ok(Answer::Full {
+            status,
+            body,
+            parsed,
+            stats,
+            elapsed: started.elapsed(),
+            rate: Vec::new(),
+        }),
+        Err(r) => Err(target.gate_failure_after(r, incoming.retry_after.as_deref(), started)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::target::tests::target;
+
+    #[test]
+    fn keys_are_redacted_before_the_detail_is_cut() {
+        let t = target("zai/glm-5.3-flash");
+        let body = format!(
+            "{{\"error\":{{\"message\":\"{} bad key k-123456789012\"}}}}",
+            "x".repeat(190)
+        );
+        let detail = error_detail(&t, body.as_bytes());
+        assert!(!detail.contains("k-1234"), "{detail}");
+    }
+}

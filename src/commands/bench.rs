@@ -1,0 +1,398 @@
+//! `fcm bench`: choose the models, probe them on a thread pool, print and save the ranking.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use argh::FromArgs;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+
+use crate::bench::{
+    merge, over_budget, probe, questions, rank, summarize, BenchReport, BenchVerdict, ModelResult,
+};
+use crate::commands::{process_id_token, require_provider, usage, Setup};
+use crate::providers::catalog::{Catalog, KeySource, ModelRef};
+use crate::providers::target::Target;
+use crate::providers::upstream::Upstream;
+use crate::secrets::Secrets;
+use crate::state::files;
+use crate::state::ledger::{Ledger, Metered, Room};
+use crate::table;
+use crate::time;
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "bench")]
+/// Probe models in parallel, measure latency and answer validity, rank them.
+pub(crate) struct BenchArgs {
+    /// providers to probe: all (default) or ID[,ID...]
+    #[argh(option, default = "String::from(\"all\")")]
+    pub(crate) provider: String,
+    /// probe only this model (provider/modelId); repeatable
+    #[argh(option)]
+    pub(crate) model: Vec<String>,
+    /// pings per model, one after another (default 3)
+    #[argh(option, default = "3")]
+    pub(crate) pings: u32,
+    /// also ask each model, once per ping, to call an offered tool (the Tools column)
+    #[argh(switch)]
+    pub(crate) tools: bool,
+    /// seconds one ping may take (default 15)
+    #[argh(option, default = "15")]
+    pub(crate) timeout: u64,
+    /// models probed at once (default 32)
+    #[argh(option, default = "32")]
+    pub(crate) concurrency: usize,
+    /// print one JSON document instead of the table
+    #[argh(switch)]
+    pub(crate) json: bool,
+    /// do not save results to $FCM_HOME/bench.json
+    #[argh(switch)]
+    pub(crate) no_save: bool,
+}
+
+/// Upper bounds that keep a typo from opening thousands of sockets or running for hours.
+const MAX_PINGS: u32 = 50;
+const MAX_CONCURRENCY: usize = 512;
+const MAX_TIMEOUT_SECS: u64 = 600;
+
+/// How to probe.
+pub struct ProbePlan {
+    pub pings: u32,
+    /// Send a tool ping after each plain ping.
+    pub tools: bool,
+    pub timeout: Duration,
+    pub concurrency: usize,
+    pub progress: bool,
+}
+
+pub fn run(args: BenchArgs) -> Result<i32> {
+    let plan = validate(&args)?;
+    let setup = Setup::load()?;
+    let models = select(&setup.catalog, &args.provider, &args.model)?;
+    let secrets = setup.secrets(None);
+    // Where the results and the spending go, before a request is spent: a home that cannot
+    // be made is one clear error up front, on every system.
+    files::create_private_dir(&files::fcm_home()?)?;
+    let usage_path = files::state_file("usage.json")?;
+    let ledger = Ledger::load(&usage_path, time::now_ms(), setup.config.router.keys.sticky)?;
+    let report = execute(&models, &setup.keys(), &plan, &secrets, &ledger);
+    // What the pings spent, whatever came of them (a running server takes it in).
+    if let Err(e) = ledger.sync(&usage_path, time::now_ms()) {
+        eprintln!("fcm bench: warning: {e:#}", e = anyhow::Error::new(e));
+    }
+    let report = report?;
+    if args.json {
+        print_json(&report, &secrets)?;
+    } else {
+        print_table(&report, &secrets);
+    }
+    if !args.no_save {
+        save(&report, &secrets)?;
+    }
+    Ok(exit_code(&report))
+}
+
+pub fn validate(args: &BenchArgs) -> Result<ProbePlan> {
+    if args.pings == 0 || args.pings > MAX_PINGS {
+        return usage(format!(
+            "--pings must be between 1 and {MAX_PINGS} (got {})",
+            args.pings
+        ));
+    }
+    if args.concurrency == 0 || args.concurrency > MAX_CONCURRENCY {
+        return usage(format!(
+            "--concurrency must be between 1 and {MAX_CONCURRENCY} (got {})",
+            args.concurrency
+        ));
+    }
+    if args.timeout == 0 || args.timeout > MAX_TIMEOUT_SECS {
+        return usage(format!(
+            "--timeout must be between 1 and {MAX_TIMEOUT_SECS} seconds (got {})",
+            args.timeout
+        ));
+    }
+    Ok(ProbePlan {
+        pings: args.pings,
+        tools: args.tools,
+        timeout: Duration::from_secs(args.timeout),
+        concurrency: args.concurrency,
+        progress: !args.json && std::io::stderr().is_terminal(),
+    })
+}
+
+/// The models named by `--provider` and `--model`; unknown names are usage errors.
+pub fn select<'a>(
+    catalog: &'a Catalog,
+    providers: &str,
+    models: &[String],
+) -> Result<Vec<ModelRef<'a>>> {
+    if !models.is_empty() {
+        return models
+            .iter()
+            .map(|key| match catalog.find(key) {
+                Some(m) => Ok(m),
+                None => usage(format!(
+                    "unknown model {key:?}; `fcm models` lists them as provider/modelId"
+                )),
+            })
+            .collect();
+    }
+    if providers.trim() == "all" {
+        return Ok(catalog.models().collect());
+    }
+    let mut chosen = Vec::new();
+    for id in providers
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        require_provider(catalog, id)?;
+        chosen.extend(catalog.models().filter(|m| m.provider.id == id));
+    }
+    if chosen.is_empty() {
+        return usage("--provider names no provider");
+    }
+    Ok(chosen)
+}
+
+/// Probes every model that has a key (the others are reported as `no key`) and ranks them.
+/// Every ping goes through `ledger`: a model whose known daily budget (its last tenth kept
+/// back) is below the pings it needs is not contacted (`over budget`), and a plan that
+/// spends more than a tenth of a known daily limit is said before it starts.
+pub fn execute(
+    models: &[ModelRef<'_>],
+    keys: &KeySource<'_>,
+    plan: &ProbePlan,
+    secrets: &Arc<Secrets>,
+    ledger: &Ledger,
+) -> Result<BenchReport> {
+    let session = process_id_token();
+    let now = time::rfc3339(time::now_ms());
+    let upstream = Upstream::new();
+    let (reachable, no_key): (Vec<&ModelRef<'_>>, Vec<&ModelRef<'_>>) = models
+        .iter()
+        .partition(|m| keys.lookup(m.provider).0.usable());
+    let asked = questions(plan.pings, plan.tools);
+    let all: Vec<(ModelRef<'_>, Target, Metered)> = reachable
+        .iter()
+        .map(|m| {
+            let target = Target::resolve(**m, keys, &session, secrets);
+            let metered = Metered::new(**m, &target.keys);
+            (**m, target, metered)
+        })
+        .collect();
+    let budget = budget_plan(&all, ledger, asked.len() as u64);
+    for line in &budget.notices {
+        eprintln!("fcm bench: {line}");
+    }
+    let (targets, over): (Vec<_>, Vec<_>) = all
+        .into_iter()
+        .partition(|(m, _, _)| !budget.skipped.contains(&m.key()));
+    let bar = if plan.progress {
+        let b =
+            ProgressBar::with_draw_target(Some(targets.len() as u64), ProgressDrawTarget::stderr());
+        b.set_style(
+            ProgressStyle::with_template(
+                "{spinner} probing [{bar:30}] {pos}/{len} models {elapsed}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        b.enable_steady_tick(Duration::from_millis(120));
+        b
+    } else {
+        ProgressBar::hidden()
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(plan.concurrency.min(targets.len().max(1)))
+        .thread_name(|i| format!("fcm-probe-{i}"))
+        .stack_size(256 * 1024)
+        .build()
+        .context("cannot start the probe threads")?;
+    let mut results: Vec<ModelResult> = pool.install(|| {
+        targets
+            .par_iter()
+            .with_max_len(1)
+            .map(|(m, target, metered)| {
+                let pings = probe(&upstream, target, metered, ledger, &asked, plan.timeout);
+                bar.inc(1);
+                match pings.is_empty() {
+                    // Its budget ran out before its first ping (a request beside the bench).
+                    true => over_budget(*m, &now),
+                    false => summarize(*m, &pings, &now),
+                }
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    results.extend(no_key.iter().map(|m| summarize(**m, &[], &now)));
+    results.extend(over.iter().map(|(m, _, _)| over_budget(*m, &now)));
+    rank(&mut results);
+    Ok(BenchReport {
+        generated_at: now,
+        models: results,
+    })
+}
+
+/// What a bench run may spend, decided before it starts.
+#[derive(Debug, Default)]
+pub struct BudgetPlan {
+    /// Models not to contact: their counter's known budget is below its pings.
+    pub skipped: Vec<String>,
+    /// Lines for stderr: spending over a tenth of a known daily limit, and what was skipped.
+    pub notices: Vec<String>,
+}
+
+/// The bench's pings against each counter's known daily budget: models sharing a counter
+/// (a provider-wide limit) share its room. `pings`: requests each model is sent.
+pub fn budget_plan(
+    models: &[(ModelRef<'_>, Target, Metered)],
+    ledger: &Ledger,
+    pings: u64,
+) -> BudgetPlan {
+    let now = time::now_ms();
+    // counter -> (its room, models, requests planned)
+    let mut counters: BTreeMap<String, (Room, Vec<String>, u64)> = BTreeMap::new();
+    for (m, _, metered) in models {
+        if let Some(room) = ledger.probe_room(metered, now) {
+            let entry = counters
+                .entry(room.counter.clone())
+                .or_insert_with(|| (room, Vec::new(), 0));
+            entry.1.push(m.key());
+            entry.2 += pings;
+        }
+    }
+    let mut plan = BudgetPlan::default();
+    for (counter, (room, members, planned)) in counters {
+        let share = planned as f64 * 100.0 / room.daily_limit.max(1) as f64;
+        if planned > room.left {
+            plan.notices.push(format!(
+                "{counter}: not contacted ({} models): {planned} requests needed, {} left for probes today of a known {} a day (the last 10% is kept for real work); `--pings 1` or `--model` spends less",
+                members.len(),
+                room.left,
+                room.daily_limit
+            ));
+            plan.skipped.extend(members);
+        } else if planned * 10 > room.daily_limit {
+            plan.notices.push(format!(
+                "{counter}: will spend {planned} requests of a known {} a day ({share:.0}%), {} left for probes before it",
+                room.daily_limit, room.left
+            ));
+        }
+    }
+    plan
+}
+
+/// 0 when at least one model is usable, 1 when none is.
+pub fn exit_code(report: &BenchReport) -> i32 {
+    if report.models.iter().any(|m| m.usable) {
+        0
+    } else {
+        1
+    }
+}
+
+/// `fcm bench --json`: the report, without a secret a provider echoed.
+pub fn print_json(report: &BenchReport, secrets: &Secrets) -> Result<()> {
+    let text = serde_json::to_string_pretty(report)?;
+    println!("{}", secrets.redact(&text));
+    Ok(())
+}
+
+/// Merges this run into `$FCM_HOME/bench.json`. The whole file is cleaned of secrets as it
+/// is written, so entries kept from earlier runs are too.
+pub fn save(report: &BenchReport, secrets: &Secrets) -> Result<()> {
+    let path = files::state_file("bench.json")?;
+    let previous: BenchReport = files::load_json(&path)?;
+    let text = serde_json::to_string_pretty(&merge(previous, report))?;
+    Ok(files::write_atomic(
+        &path,
+        secrets.redact(&text).as_bytes(),
+    )?)
+}
+
+/// The table and its summary lines, without a secret a provider echoed.
+pub fn print_table(report: &BenchReport, secrets: &Secrets) {
+    print!("{}", secrets.redact(&table_text(report)));
+}
+
+/// The table; the `Tools` column shows only when this run sent tool pings.
+fn table_text(report: &BenchReport) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let tools = report.models.iter().any(|m| m.tool_pings.is_some());
+    let mut header = vec!["#", "Model", "Verdict", "OK"];
+    if tools {
+        header.push("Tools");
+    }
+    header.extend(["TTFT p50", "p50", "p95", "Jitter", "Tok/s", "Last failure"]);
+    let mut t = table::new(&header);
+    let (probed, no_key): (Vec<_>, Vec<_>) = report.models.iter().partition(|m| m.pings > 0);
+    for m in &probed {
+        let failure = match (&m.last_failure_kind, m.last_failure_status) {
+            (Some(k), Some(s)) if !(200..300).contains(&s) => format!("{k} (HTTP {s})"),
+            (Some(k), _) => k.to_string(),
+            (None, _) => String::new(),
+        };
+        let mut row = vec![
+            m.rank.to_string(),
+            m.model.clone(),
+            m.verdict.label().to_string(),
+            format!("{}/{}", m.successes, m.pings),
+        ];
+        if tools {
+            row.push(tool_cell(m));
+        }
+        row.extend([
+            table::ms(m.ttft_ms_p50),
+            table::ms(m.latency_ms_p50),
+            table::ms(m.latency_ms_p95),
+            table::ms(m.jitter_ms),
+            m.tokens_per_sec.map_or("-".into(), |v| format!("{v:.1}")),
+            failure,
+        ]);
+        t.add_row(row);
+    }
+    if !probed.is_empty() {
+        let _ = writeln!(out, "{t}");
+    }
+    let usable = probed.iter().filter(|m| m.usable).count();
+    let _ = writeln!(out, "{} models probed, {usable} usable", probed.len());
+    let (over, no_key): (Vec<_>, Vec<_>) = no_key
+        .into_iter()
+        .partition(|m| m.verdict == BenchVerdict::QuotaBudget);
+    let providers = |models: &[&ModelResult]| {
+        let mut ids: Vec<&str> = models.iter().map(|m| m.provider.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.join(", ")
+    };
+    if !no_key.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} models not contacted (no key): {} (see `fcm models` for the variables to set)",
+            no_key.len(),
+            providers(&no_key)
+        );
+    }
+    if !over.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} models not contacted (over budget): {} (see `fcm usage` for what is left)",
+            over.len(),
+            providers(&over)
+        );
+    }
+    out
+}
+
+/// `valid calls/tool pings`, or `-` when no tool ping was sent.
+fn tool_cell(m: &ModelResult) -> String {
+    match (m.tool_calls, m.tool_pings) {
+        (Some(calls), Some(pings)) => format!("{calls}/{pings}"),
+        _ => "-".to_string(),
+    }
+}

@@ -1,0 +1,141 @@
+//! `fcm breakers`: per-model health, from the running server when there is one (so a reset
+//! is not overwritten by its next flush), else from `breakers.json`.
+
+use std::io::IsTerminal;
+
+use anyhow::{Context, Result};
+use argh::FromArgs;
+use comfy_table::{Cell, Color};
+
+use crate::commands::admin::{admin_get, admin_post};
+use crate::commands::{usage, Setup};
+use crate::state::breaker::{rows, BreakerBook, BreakerRow, BreakerState};
+use crate::state::files;
+use crate::state::persist::live_server;
+use crate::table;
+use crate::time::human_ms;
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "breakers")]
+/// Show per-model breaker state (live from a running server, else from breakers.json).
+pub(crate) struct BreakersArgs {
+    /// print JSON instead of a table
+    #[argh(switch)]
+    pub(crate) json: bool,
+    /// reset one model's breaker (provider/modelId) or all of them
+    #[argh(option)]
+    pub(crate) reset: Option<String>,
+}
+
+pub(crate) fn run(args: BreakersArgs) -> Result<i32> {
+    let setup = Setup::load()?;
+    if let Some(model) = &args.reset {
+        if model != "all" && setup.catalog.find(model).is_none() {
+            return usage(format!(
+                "unknown model {model:?}; use provider/modelId as `fcm breakers` lists it, or all"
+            ));
+        }
+    }
+    let server = live_server();
+    let rows: Vec<BreakerRow> = match (&server, &args.reset) {
+        (Some(info), Some(model)) => {
+            let v = admin_post(
+                info,
+                &setup,
+                &format!("/fcm/admin/breakers/reset?model={model}"),
+            )?;
+            eprintln!(
+                "fcm: reset {} breaker(s) on the running server at {}",
+                v["reset"], info.address
+            );
+            serde_json::from_value(admin_get(info, &setup, "/fcm/admin/breakers")?)
+                .context("unexpected answer from the server")?
+        }
+        (Some(info), None) => {
+            serde_json::from_value(admin_get(info, &setup, "/fcm/admin/breakers")?)
+                .context("unexpected answer from the server")?
+        }
+        (None, reset) => {
+            let path = files::state_file("breakers.json")?;
+            let mut book: BreakerBook = files::load_json(&path)?;
+            if let Some(model) = reset {
+                let n = if model == "all" {
+                    let n = book.models.len();
+                    book.models.clear();
+                    n
+                } else {
+                    usize::from(book.models.remove(model).is_some())
+                };
+                book.version = 1;
+                files::write_json_atomic(&path, &book)?;
+                eprintln!("fcm: reset {n} breaker(s) in {}", path.display());
+            }
+            let now = crate::time::now_ms();
+            // As a server would load it: times ahead of this clock cut to the longest.
+            book.clamp(now, &setup.config.router.breaker);
+            rows(&book, now, &setup.config.router.breaker)
+        }
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(0);
+    }
+    if rows.is_empty() {
+        println!("No breaker has seen a failure yet: every model is CLOSED.");
+        return Ok(0);
+    }
+    let colour = std::io::stdout().is_terminal();
+    let mut t = table::new(&[
+        "Model",
+        "State",
+        "Failures",
+        "Trips",
+        "Cooldown left",
+        "Pause left",
+        "Last failure",
+        "Updated",
+    ]);
+    for r in &rows {
+        let mut state = Cell::new(r.state.as_str());
+        if colour {
+            state = state.fg(match r.state {
+                BreakerState::Closed => Color::Green,
+                BreakerState::Degraded => Color::Yellow,
+                BreakerState::HalfOpen => Color::Cyan,
+                BreakerState::Open => Color::Red,
+            });
+        }
+        let left = |ms: u64| {
+            if ms == 0 {
+                "-".to_string()
+            } else {
+                human_ms(ms)
+            }
+        };
+        t.add_row(vec![
+            Cell::new(&r.model),
+            state,
+            Cell::new(r.consecutive_failures),
+            Cell::new(r.trip_count),
+            Cell::new(left(r.cooldown_ms_left)),
+            Cell::new(match r.paused_for {
+                Some(why) if r.quota_pause_ms_left > 0 => {
+                    format!("{} ({why})", left(r.quota_pause_ms_left))
+                }
+                _ => left(r.quota_pause_ms_left),
+            }),
+            Cell::new(
+                r.last_failure_kind
+                    .map_or("-".to_string(), |k| k.to_string()),
+            ),
+            Cell::new(&r.updated_at),
+        ]);
+    }
+    println!("{t}");
+    let source = match &server {
+        Some(info) => format!("live from the server at {}", info.address),
+        None => "from breakers.json (no server running)".to_string(),
+    };
+    println!("{} models with history, {source}", rows.len());
+    Ok(0)
+}

@@ -1,0 +1,388 @@
+//! `fcm check`: one real completion through the gate, one line, an exit code for CI.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use argh::FromArgs;
+use serde_json::json;
+
+use crate::answers::classify::FailureKind;
+use crate::bench::{metered_ping, Ping, Question};
+use crate::commands::usage;
+use crate::commands::{process_id_token, require_provider, Setup};
+use crate::providers::catalog::{key_hint, tier_rank, KeyStatus, ModelRef};
+use crate::providers::quota::{Unit, Window};
+use crate::providers::target::Target;
+use crate::providers::upstream::Upstream;
+use crate::routing::rank::{compare, Standing, UNKNOWN};
+use crate::state::breaker::BreakerState;
+use crate::state::files;
+use crate::state::ledger::{Ledger, Metered, Why};
+use crate::time;
+
+#[derive(FromArgs)]
+#[argh(
+    subcommand,
+    name = "check",
+    note = "Runs one real completion through the content gate and prints one line.",
+    error_code(0, "ok: the model answered with real content"),
+    error_code(2, "usage error"),
+    error_code(3, "key not set (or a variable the provider URL needs)"),
+    error_code(4, "key rejected (HTTP 401/403)"),
+    error_code(5, "rate limited or out of quota"),
+    error_code(
+        6,
+        "answer unusable (empty, error payload, invalid JSON, HTML, bad request)"
+    ),
+    error_code(7, "unreachable, timed out, or provider error")
+)]
+/// Smoke-check a provider key with one real completion (for CI).
+pub(crate) struct CheckArgs {
+    /// PROVIDER or PROVIDER/MODEL
+    #[argh(positional)]
+    pub(crate) target: String,
+    /// seconds to wait for the answer (default 30)
+    #[argh(option, default = "30")]
+    pub(crate) timeout: u64,
+    /// print one JSON object instead of a line
+    #[argh(switch)]
+    pub(crate) json: bool,
+}
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_NO_KEY: i32 = 3;
+pub const EXIT_KEY_REJECTED: i32 = 4;
+pub const EXIT_RATE_LIMITED: i32 = 5;
+pub const EXIT_UNUSABLE: i32 = 6;
+pub const EXIT_UNREACHABLE: i32 = 7;
+
+/// The exit code a failure kind maps to.
+pub fn exit_code_for(kind: FailureKind) -> i32 {
+    use FailureKind::*;
+    match kind {
+        AuthError => EXIT_KEY_REJECTED,
+        RateLimit | QuotaExhausted => EXIT_RATE_LIMITED,
+        InvalidRequest | HtmlMaintenance | InvalidJson | EmptyChoices | EmptyContent
+        | ErrorPayload | EmptyStream | ContextOverflow | InvalidToolCall | ModelNotFound => {
+            EXIT_UNUSABLE
+        }
+        ProviderUrlUnresolvable => EXIT_NO_KEY,
+        ModelOverloaded | Timeout | StreamStall | NetworkError | ProviderServerError => {
+            EXIT_UNREACHABLE
+        }
+    }
+}
+
+fn what(kind: FailureKind) -> &'static str {
+    use FailureKind::*;
+    match kind {
+        AuthError => "key rejected",
+        RateLimit => "rate limited",
+        QuotaExhausted => "out of quota",
+        InvalidRequest => "request refused",
+        HtmlMaintenance => "answered with an HTML page",
+        InvalidJson => "answered with invalid JSON",
+        EmptyChoices | EmptyContent | EmptyStream => "answered with no content",
+        ContextOverflow => "request too long for this model",
+        ErrorPayload => "answered with an error payload",
+        InvalidToolCall => "answered with a tool call that cannot run",
+        ModelNotFound => "the provider does not serve this model (retired? `fcm models --refresh`)",
+        ProviderUrlUnresolvable => "URL incomplete",
+        ModelOverloaded => "model overloaded",
+        Timeout => "timed out",
+        StreamStall => "stream stalled",
+        NetworkError => "unreachable",
+        ProviderServerError => "provider error",
+    }
+}
+
+/// `PROVIDER/MODEL`, or the best-tiered model of `PROVIDER`.
+pub(crate) fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>> {
+    if let Some(m) = setup.catalog.find(target) {
+        return Ok(m);
+    }
+    let (pid, mid) = target.split_once('/').unwrap_or((target, ""));
+    let provider = require_provider(&setup.catalog, pid)?;
+    if !mid.is_empty() {
+        return usage(format!(
+            "unknown model {target:?}; `fcm models --provider {pid}` lists its models"
+        ));
+    }
+    // Never contacted yet: only the catalog's tier and score decide; ties keep catalog order.
+    let standing = |m: &crate::providers::catalog::Model| Standing {
+        state: BreakerState::Closed,
+        evidence: UNKNOWN,
+        verdict: 0,
+        success_rate: 0.0,
+        ttft_ms: None,
+        tier: tier_rank(&m.tier),
+        swe: m.swe_bench.unwrap_or(-1.0),
+        headroom: 1.0,
+        key: "",
+    };
+    let best = provider
+        .models
+        .iter()
+        .min_by(|a, b| compare(&standing(a), &standing(b)));
+    match best {
+        Some(model) => Ok(ModelRef { provider, model }),
+        None => usage(format!("provider {pid} has no models")),
+    }
+}
+
+pub fn run(args: CheckArgs) -> Result<i32> {
+    if args.timeout == 0 || args.timeout > 600 {
+        return usage(format!(
+            "--timeout must be between 1 and 600 seconds (got {})",
+            args.timeout
+        ));
+    }
+    let setup = Setup::load()?;
+    let m = choose(&setup, &args.target)?;
+    check(
+        &setup,
+        m,
+        None,
+        Duration::from_secs(args.timeout),
+        args.json,
+    )
+}
+
+/// One real completion of `m` through the gate and the ledger, its line (or JSON) printed;
+/// returns the exit code. `only_key`: check that key of the provider (one just set), not
+/// the one the ledger would choose.
+pub(crate) fn check(
+    setup: &Setup,
+    m: ModelRef<'_>,
+    only_key: Option<&str>,
+    timeout: Duration,
+    json: bool,
+) -> Result<i32> {
+    let c = checked(setup, m, only_key, timeout)?;
+    // The one place check writes: nothing a provider echoed of a secret gets through.
+    let secrets = setup.secrets(None);
+    let line = format!(
+        "{}{}",
+        if c.code == EXIT_OK { "ok   " } else { "FAIL " },
+        c.line
+    );
+    if json {
+        let v = json!({"model": m.key(), "ok": c.code == EXIT_OK, "exitCode": c.code,
+                       "kind": c.kind, "status": c.http, "latencyMs": c.ms, "key": c.key_note,
+                       "message": line, "remaining": c.left});
+        println!("{}", secrets.redact(&v.to_string()));
+    } else {
+        println!("{}", secrets.redact(&line));
+    }
+    Ok(c.code)
+}
+
+/// The exit code and line of [`check`] (without its `ok`/`FAIL` tag), not printed (`fcm
+/// doctor --online`).
+pub(crate) fn outcome(
+    setup: &Setup,
+    m: ModelRef<'_>,
+    only_key: Option<&str>,
+    timeout: Duration,
+) -> Result<(i32, String)> {
+    let c = checked(setup, m, only_key, timeout)?;
+    Ok((c.code, setup.secrets(None).redact(&c.line).into_owned()))
+}
+
+/// What one check found.
+struct Checked {
+    code: i32,
+    kind: Option<FailureKind>,
+    http: Option<u16>,
+    ms: Option<u64>,
+    /// The line `fcm check` prints after its `ok`/`FAIL` tag (not yet cleaned of secrets).
+    line: String,
+    key_note: String,
+    left: Vec<Window>,
+}
+
+fn checked(
+    setup: &Setup,
+    m: ModelRef<'_>,
+    only_key: Option<&str>,
+    timeout: Duration,
+) -> Result<Checked> {
+    let keys = setup.keys();
+    let secrets = setup.secrets(None);
+    let (status, _) = keys.lookup(m.provider);
+    let done = |code, kind, http, ms, line, key_note: &str, left: Vec<Window>| Checked {
+        code,
+        kind,
+        http,
+        ms,
+        line,
+        key_note: key_note.to_string(),
+        left,
+    };
+    if let KeyStatus::Missing(vars) = &status {
+        let how = if vars.is_empty() {
+            format!("add apiKeys.{} to config.json", m.provider.id)
+        } else {
+            format!(
+                "set {} (sign up: {})",
+                vars.join(" or "),
+                m.provider.signup_url
+            )
+        };
+        let line = format!("{}: key not set; {how}", m.key());
+        return Ok(done(
+            EXIT_NO_KEY,
+            None,
+            None,
+            None,
+            line,
+            &status.describe(),
+            Vec::new(),
+        ));
+    }
+    let target = Target::resolve(m, &keys, &process_id_token(), &secrets);
+    let metered = Metered::new(m, &target.keys);
+    let usage_path = files::state_file("usage.json")?;
+    let ledger = Ledger::load(&usage_path, time::now_ms(), setup.config.router.keys.sticky)?;
+    let key = only_key.and_then(|v| target.keys.iter().position(|k| k.value == v));
+    let sent = metered_ping(
+        &Upstream::new(),
+        &target,
+        &metered,
+        &ledger,
+        Question::Sum,
+        timeout,
+        false,
+        key,
+    );
+    if let Err(e) = ledger.sync(&usage_path, time::now_ms()) {
+        eprintln!("fcm check: warning: {:#}", anyhow::Error::new(e));
+    }
+    let (ping, grant) = match sent {
+        Ok(sent) => sent,
+        Err(b) => {
+            let why = match &b.why {
+                Why::Budget(what) => format!("its known budget is spent ({what})"),
+                Why::Paused => "its keys are paused after rate limits".to_string(),
+                Why::Rejected => "the provider rejected its keys within the hour".to_string(),
+            };
+            let line = format!(
+                "{}: not sent: {why}; frees up at {} (`fcm usage` shows what is left)",
+                m.key(),
+                time::rfc3339(b.until_ms)
+            );
+            let kind = Some(FailureKind::QuotaExhausted);
+            let key_note = status.describe();
+            return Ok(done(
+                EXIT_RATE_LIMITED,
+                kind,
+                None,
+                None,
+                line,
+                &key_note,
+                Vec::new(),
+            ));
+        }
+    };
+    let key_note = match grant.api_key(&target.keys) {
+        Some(k) => {
+            let origin = match &k.origin {
+                KeyStatus::Env(var) => var.clone(),
+                _ => format!("config.json apiKeys.{}", m.provider.id),
+            };
+            let several = if target.keys.len() > 1 {
+                format!("{} ", k.label)
+            } else {
+                String::new()
+            };
+            format!("{several}{origin} {}", key_hint(&k.value))
+        }
+        None => status.describe(),
+    };
+    let left = ledger.left(&metered, grant.key, time::now_ms());
+    let left_note = left_note(&left);
+    Ok(match ping {
+        Ping::Ok {
+            total_ms, tokens, ..
+        } => {
+            let line = format!(
+                "{}: answered in {total_ms} ms, {tokens} tokens ({key_note}){left_note}",
+                m.key()
+            );
+            done(
+                EXIT_OK,
+                None,
+                Some(200),
+                Some(total_ms),
+                line,
+                &key_note,
+                left,
+            )
+        }
+        Ping::Failed {
+            kind,
+            status: http,
+            detail,
+            ..
+        } => {
+            let code = exit_code_for(kind);
+            let http_note = http
+                .filter(|s| !(200..300).contains(s))
+                .map(|s| format!("HTTP {s}, "))
+                .unwrap_or_default();
+            let line = format!(
+                "{}: {} ({http_note}{kind}): {detail} ({key_note}){left_note}",
+                m.key(),
+                what(kind)
+            );
+            done(code, Some(kind), http, None, line, &key_note, left)
+        }
+    })
+}
+
+/// `; left: 998 requests (resets in 1m26s), 11963 tokens (resets in 185 ms)`, from what
+/// the provider reported on this answer; empty when it reported nothing.
+fn left_note(windows: &[Window]) -> String {
+    let now = time::now_ms();
+    let parts: Vec<String> = windows
+        .iter()
+        .filter_map(|w| {
+            let left = w.remaining?;
+            let unit = match w.unit {
+                Unit::Requests => "requests",
+                Unit::Tokens => "tokens",
+            };
+            let per = match w.period {
+                Some(p) => format!(" per {}", format!("{p:?}").to_ascii_lowercase()),
+                None => String::new(),
+            };
+            Some(format!(
+                "{left} {unit}{per} (resets in {})",
+                time::human_ms(w.reset_at.saturating_sub(now))
+            ))
+        })
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; left: {}", parts.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_an_exit_code() {
+        for kind in FailureKind::ALL {
+            let code = exit_code_for(kind);
+            assert!((3..=7).contains(&code), "{kind}");
+            assert!(!what(kind).is_empty());
+        }
+        assert_eq!(exit_code_for(FailureKind::AuthError), 4);
+        assert_eq!(exit_code_for(FailureKind::RateLimit), 5);
+        assert_eq!(exit_code_for(FailureKind::EmptyChoices), 6);
+        assert_eq!(exit_code_for(FailureKind::Timeout), 7);
+    }
+}

@@ -1,0 +1,86 @@
+//! `fcm history`: recent routing decisions with their attempt chains, and a summary.
+
+use anyhow::{Context, Result};
+use argh::FromArgs;
+
+use crate::commands::admin::admin_get;
+use crate::commands::{usage, Setup};
+use crate::state::files;
+use crate::state::persist::live_server;
+use crate::state::trace::{summarize, HistoryFile, Trace};
+use crate::table;
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "history")]
+/// Show recent routing decisions (live from a running server, else from history.json).
+pub(crate) struct HistoryArgs {
+    /// how many recent requests (default 20)
+    #[argh(option, short = 'n', default = "20")]
+    pub(crate) n: usize,
+    /// print JSON instead of a table
+    #[argh(switch)]
+    pub(crate) json: bool,
+}
+
+pub(crate) fn run(args: HistoryArgs) -> Result<i32> {
+    if args.n == 0 {
+        return usage("-n must be at least 1");
+    }
+    let entries: Vec<Trace> = match live_server() {
+        Some(info) => {
+            let setup = Setup::load()?;
+            serde_json::from_value(admin_get(
+                &info,
+                &setup,
+                &format!("/fcm/admin/history?n={}", args.n),
+            )?)
+            .context("unexpected answer from the server")?
+        }
+        None => {
+            let file: HistoryFile = files::load_json(&files::state_file("history.json")?)?;
+            let skip = file.entries.len().saturating_sub(args.n);
+            file.entries.into_iter().skip(skip).collect()
+        }
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&entries)?);
+        return Ok(0);
+    }
+    if entries.is_empty() {
+        println!("No requests yet. Point a client at http://127.0.0.1:19280/v1 with model \"fcm\" after `fcm serve`.");
+        return Ok(0);
+    }
+    let mut t = table::new(&[
+        "Time",
+        "Request",
+        "Model",
+        "Outcome",
+        "Served by",
+        "Attempts",
+        "Skips",
+        "Wall",
+    ]);
+    for e in &entries {
+        t.add_row(vec![
+            e.time.replace('T', " ").trim_end_matches('Z').to_string(),
+            e.id.clone(),
+            e.requested_model.clone(),
+            e.outcome.as_str().to_string(),
+            e.served_model.clone().unwrap_or_else(|| "-".into()),
+            if e.attempts.is_empty() {
+                "-".into()
+            } else {
+                e.attempt_chain(" -> ")
+            },
+            e.skipped.len().to_string(),
+            format!("{} ms", e.wall_ms),
+        ]);
+    }
+    println!("{t}");
+    let s = summarize(&entries);
+    println!(
+        "{} requests: {:.1}% served, {:.1}% failed over, {:.2} attempts on average",
+        s.requests, s.served_pct, s.failover_pct, s.avg_attempts
+    );
+    Ok(0)
+}

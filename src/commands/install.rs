@@ -1,0 +1,346 @@
+//! `fcm install`: apply, preview, list or undo a tool's fcm settings.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use argh::FromArgs;
+
+use crate::commands::{edit_config, usage, Setup};
+use crate::install::cursor;
+use crate::install::doc::DocError;
+use crate::install::tools::{self, Tool, ToolContext, TOOLS};
+use crate::install::{self as inst, diff, Plan};
+use crate::state::files::{self, Holds};
+use crate::table;
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "install")]
+/// Point a coding tool at `fcm serve` by editing its own config (a backup is kept).
+pub(crate) struct InstallArgs {
+    /// the tool: claude-code, codex, cline, cursor, opencode, crush or aider
+    #[argh(positional)]
+    pub(crate) tool: Option<String>,
+    /// model name the tool sends (default fcm: automatic routing; or fcm:provider/modelId)
+    #[argh(option, default = "String::from(\"fcm\")")]
+    pub(crate) model: String,
+    /// port of fcm serve (default: config.json port, else 19280)
+    #[argh(option)]
+    pub(crate) port: Option<u16>,
+    /// print the change and write nothing
+    #[argh(switch)]
+    pub(crate) dry_run: bool,
+    /// remove what fcm added and restore the previous values
+    #[argh(switch)]
+    pub(crate) uninstall: bool,
+    /// list the tools, their config files and whether fcm is installed there
+    #[argh(switch)]
+    pub(crate) list: bool,
+    /// cursor only: the public HTTPS URL of a tunnel to fcm serve (Cursor calls it from its servers)
+    #[argh(option)]
+    pub(crate) url: Option<String>,
+    /// cursor only: Cursor is closed (when fcm cannot list processes to tell)
+    #[argh(switch)]
+    pub(crate) cursor_closed: bool,
+}
+
+/// What tools send as their key when fcm serve needs none.
+pub(crate) const LOCAL_TOKEN: &str = "fcm-local";
+
+/// What fcm writes into the tools' configs: this port, this model, and the access token
+/// (or [`LOCAL_TOKEN`] when the server needs none).
+pub(crate) fn tool_context(
+    home: std::path::PathBuf,
+    port: u16,
+    model: &str,
+    token: Option<&str>,
+) -> ToolContext {
+    ToolContext {
+        home,
+        port,
+        model: model.to_string(),
+        token: token.unwrap_or(LOCAL_TOKEN).to_string(),
+    }
+}
+
+pub(crate) fn run(args: InstallArgs) -> Result<i32> {
+    let setup = Setup::load()?;
+    let home =
+        crate::state::files::home_dir().context("cannot find your home directory (set HOME)")?;
+    let token = setup.config.serve.access_token(None);
+    let port = args.port.unwrap_or(setup.config.port);
+    let ctx = tool_context(home, port, &args.model, token.as_deref());
+    if args.list {
+        return list(&ctx);
+    }
+    let Some(name) = args.tool.as_deref() else {
+        return usage(format!(
+            "name a tool ({}) or use --list",
+            tools::names().join(", ")
+        ));
+    };
+    if args.model != "fcm"
+        && !args.model.starts_with("fcm:")
+        && setup.catalog.find(&args.model).is_none()
+    {
+        return usage(format!(
+            "--model {:?} is neither fcm, fcm:provider/modelId nor a catalog model (`fcm models`)",
+            args.model
+        ));
+    }
+    if name == "cursor" {
+        return cursor(&args, &ctx, token);
+    }
+    let Some(tool) = tools::find(name) else {
+        let mut names = tools::names();
+        names.push("cursor");
+        return usage(format!(
+            "unknown tool {name:?}; fcm can install into: {}",
+            names.join(", ")
+        ));
+    };
+    let mut records = inst::load_records()?;
+    // An uninstall undoes the file fcm wrote, wherever the tool's path points today.
+    let file = match (args.uninstall, records.get(tool.name)) {
+        (true, Some(record)) if !record.file.as_os_str().is_empty() => record.file.clone(),
+        _ => tool.path(&ctx),
+    };
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
+    };
+    let refused = |e: DocError| {
+        anyhow::anyhow!(
+            "cannot parse {}: {e}; fix or move the file, nothing was changed",
+            file.display()
+        )
+    };
+    if args.uninstall {
+        let Some(record) = records.get(tool.name) else {
+            println!(
+                "fcm is not installed in {} ({}); nothing to remove.",
+                tool.label,
+                file.display()
+            );
+            return Ok(0);
+        };
+        let plan = inst::plan_uninstall(tool, &text, record).map_err(refused)?;
+        if args.dry_run {
+            return preview(&plan, &file);
+        }
+        if plan.changes() {
+            // What comes back is the user's own: the file keeps its mode.
+            files::write_user_file(&file, plan.after.trim_end().as_bytes(), Holds::Settings)?;
+        }
+        records.remove(tool.name);
+        inst::save_records(&records)?;
+        println!(
+            "Removed fcm's settings from {} ({}); your earlier values are back.",
+            tool.label,
+            file.display()
+        );
+        return Ok(0);
+    }
+    let settings = (tool.settings)(&ctx);
+    let plan = inst::plan_install(tool, &text, &settings, records.get(tool.name), &file)
+        .map_err(refused)?;
+    if !plan.changes() {
+        println!(
+            "{} already points at fcm ({}); nothing changed.",
+            tool.label,
+            file.display()
+        );
+        return Ok(0);
+    }
+    if args.dry_run {
+        return preview(&plan, &file);
+    }
+    if let Some(backup) = inst::backup_once(&file)? {
+        println!("Backed up {} to {}", file.display(), backup.display());
+    }
+    // The tool sends fcm's access token, when one is set, from this file: nobody else may
+    // read it.
+    let holds = if token.is_some() {
+        Holds::Secret
+    } else {
+        Holds::Settings
+    };
+    files::write_user_file(&file, plan.after.trim_end().as_bytes(), holds)?;
+    if let Some(record) = plan.record.clone() {
+        records.insert(tool.name.to_string(), record);
+        inst::save_records(&records)?;
+    }
+    println!("Wrote {}:", file.display());
+    print!("{}", diff(&plan.before, &plan.after));
+    println!(
+        "Next: start the proxy with `fcm serve`, then {}.",
+        tool.next
+    );
+    Ok(0)
+}
+
+/// Cursor: a tunnel URL, an access token, and its SQLite settings (see `install::cursor`).
+/// `existing` is the access token already configured, if any.
+fn cursor(args: &InstallArgs, ctx: &ToolContext, existing: Option<String>) -> Result<i32> {
+    let db = cursor::db_path(&ctx.home);
+    let mut records = inst::load_records()?;
+    if args.uninstall {
+        let Some(record) = records.get("cursor") else {
+            println!(
+                "fcm is not installed in Cursor ({}); nothing to remove.",
+                db.display()
+            );
+            return Ok(0);
+        };
+        cursor::ensure_closed(&db, args.cursor_closed, |is| crate::process::running(is))?;
+        if args.dry_run {
+            println!(
+                "Would restore {} setting(s) in {} (dry run, nothing written).",
+                record.settings.len(),
+                db.display()
+            );
+            return Ok(0);
+        }
+        let n = cursor::uninstall(&db, record)?;
+        records.remove("cursor");
+        inst::save_records(&records)?;
+        println!(
+            "Restored {n} setting(s) in {}; Cursor uses its own models again.",
+            db.display()
+        );
+        return Ok(0);
+    }
+    let Some(url) = args.url.as_deref() else {
+        return usage(
+            "Cursor calls custom endpoints from its own servers, so it cannot reach 127.0.0.1: expose `fcm serve` \
+             through an HTTPS tunnel and pass its URL, e.g. `fcm install cursor --url https://<tunnel>/v1`",
+        );
+    };
+    if !url.starts_with("https://") {
+        return usage(format!(
+            "--url must be an https:// URL (Cursor refuses plain http), got {url:?}"
+        ));
+    }
+    let url = if url.trim_end_matches('/').ends_with("/v1") {
+        url.trim_end_matches('/').to_string()
+    } else {
+        format!("{}/v1", url.trim_end_matches('/'))
+    };
+    cursor::ensure_closed(&db, args.cursor_closed, |is| crate::process::running(is))?;
+    // The tunnel makes fcm serve reachable from the internet: it needs an access token.
+    let token = match &existing {
+        Some(t) => t.clone(),
+        None => cursor::new_token()?,
+    };
+    // Checks the database (and plans the change) before anything is written anywhere.
+    let (record, changes) =
+        cursor::install(&db, &url, &args.model, &token, records.get("cursor"), true)?;
+    if changes.is_empty() {
+        println!(
+            "Cursor already points at fcm ({}); nothing changed.",
+            db.display()
+        );
+        return Ok(0);
+    }
+    if args.dry_run {
+        println!("Would set in {} (dry run, nothing written):", db.display());
+        changes.iter().for_each(|c| println!("+ {c}"));
+        return Ok(0);
+    }
+    if let Some(backup) = inst::backup_once(&db)? {
+        println!("Backed up {} to {}", db.display(), backup.display());
+    }
+    let (record, _) = cursor::install(&db, &url, &args.model, &token, Some(&record), false)?;
+    // Cursor's database now holds the access token as its API key.
+    files::make_private(&db)?;
+    if existing.is_none() {
+        save_token(&token)?;
+        let others: Vec<&str> = records
+            .keys()
+            .map(String::as_str)
+            .filter(|t| *t != "cursor")
+            .collect();
+        if !others.is_empty() {
+            println!(
+                "fcm serve now requires this token: run `fcm install` again for {} so they send it",
+                others.join(", ")
+            );
+        }
+    }
+    records.insert("cursor".into(), record);
+    inst::save_records(&records)?;
+    println!("Wrote {}:", db.display());
+    changes.iter().for_each(|c| println!("+ {c}"));
+    println!("Next:");
+    println!(
+        "  1. fcm serve   (it requires the access token now kept in config.json as serve.token)"
+    );
+    println!("  2. expose it over HTTPS, e.g. `cloudflared tunnel --url http://127.0.0.1:{}` or `ngrok http {}`;", ctx.port, ctx.port);
+    println!("     the tunnel's address must be the --url you gave ({url})");
+    println!(
+        "  3. start Cursor and pick the model {} in the chat's model list",
+        args.model
+    );
+    Ok(0)
+}
+
+/// Stores a new access token as `serve.token` in the user's config.json.
+fn save_token(token: &str) -> Result<()> {
+    let path = edit_config(|doc| {
+        doc.set(&["serve", "token"], &serde_json::json!(token))?;
+        Ok(())
+    })?;
+    println!(
+        "Made an access token for fcm serve and saved it as serve.token in {}",
+        path.display()
+    );
+    Ok(())
+}
+
+fn preview(plan: &Plan, file: &Path) -> Result<i32> {
+    if plan.changes() {
+        println!(
+            "Would change {} (dry run, nothing written):",
+            file.display()
+        );
+        print!("{}", diff(&plan.before, &plan.after));
+    } else {
+        println!("{} would not change.", file.display());
+    }
+    Ok(0)
+}
+
+fn list(ctx: &ToolContext) -> Result<i32> {
+    let records = inst::load_records()?;
+    let mut t = table::new(&["Tool", "Config file", "fcm"]);
+    for tool in TOOLS {
+        t.add_row(vec![
+            tool.name.to_string(),
+            tool.path(ctx).display().to_string(),
+            status(tool, ctx, records.contains_key(tool.name)),
+        ]);
+    }
+    let db = cursor::db_path(&ctx.home);
+    let cursor_status = match (records.contains_key("cursor"), db.exists()) {
+        (true, _) => "installed",
+        (false, true) => "not installed",
+        (false, false) => "no config file",
+    };
+    t.add_row(vec![
+        "cursor".to_string(),
+        db.display().to_string(),
+        cursor_status.to_string(),
+    ]);
+    println!("{t}");
+    Ok(0)
+}
+
+fn status(tool: &Tool, ctx: &ToolContext, recorded: bool) -> String {
+    match inst::installed(tool, ctx) {
+        Some(true) => "installed".into(),
+        Some(false) if recorded => "installed, since changed".into(),
+        Some(false) => "not installed".into(),
+        None if tool.path(ctx).exists() => "unreadable".into(),
+        None => "no config file".into(),
+    }
+}

@@ -1,0 +1,249 @@
+//! `fcm service install|uninstall|status`: `fcm serve` started at login by the platform's
+//! service manager. Install writes the service file (and records what it wrote), then loads
+//! it when the manager is reachable, else prints the commands; uninstall removes exactly
+//! what install wrote.
+
+pub(crate) mod unit;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use argh::FromArgs;
+use serde::{Deserialize, Serialize};
+
+use crate::commands::service::unit::{Manager, MARK};
+use crate::commands::Setup;
+use crate::state::files;
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "service")]
+/// Run fcm serve at login (systemd user unit on Linux, launchd agent on macOS).
+pub(crate) struct ServiceArgs {
+    #[argh(subcommand)]
+    pub(crate) action: ServiceAction,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand)]
+pub(crate) enum ServiceAction {
+    Install(InstallArgs),
+    Uninstall(UninstallArgs),
+    Status(StatusArgs),
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "install")]
+/// Write the service file and start it (idempotent).
+pub(crate) struct InstallArgs {
+    /// port the service listens on (default: config.json port, else 19280)
+    #[argh(option)]
+    pub(crate) port: Option<u16>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "uninstall")]
+/// Stop the service and remove exactly the file install wrote.
+pub(crate) struct UninstallArgs {}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "status")]
+/// Whether the service file is in place, unchanged, and running.
+pub(crate) struct StatusArgs {}
+
+/// `$FCM_HOME/service.json`: what install wrote, so uninstall removes that and nothing else.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct ServiceRecord {
+    file: PathBuf,
+    /// Fingerprint of the text written (`catalog::key_id`): a file changed since is the
+    /// user's, and is not removed.
+    fingerprint: String,
+    installed_at: String,
+}
+
+pub(crate) fn run(args: ServiceArgs) -> Result<i32> {
+    let Some(manager) = Manager::here() else {
+        bail!("fcm service knows systemd (Linux) and launchd (macOS), not this system; start `fcm serve --detach` at login instead");
+    };
+    let home =
+        crate::state::files::home_dir().context("cannot find your home directory (set HOME)")?;
+    match args.action {
+        ServiceAction::Install(a) => install(manager, &home, a),
+        ServiceAction::Uninstall(_) => uninstall(manager, &home),
+        ServiceAction::Status(_) => status(manager, &home),
+    }
+}
+
+fn record_path() -> Result<PathBuf> {
+    Ok(files::state_file("service.json")?)
+}
+
+fn fingerprint(text: &str) -> String {
+    crate::providers::catalog::key_id(text)
+}
+
+fn install(manager: Manager, home: &Path, a: InstallArgs) -> Result<i32> {
+    let setup = Setup::load()?;
+    let port = a.port.unwrap_or(setup.config.port);
+    let exe = std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .context("cannot tell where the fcm binary is")?;
+    let fcm_home = files::fcm_home()?;
+    let file = manager.file(home);
+    let text = manager.text(&exe, port, &fcm_home, &fcm_home.join("serve.log"));
+    match std::fs::read_to_string(&file) {
+        Ok(old) if old == text => {
+            println!("{} is already installed, unchanged.", file.display());
+        }
+        Ok(old) if !old.contains(MARK) => bail!(
+            "{} exists and is not fcm's (it lacks fcm's mark); move it away first",
+            file.display()
+        ),
+        Ok(_) | Err(_) => {
+            files::write_atomic(&file, text.trim_end().as_bytes())?;
+            println!("Wrote {} (fcm serve --port {port}).", file.display());
+        }
+    }
+    let record = ServiceRecord {
+        file: file.clone(),
+        fingerprint: fingerprint(&std::fs::read_to_string(&file)?),
+        installed_at: crate::time::rfc3339(crate::time::now_ms()),
+    };
+    files::write_json_atomic(&record_path()?, &record)?;
+    run_or_print(manager, &manager.start_commands(&file))?;
+    println!("Keys from your shell's environment are not seen by the service: `fcm keys set PROVIDER` stores them where it reads them.");
+    Ok(0)
+}
+
+/// What `fcm service install` recorded of the file it wrote, if it can be read.
+fn load_record() -> Result<Option<ServiceRecord>> {
+    Ok(std::fs::read_to_string(record_path()?)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok()))
+}
+
+fn uninstall(manager: Manager, home: &Path) -> Result<i32> {
+    let record = load_record()?;
+    let file = record
+        .as_ref()
+        .map_or_else(|| manager.file(home), |r| r.file.clone());
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            println!(
+                "No fcm service is installed ({} does not exist).",
+                file.display()
+            );
+            let _ = std::fs::remove_file(record_path()?);
+            return Ok(0);
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
+    };
+    let ours = match &record {
+        Some(r) => r.fingerprint == fingerprint(&text),
+        None => text.contains(MARK),
+    };
+    if !ours {
+        bail!(
+            "{} changed since `fcm service install` wrote it; it is yours now: stop the service and remove it yourself",
+            file.display()
+        );
+    }
+    run_or_print(manager, &manager.stop_commands(&file))?;
+    std::fs::remove_file(&file).with_context(|| format!("cannot remove {}", file.display()))?;
+    let _ = std::fs::remove_file(record_path()?);
+    println!("Removed {}.", file.display());
+    if manager == Manager::Systemd {
+        run_or_print(
+            manager,
+            &[vec![
+                "systemctl".into(),
+                "--user".into(),
+                "daemon-reload".into(),
+            ]],
+        )?;
+    }
+    Ok(0)
+}
+
+fn status(manager: Manager, home: &Path) -> Result<i32> {
+    let file = manager.file(home);
+    let record = load_record()?;
+    match std::fs::read_to_string(&file) {
+        Err(_) => println!("service file: not installed ({})", file.display()),
+        Ok(text) => {
+            let how = match &record {
+                Some(r) if r.fingerprint == fingerprint(&text) => {
+                    format!("installed by fcm at {}, unchanged", r.installed_at)
+                }
+                _ if text.contains(MARK) => "installed by fcm, changed since".to_string(),
+                _ => "present, not fcm's".to_string(),
+            };
+            println!("service file: {} ({how})", file.display());
+        }
+    }
+    let cmd = manager.status_command();
+    if available(manager) {
+        let out = Command::new(&cmd[0]).args(&cmd[1..]).output();
+        let said = out
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        println!(
+            "{}: {}",
+            cmd.join(" "),
+            if said.is_empty() { "-" } else { &said }
+        );
+    } else {
+        println!(
+            "{}: the service manager cannot be reached from here",
+            cmd.join(" ")
+        );
+    }
+    match crate::state::persist::live_server() {
+        Some(info) => println!(
+            "fcm serve: running at http://{}/v1 (pid {})",
+            info.address, info.pid
+        ),
+        None => println!("fcm serve: not running"),
+    }
+    Ok(0)
+}
+
+/// Whether the service manager answers for this user (a systemd user instance needs a
+/// session bus; a container or CI has none).
+fn available(manager: Manager) -> bool {
+    let probe: &[&str] = match manager {
+        Manager::Systemd => &["systemctl", "--user", "show-environment"],
+        Manager::Launchd => &["launchctl", "version"],
+    };
+    Command::new(probe[0])
+        .args(&probe[1..])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Runs each command when the manager answers (saying what ran and how it went), else
+/// prints them for the user to run in a session that has one.
+fn run_or_print(manager: Manager, commands: &[Vec<String>]) -> Result<()> {
+    if !available(manager) {
+        println!("The service manager cannot be reached from here; run:");
+        for c in commands {
+            println!("  {}", c.join(" "));
+        }
+        return Ok(());
+    }
+    for c in commands {
+        let status = Command::new(&c[0])
+            .args(&c[1..])
+            .status()
+            .with_context(|| format!("cannot run {}", c.join(" ")))?;
+        let how = if status.success() {
+            "ok".to_string()
+        } else {
+            status.to_string()
+        };
+        println!("$ {}  ({how})", c.join(" "));
+    }
+    Ok(())
+}

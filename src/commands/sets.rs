@@ -1,0 +1,238 @@
+//! `fcm sets`: the user's model sets in config.json, edited in place (other settings kept).
+
+use anyhow::Result;
+use argh::FromArgs;
+use serde_json::json;
+
+use crate::commands::{edit_config, usage, Setup};
+use crate::table;
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "sets")]
+/// List model sets (your own order of models), or add, remove or choose one.
+pub(crate) struct SetsArgs {
+    #[argh(subcommand)]
+    pub(crate) action: Option<SetsAction>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand)]
+pub(crate) enum SetsAction {
+    Add(SetsAdd),
+    Rm(SetsRm),
+    Use(SetsUse),
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "add")]
+/// Add (or replace) a set: `fcm sets add NAME provider/model...`; use it as model `fcm:NAME`.
+/// A race set sends each request to its first --width models at once; a fusion set asks its
+/// models (the panel) and has --judge merge their answers.
+pub(crate) struct SetsAdd {
+    /// the set's name (letters, digits, '-', '_', '.')
+    #[argh(positional)]
+    pub(crate) name: String,
+    /// the models in order (provider/modelId); for fusion, the panel
+    #[argh(positional)]
+    pub(crate) models: Vec<String>,
+    /// fallback (in order, next on failure; default), round-robin (rotate the first), race
+    /// (first --width models at once, first good answer wins) or fusion (panel + --judge)
+    #[argh(option, default = "String::from(\"fallback\")")]
+    pub(crate) strategy: String,
+    /// round-robin: requests in a row on one model before moving on (default 1)
+    #[argh(option, default = "1")]
+    pub(crate) sticky: u32,
+    /// race: how many models get each request at once (2 to 8, default 2)
+    #[argh(option)]
+    pub(crate) width: Option<u32>,
+    /// fusion: the model that merges the panel's answers (provider/modelId)
+    #[argh(option)]
+    pub(crate) judge: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "rm")]
+/// Remove a set.
+pub(crate) struct SetsRm {
+    /// the set's name
+    #[argh(positional)]
+    pub(crate) name: String,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "use")]
+/// Make a set the one model `fcm` routes with (`none` for all models by ranking).
+pub(crate) struct SetsUse {
+    /// the set's name, or none
+    #[argh(positional)]
+    pub(crate) name: String,
+}
+
+pub(crate) fn run(args: SetsArgs) -> Result<i32> {
+    let setup = Setup::load()?;
+    match args.action {
+        None => list(&setup),
+        Some(SetsAction::Add(a)) => {
+            if !crate::routing::sets::valid_name(&a.name) || a.name == "fcm" || a.name == "none" {
+                return usage(format!("set name {:?}: use letters, digits, '-', '_' or '.' (never '/'), and not \"fcm\" or \"none\"", a.name));
+            }
+            let set = match new_set(&setup, &a) {
+                Ok(set) => set,
+                Err(message) => return usage(message),
+            };
+            edit_config(|doc| {
+                doc.set(&["router", "sets", &a.name], &set)?;
+                Ok(())
+            })?;
+            let how = match a.strategy.as_str() {
+                "race" => format!(
+                    "race, {} at once",
+                    a.width.unwrap_or(crate::routing::sets::DEFAULT_WIDTH)
+                ),
+                "fusion" => format!(
+                    "fusion, judged by {}",
+                    a.judge.as_deref().unwrap_or_default()
+                ),
+                other => other.to_string(),
+            };
+            let models = if a.strategy == "fusion" {
+                format!("panel {}", a.models.join(", "))
+            } else {
+                a.models.join(" -> ")
+            };
+            println!("Set {:?} saved: {models} ({how}). Use it as model \"fcm:{}\", or make it the default with `fcm sets use {}`.", a.name, a.name, a.name);
+            Ok(0)
+        }
+        Some(SetsAction::Rm(a)) => {
+            if !setup.config.router.sets.contains_key(&a.name) {
+                return usage(format!("no set named {:?}; `fcm sets` lists them", a.name));
+            }
+            let active = setup.config.router.active_set.as_deref() == Some(a.name.as_str());
+            edit_config(|doc| {
+                doc.remove(&["router", "sets", &a.name]);
+                if active {
+                    doc.remove(&["router", "activeSet"]);
+                }
+                Ok(())
+            })?;
+            println!(
+                "Set {:?} removed{}.",
+                a.name,
+                if active {
+                    "; model \"fcm\" routes over all models again"
+                } else {
+                    ""
+                }
+            );
+            Ok(0)
+        }
+        Some(SetsAction::Use(a)) if a.name == "none" => {
+            edit_config(|doc| {
+                doc.remove(&["router", "activeSet"]);
+                Ok(())
+            })?;
+            println!("Model \"fcm\" routes over all models by ranking.");
+            Ok(0)
+        }
+        Some(SetsAction::Use(a)) => {
+            if !setup.config.router.sets.contains_key(&a.name) {
+                return usage(format!("no set named {:?}; `fcm sets` lists them", a.name));
+            }
+            edit_config(|doc| {
+                doc.set(&["router", "activeSet"], &json!(a.name))?;
+                Ok(())
+            })?;
+            println!(
+                "Model \"fcm\" now routes with set {:?} first (restart a running `fcm serve`).",
+                a.name
+            );
+            Ok(0)
+        }
+    }
+}
+
+/// The set `fcm sets add` writes, or what is wrong with the command line.
+fn new_set(setup: &Setup, a: &SetsAdd) -> std::result::Result<serde_json::Value, String> {
+    if !crate::routing::sets::STRATEGIES.contains(&a.strategy.as_str()) {
+        return Err(format!(
+            "--strategy must be fallback, round-robin, race or fusion, not {:?}",
+            a.strategy
+        ));
+    }
+    if a.sticky == 0 {
+        return Err("--sticky must be at least 1".into());
+    }
+    if a.models.is_empty() {
+        return Err(
+            "name the set's models in order: `fcm sets add NAME provider/modelId...`".into(),
+        );
+    }
+    let unknown = |m: &String| setup.catalog.find(m).is_none();
+    if let Some(m) = a.models.iter().chain(&a.judge).find(|m| unknown(m)) {
+        return Err(format!(
+            "unknown model {m:?}; `fcm models` lists them as provider/modelId"
+        ));
+    }
+    if a.width.is_some() && a.strategy != "race" {
+        return Err("--width is for a race set (--strategy race)".into());
+    }
+    if a.judge.is_some() && a.strategy != "fusion" {
+        return Err("--judge is for a fusion set (--strategy fusion)".into());
+    }
+    Ok(match a.strategy.as_str() {
+        "race" => {
+            let width = a.width.unwrap_or(crate::routing::sets::DEFAULT_WIDTH);
+            if !(2..=crate::routing::sets::MAX_WIDTH).contains(&width) {
+                return Err(format!(
+                    "--width must be 2 to {}: each racer spends a request of quota",
+                    crate::routing::sets::MAX_WIDTH
+                ));
+            }
+            json!({"strategy": "race", "width": width, "models": a.models})
+        }
+        "fusion" => {
+            let Some(judge) = &a.judge else {
+                return Err("a fusion set needs --judge provider/modelId, the model that merges the panel's answers".into());
+            };
+            json!({"strategy": "fusion", "panel": a.models, "judge": judge})
+        }
+        _ => json!({"strategy": a.strategy, "sticky": a.sticky, "models": a.models}),
+    })
+}
+
+fn list(setup: &Setup) -> Result<i32> {
+    let sets = &setup.config.router.sets;
+    if sets.is_empty() {
+        println!("No sets yet. Add one with `fcm sets add NAME provider/modelId...`; use it as model \"fcm:NAME\".");
+        return Ok(0);
+    }
+    let keys = setup.keys();
+    let mut t = table::new(&["Set", "Strategy", "Options", "Models", "Default"]);
+    for (name, set) in sets {
+        let options = match set.strategy.as_str() {
+            "round-robin" => format!("sticky {}", set.sticky),
+            "race" => format!("width {}", set.width),
+            "fusion" => format!("judge {}", set.judge.as_deref().unwrap_or_default()),
+            _ => String::new(),
+        };
+        let models: Vec<String> = set
+            .members()
+            .iter()
+            .map(|m| match setup.catalog.find(m) {
+                None => format!("{m} (stale)"),
+                Some(r) if !keys.lookup(r.provider).0.usable() => format!("{m} (no key)"),
+                Some(_) => m.clone(),
+            })
+            .collect();
+        let active = setup.config.router.active_set.as_deref() == Some(name.as_str());
+        t.add_row(vec![
+            name.clone(),
+            set.strategy.clone(),
+            options,
+            models.join("\n"),
+            if active { "yes".into() } else { String::new() },
+        ]);
+    }
+    println!("{t}");
+    Ok(0)
+}

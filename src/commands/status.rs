@@ -1,0 +1,363 @@
+//! `fcm status`: one screen on the whole setup: whether a server runs, how its models
+//! stand, which providers have keys, which tools point at this server (read from the
+//! tools' own config files), and the last failures.
+
+use anyhow::{Context, Result};
+use argh::FromArgs;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::commands::admin::admin_get;
+use crate::commands::Setup;
+use crate::install::tools::TOOLS;
+use crate::install::{self as inst};
+use crate::state::breaker::{rows, BreakerBook, BreakerRow, Counts};
+use crate::state::files;
+use crate::state::persist::{live_server, ServeInfo};
+use crate::state::trace::{HistoryFile, Trace};
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "status")]
+/// One screen: the server, models, keys, tools pointing at fcm, the last failures.
+pub(crate) struct StatusArgs {
+    /// print one JSON document instead
+    #[argh(switch)]
+    pub(crate) json: bool,
+}
+
+/// How many recent failed attempts are shown.
+const LAST_FAILURES: usize = 5;
+
+/// `fcm status --json`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Status {
+    pub(crate) server: Server,
+    pub(crate) models: Models,
+    pub(crate) providers: Providers,
+    pub(crate) tools: Vec<ToolStatus>,
+    pub(crate) last_failures: Vec<LastFailure>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Server {
+    pub(crate) running: bool,
+    /// Where it listens (running), or where it would (the configured port).
+    pub(crate) address: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) uptime_secs: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) version: Option<String>,
+    pub(crate) token_required: bool,
+}
+
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Models {
+    /// Models whose provider has a key (or needs none).
+    pub(crate) routable: usize,
+    pub(crate) healthy: usize,
+    pub(crate) degraded: usize,
+    pub(crate) half_open: usize,
+    pub(crate) open: usize,
+    pub(crate) quota_paused: usize,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Providers {
+    /// Providers with at least one key, and how many.
+    pub(crate) with_keys: Vec<ProviderKeys>,
+    /// Providers that need a key and have none.
+    pub(crate) missing: Vec<String>,
+    /// Providers that need no key.
+    pub(crate) keyless: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct ProviderKeys {
+    pub(crate) provider: String,
+    pub(crate) keys: usize,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ToolStatus {
+    pub(crate) tool: String,
+    pub(crate) config: String,
+    /// The loopback port its config sends it to (`null`: not set up for fcm).
+    pub(crate) port: Option<u16>,
+    /// It points at this server's port.
+    pub(crate) this_server: bool,
+    /// The key it sends is the access token this server wants.
+    pub(crate) token_matches: bool,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct LastFailure {
+    pub(crate) time: String,
+    pub(crate) request_id: String,
+    pub(crate) model: String,
+    pub(crate) status: Option<u16>,
+    pub(crate) kind: String,
+}
+
+pub(crate) fn run(args: StatusArgs) -> Result<i32> {
+    let setup = Setup::load()?;
+    let status = gather(&setup)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&status)?);
+    } else {
+        print!("{}", text(&status));
+    }
+    Ok(0)
+}
+
+/// Everything `fcm status` shows, from the running server when there is one, else from the
+/// state files.
+pub(crate) fn gather(setup: &Setup) -> Result<Status> {
+    let info = live_server();
+    let health = match &info {
+        Some(i) => Some(admin_get(i, setup, "/health")?),
+        None => None,
+    };
+    let token = setup.config.serve.access_token(None);
+    let port = info
+        .as_ref()
+        .and_then(ServeInfo::port)
+        .unwrap_or(setup.config.port);
+    let server = server(info.as_ref(), health.as_ref(), setup, token.is_some());
+    let keys = setup.keys();
+    let mut providers = Providers {
+        with_keys: Vec::new(),
+        missing: Vec::new(),
+        keyless: Vec::new(),
+    };
+    let mut routable = 0;
+    for p in &setup.catalog.providers {
+        let n = keys.keys(p).len();
+        if n > 0 {
+            providers.with_keys.push(ProviderKeys {
+                provider: p.id.clone(),
+                keys: n,
+            });
+        } else if p.key_required {
+            providers.missing.push(p.id.clone());
+            continue;
+        } else {
+            providers.keyless.push(p.id.clone());
+        }
+        routable += p.models.len();
+    }
+    let models = match &health {
+        Some(h) => models_from_health(&h["models"]),
+        None => {
+            let book: BreakerBook = files::load_json(&files::state_file("breakers.json")?)?;
+            let now = crate::time::now_ms();
+            let rows = rows(&book, now, &setup.config.router.breaker);
+            models_from_rows(&rows, routable, |m| setup.catalog.find(m).is_some())
+        }
+    };
+    let history: Vec<Trace> = match &info {
+        Some(i) => serde_json::from_value(admin_get(i, setup, "/fcm/admin/history?n=200")?)
+            .context("unexpected answer from the server")?,
+        None => files::load_json::<HistoryFile>(&files::state_file("history.json")?)?.entries,
+    };
+    Ok(Status {
+        server,
+        models,
+        providers,
+        tools: tools(port, token.as_deref()),
+        last_failures: last_failures(&history),
+    })
+}
+
+fn server(info: Option<&ServeInfo>, health: Option<&Value>, setup: &Setup, token: bool) -> Server {
+    match (info, health) {
+        (Some(i), Some(h)) => Server {
+            running: true,
+            address: i.address.clone(),
+            pid: Some(i.pid),
+            uptime_secs: h["uptimeSecs"].as_u64(),
+            version: h["version"].as_str().map(str::to_string),
+            token_required: i.token_required,
+        },
+        _ => Server {
+            running: false,
+            address: format!("127.0.0.1:{}", setup.config.port),
+            pid: None,
+            uptime_secs: None,
+            version: None,
+            token_required: token,
+        },
+    }
+}
+
+fn models_from_health(m: &Value) -> Models {
+    let n = |k: &str| m[k].as_u64().unwrap_or(0) as usize;
+    Models {
+        routable: n("routable"),
+        healthy: n("closed"),
+        degraded: n("degraded"),
+        half_open: n("halfOpen"),
+        open: n("open"),
+        quota_paused: n("quotaPaused"),
+    }
+}
+
+/// The same counts as a server's `/health`, from `breakers.json`.
+fn models_from_rows(rows: &[BreakerRow], routable: usize, known: impl Fn(&str) -> bool) -> Models {
+    let c = Counts::of(rows, routable, known);
+    Models {
+        routable: c.routable,
+        healthy: c.closed,
+        degraded: c.degraded,
+        half_open: c.half_open,
+        open: c.open,
+        quota_paused: c.quota_paused,
+    }
+}
+
+/// Each tool fcm can set up, and where its own config sends it.
+pub(crate) fn tools(port: u16, token: Option<&str>) -> Vec<ToolStatus> {
+    let Some(home) = crate::state::files::home_dir() else {
+        return Vec::new();
+    };
+    let ctx = crate::commands::install::tool_context(home, port, "fcm", token);
+    TOOLS
+        .iter()
+        .map(|tool| {
+            let p = inst::pointing(tool, &ctx);
+            ToolStatus {
+                tool: tool.name.to_string(),
+                config: tool.path(&ctx).display().to_string(),
+                port: p.as_ref().map(|p| p.port),
+                this_server: p.as_ref().is_some_and(|p| p.port == port),
+                token_matches: p.as_ref().is_some_and(|p| p.token_matches),
+            }
+        })
+        .collect()
+}
+
+/// The newest failed attempts first.
+fn last_failures(history: &[Trace]) -> Vec<LastFailure> {
+    let mut out = Vec::new();
+    for t in history.iter().rev() {
+        for a in t.attempts.iter().rev() {
+            if let Some(kind) = a.kind {
+                out.push(LastFailure {
+                    time: t.time.clone(),
+                    request_id: t.id.clone(),
+                    model: a.model.clone(),
+                    status: a.status,
+                    kind: kind.to_string(),
+                });
+                if out.len() == LAST_FAILURES {
+                    return out;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The screen.
+fn text(s: &Status) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let srv = &s.server;
+    if srv.running {
+        let _ = writeln!(
+            out,
+            "server:    running at http://{}/v1 (pid {}, up {}, version {}{})",
+            srv.address,
+            srv.pid.unwrap_or(0),
+            match srv.uptime_secs.unwrap_or(0) {
+                0 => "under a second".to_string(),
+                s => crate::time::human_ms(s * 1000),
+            },
+            srv.version.as_deref().unwrap_or("?"),
+            if srv.token_required {
+                ", token required"
+            } else {
+                ""
+            }
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "server:    not running (`fcm serve --detach` starts it on http://{}/v1)",
+            srv.address
+        );
+    }
+    let m = &s.models;
+    let _ = writeln!(
+        out,
+        "models:    {} routable: {} healthy, {} degraded, {} half-open, {} open, {} quota-paused",
+        m.routable, m.healthy, m.degraded, m.half_open, m.open, m.quota_paused
+    );
+    let keyed: Vec<String> = s
+        .providers
+        .with_keys
+        .iter()
+        .map(|p| match p.keys {
+            1 => p.provider.clone(),
+            n => format!("{} ({n} keys)", p.provider),
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "keys:      {} ({} provider{}); no key needed: {}; missing: {} (`fcm keys list`)",
+        if keyed.is_empty() {
+            "none".to_string()
+        } else {
+            keyed.join(", ")
+        },
+        keyed.len(),
+        if keyed.len() == 1 { "" } else { "s" },
+        if s.providers.keyless.is_empty() {
+            "-".to_string()
+        } else {
+            s.providers.keyless.join(", ")
+        },
+        s.providers.missing.len()
+    );
+    let tools: Vec<String> = s
+        .tools
+        .iter()
+        .filter_map(|t| {
+            let port = t.port?;
+            Some(match (t.this_server, t.token_matches) {
+                (true, true) => format!("{} (this server)", t.tool),
+                (true, false) => format!("{} (this server, but another token)", t.tool),
+                (false, _) => format!("{} (port {port}, not this server)", t.tool),
+            })
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "tools:     {}",
+        if tools.is_empty() {
+            "none points at fcm (`fcm install --list`)".to_string()
+        } else {
+            tools.join(", ")
+        }
+    );
+    if s.last_failures.is_empty() {
+        let _ = writeln!(out, "failures:  none recently");
+    } else {
+        let _ = writeln!(out, "failures:  the last {}:", s.last_failures.len());
+        for f in &s.last_failures {
+            let what = match f.status {
+                Some(code) if !(200..300).contains(&code) => format!("{code} {}", f.kind),
+                _ => f.kind.clone(),
+            };
+            let _ = writeln!(out, "  {}  {}  {what}", f.time, f.model);
+        }
+    }
+    out
+}

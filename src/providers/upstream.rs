@@ -1,0 +1,234 @@
+//! One HTTP exchange with a provider: the shared connection pool, timeouts, and mapping of
+//! transport errors to failure kinds. It neither judges answers (that is `gate`) nor
+//! decides what to try next (that is the caller).
+
+use std::io::{self, Read};
+use std::time::Duration;
+
+use crate::answers::classify::TransportFailure;
+
+/// Bodies are read in chunks of this size: small enough to pass SSE frames on promptly.
+pub const READ_CHUNK: usize = 8 * 1024;
+
+/// The HTTP client, with a connection pool reused across requests and threads.
+#[derive(Clone)]
+pub struct Upstream {
+    agent: ureq::Agent,
+    resolver: crate::providers::resolve::CachedResolver,
+}
+
+/// What to send.
+pub struct Outgoing<'a> {
+    pub url: &'a str,
+    pub api_key: Option<&'a str>,
+    pub headers: &'a [(String, String)],
+    pub body: Vec<u8>,
+    pub stream: bool,
+}
+
+/// Deadlines for one exchange.
+#[derive(Debug, Clone, Copy)]
+pub struct ExchangeTimeouts {
+    /// Connection and TLS setup.
+    pub connect: Duration,
+    /// The whole exchange, headers and body (non-stream answers).
+    pub per_call: Option<Duration>,
+    /// Longest silence on the socket (streams; a backstop for the reader thread).
+    pub per_read: Option<Duration>,
+    /// The response head must arrive within this (streams: the first-token deadline).
+    pub head: Option<Duration>,
+}
+
+/// A provider's response head with its body still unread.
+pub struct Incoming {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub retry_after: Option<String>,
+    /// The rate-limit windows its `x-ratelimit-*` headers report (any status).
+    pub rate: Vec<crate::providers::quota::Window>,
+    pub body: Box<dyn Read + Send>,
+}
+
+impl Incoming {
+    pub fn is_event_stream(&self) -> bool {
+        self.content_type
+            .as_deref()
+            .is_some_and(|c| c.contains("text/event-stream"))
+    }
+}
+
+impl Default for Upstream {
+    fn default() -> Self {
+        Upstream::new()
+    }
+}
+
+impl Upstream {
+    pub fn new() -> Upstream {
+        Upstream::with_resolver(crate::providers::resolve::CachedResolver::default())
+    }
+
+    /// A client with a connection pool of its own that shares this one's name cache.
+    pub fn sibling(&self) -> Upstream {
+        Upstream::with_resolver(self.resolver.clone())
+    }
+
+    fn with_resolver(resolver: crate::providers::resolve::CachedResolver) -> Upstream {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .no_delay(true)
+            .max_idle_connections(512)
+            .max_idle_connections_per_host(256)
+            .max_redirects(0)
+            // ureq's 128 KiB per connection costs 16 MiB at 64 parallel probes and 64 MiB at
+            // 256 open streams; chat answers arrive in small frames, and larger bodies are
+            // simply read in more passes.
+            .input_buffer_size(8 * 1024)
+            .output_buffer_size(8 * 1024)
+            .user_agent(concat!("fcm/", env!("CARGO_PKG_VERSION")))
+            .build();
+        let agent = ureq::Agent::with_parts(
+            config,
+            ureq::unversioned::transport::DefaultConnector::default(),
+            resolver.clone(),
+        );
+        Upstream { agent, resolver }
+    }
+
+    /// Closes every connection of this client, idle or in use: a call blocked on one in
+    /// another thread returns at once with an error (a race's losers). For a client of
+    /// its own ([`Upstream::sibling`]), never the shared one.
+    pub fn shutdown(&self) {
+        self.agent.clone().shutdown();
+    }
+
+    /// Sends a POST and returns once the response head has arrived.
+    pub fn send(
+        &self,
+        out: Outgoing<'_>,
+        t: ExchangeTimeouts,
+    ) -> Result<Incoming, (TransportFailure, String)> {
+        let loopback = is_loopback(out.url);
+        let mut req = self
+            .agent
+            .post(out.url)
+            .header("content-type", "application/json")
+            .header(
+                "accept",
+                if out.stream {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                },
+            );
+        for (k, v) in out.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        if let Some(key) = out.api_key {
+            req = req.header("authorization", format!("Bearer {key}"));
+        }
+        let mut cfg = req
+            .config()
+            .timeout_connect(Some(t.connect))
+            .timeout_per_call(t.per_call)
+            .timeout_per_read(t.per_read)
+            .timeout_recv_response(t.head);
+        if loopback {
+            cfg = cfg.proxy(None);
+        }
+        let response = cfg
+            .build()
+            .send(&out.body[..])
+            .map_err(|e| transport_failure(&e))?;
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let content_type = header("content-type");
+        // `Retry-After` first; else the longest of the common reset headers, as seconds.
+        let retry_after = header("retry-after").or_else(|| {
+            [
+                "x-ratelimit-reset-requests",
+                "x-ratelimit-reset-tokens",
+                "ratelimit-reset",
+                "x-ratelimit-reset",
+            ]
+            .iter()
+            .filter_map(|h| header(h).and_then(|v| crate::answers::classify::parse_reset(&v)))
+            .max()
+            .map(|d| d.as_secs_f64().ceil().to_string())
+        });
+        // Header names arrive lower-cased; only the rate-limit ones are read further.
+        let rate = crate::providers::quota::read_headers(
+            response
+                .headers()
+                .iter()
+                .filter(|(k, _)| k.as_str().contains("ratelimit"))
+                .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))),
+            crate::time::now_ms(),
+        );
+        let status = response.status().as_u16();
+        let body = Box::new(response.into_body().into_reader());
+        Ok(Incoming {
+            status,
+            content_type,
+            retry_after,
+            rate,
+            body,
+        })
+    }
+}
+
+fn is_loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = rest.split(['/', '?']).next().unwrap_or("");
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    host.starts_with("127.") || host.starts_with("localhost") || host.starts_with("[::1]")
+}
+
+/// Maps a client error to a transport failure and a message that carries no secrets.
+pub fn transport_failure(e: &ureq::Error) -> (TransportFailure, String) {
+    let kind = match e {
+        ureq::Error::Timeout(_) => TransportFailure::Timeout,
+        ureq::Error::HostNotFound | ureq::Error::BadUri(_) => TransportFailure::DnsFailure,
+        ureq::Error::Io(io) => return io_failure(io),
+        _ => TransportFailure::Connection,
+    };
+    (kind, e.to_string())
+}
+
+/// Maps a body read error to a transport failure.
+pub fn io_failure(e: &io::Error) -> (TransportFailure, String) {
+    let kind = match e.kind() {
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => TransportFailure::Timeout,
+        _ if e.to_string().to_ascii_lowercase().contains("timeout") => TransportFailure::Timeout,
+        _ => TransportFailure::Connection,
+    };
+    (kind, e.to_string())
+}
+
+/// Reads at most `limit` bytes; `Ok((bytes, truncated))`.
+pub fn read_limited(r: &mut dyn Read, limit: usize) -> io::Result<(Vec<u8>, bool)> {
+    let mut buf = Vec::new();
+    r.take(limit as u64 + 1).read_to_end(&mut buf)?;
+    let truncated = buf.len() > limit;
+    buf.truncate(limit);
+    Ok((buf, truncated))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_detection() {
+        assert!(is_loopback("http://127.0.0.1:5/v1/chat/completions"));
+        assert!(is_loopback("http://localhost:8080/x"));
+        assert!(is_loopback("http://[::1]:9/x"));
+        assert!(!is_loopback("https://api.groq.com/openai/v1"));
+        assert!(!is_loopback("https://127.example.com@evil.test/"));
+    }
+}

@@ -1,0 +1,168 @@
+//! A `fusion` set: its panel answers in parallel (whole answers, never streamed), then its
+//! judge is given the conversation and their answers and writes the one answer served
+//! (streamed when the client streams). One usable panel answer is served as it came; a
+//! judge that cannot be asked or fails leaves the first panel answer served. No panel
+//! answer: the rest of the candidates are tried one by one, as for any set. What the
+//! request's trace notes say: `fusion:judged:N_of_M`, `fusion:passed_through:...`.
+
+pub(crate) mod bodies;
+
+use std::borrow::Cow;
+use std::collections::{HashSet, VecDeque};
+
+use serde_json::Value;
+
+use crate::answers::call::Answer;
+use crate::state::config::ModelSet;
+use crate::state::ledger::Grant;
+use crate::state::trace::Trace;
+
+use super::failover::{Job, Missed, Won};
+use super::refusal::FailedAttempt;
+use super::{estimate_prompt_tokens, with_answer, Router};
+
+/// A panel member's answer and what served it.
+struct Answered {
+    won: Won,
+    /// Its answer text, `None` when it holds none the judge could use.
+    text: Option<String>,
+}
+
+impl Router {
+    /// Fuses the answers of `set`'s panel (its members left in `queue`, taken off it).
+    /// `None` when no panel member answered.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn fuse(
+        &self,
+        set: &ModelSet,
+        queue: &mut VecDeque<usize>,
+        job: &Job<'_>,
+        needed: u64,
+        blocked: &HashSet<&str>,
+        trace: &mut Trace,
+        details: &mut Vec<FailedAttempt>,
+    ) -> Option<Won> {
+        let panel: Vec<usize> = set
+            .members()
+            .iter()
+            .filter_map(|m| self.pool.position(m))
+            .filter(|i| queue.contains(i))
+            .collect();
+        queue.retain(|i| !panel.contains(i));
+        let ask = Job {
+            body: Cow::Owned(bodies::panel_body(&job.body)),
+            stream: false,
+            limits: job.limits.clone(),
+            prompt_tokens: job.prompt_tokens,
+        };
+        let mut members: Vec<(usize, Grant, bool)> = Vec::new();
+        for i in panel {
+            let Some(trial) = self.admit_now(i, needed, blocked, trace) else {
+                continue;
+            };
+            if let Ok(grant) = self.reserve(i, &ask, trial, trace) {
+                members.push((i, grant, trial));
+            }
+        }
+        let asked = members.len();
+        let results = super::race::side_by_side(members.len(), |n| {
+            let (i, grant, _) = &members[n];
+            self.send(&self.upstream, *i, grant, &ask)
+        });
+        let mut answered: Vec<Answered> = Vec::new();
+        for ((i, grant, trial), result) in members.into_iter().zip(results) {
+            if let Ok((answer, grant)) = self.settle(i, grant, result, &ask, trace, details, trial)
+            {
+                let text = match &answer {
+                    Answer::Full { body, parsed, .. } => {
+                        parsed.as_ref().map(bodies::answer_text).unwrap_or_else(|| {
+                            serde_json::from_slice::<Value>(body)
+                                .ok()
+                                .and_then(|v| bodies::answer_text(&v))
+                        })
+                    }
+                    Answer::Stream(_) => None,
+                };
+                answered.push(Answered {
+                    won: Won {
+                        answer,
+                        grant,
+                        candidate: i,
+                        trial,
+                        prompt_tokens: ask.prompt_tokens,
+                        client: None,
+                    },
+                    text,
+                });
+            }
+        }
+        if answered.is_empty() {
+            trace
+                .notes
+                .push(format!("fusion:no_panel_answer:0_of_{asked}"));
+            return None;
+        }
+        let texts: Vec<&str> = answered.iter().filter_map(|a| a.text.as_deref()).collect();
+        let count = format!("{}_of_{asked}", answered.len());
+        if texts.len() < 2 {
+            trace.notes.push(format!("fusion:passed_through:{count}"));
+            return Some(first(answered));
+        }
+        match self.judge(set, job, &texts, blocked, trace, details) {
+            Some(w) => {
+                trace.notes.push(format!("fusion:judged:{count}"));
+                Some(w)
+            }
+            None => {
+                trace
+                    .notes
+                    .push(format!("fusion:judge_failed:passed_through:{count}"));
+                Some(first(answered))
+            }
+        }
+    }
+
+    /// The judge's merge of `texts`; `None` when the judge is unknown, has no key, may not
+    /// be sent a request now, or fails (each in the trace like any candidate's).
+    fn judge(
+        &self,
+        set: &ModelSet,
+        job: &Job<'_>,
+        texts: &[&str],
+        blocked: &HashSet<&str>,
+        trace: &mut Trace,
+        details: &mut Vec<FailedAttempt>,
+    ) -> Option<Won> {
+        let j = self.pool.position(set.judge.as_deref()?)?;
+        if self.pool.get(j).missing_key.is_some() {
+            return None;
+        }
+        let body = bodies::judge_body(&job.body, texts);
+        let prompt_tokens = estimate_prompt_tokens(&body);
+        let needed = with_answer(prompt_tokens, &body);
+        let merge = Job {
+            prompt_tokens,
+            body: Cow::Owned(body),
+            stream: job.stream,
+            limits: job.limits.clone(),
+        };
+        let trial = self.admit_now(j, needed, blocked, trace)?;
+        match self.try_one(j, &merge, trace, details, trial) {
+            Ok((answer, grant)) => Some(Won {
+                answer,
+                grant,
+                candidate: j,
+                trial,
+                prompt_tokens: merge.prompt_tokens,
+                client: None,
+            }),
+            Err(Missed::Blocked(_) | Missed::Failed(_)) => None,
+        }
+    }
+}
+
+/// The first panel answer with text (the panel's order), else the first answer.
+fn first(mut answered: Vec<Answered>) -> Won {
+    let at = answered.iter().position(|a| a.text.is_some()).unwrap_or(0);
+    answered.swap_remove(at).won
+}

@@ -1,0 +1,13 @@
+//! State: what fcm keeps between requests and between runs. The user's settings
+//! (`config`), per-model breakers (`breaker`), the usage ledger (`ledger`), decision traces
+//! and the history ring (`trace`), their files under `$FCM_HOME` (`files`: paths, atomic
+//! writes, tolerant loads) and a running server's debounced writes (`persist`).
+//!
+//! Nothing here decides which model to try (`routing`) or talks to a provider.
+
+pub(crate) mod breaker;
+pub(crate) mod config;
+pub(crate) mod files;
+pub(crate) mod ledger;
+pub(crate) mod persist;
+pub(crate) mod trace;

@@ -1,0 +1,228 @@
+//! Saving a running server's state: breakers, history and the usage ledger reach the disk
+//! debounced (at most one write per file every 2 s, within 3 s of the last change even
+//! when traffic stops, and once more at shutdown), and `serve.json` tells other fcm
+//! commands where it listens.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::state::breaker::Breakers;
+use crate::state::files::{self, StateError};
+use crate::state::ledger::Ledger;
+use crate::state::trace::History;
+
+/// Minimum time between two writes of one state file.
+pub const MIN_WRITE_GAP: Duration = Duration::from_secs(2);
+/// How often the flusher looks for changes.
+const TICK: Duration = Duration::from_millis(250);
+
+/// Writes made so far, reported by `/health` (lets tests check the debounce).
+#[derive(Debug, Default)]
+pub struct WriteCounts {
+    pub breakers: AtomicU64,
+    pub history: AtomicU64,
+    pub usage: AtomicU64,
+}
+
+/// Where a server's state files are.
+#[derive(Debug, Clone)]
+pub struct StatePaths {
+    pub breakers: PathBuf,
+    pub history: PathBuf,
+    pub usage: PathBuf,
+}
+
+/// Writes one snapshot; on failure warns and calls `retry` so the change is saved later.
+fn save<T: Serialize>(
+    snapshot: Option<T>,
+    path: &Path,
+    count: &AtomicU64,
+    retry: impl FnOnce(),
+) -> bool {
+    let Some(value) = snapshot else { return true };
+    match files::write_json_atomic(path, &value) {
+        Ok(()) => {
+            count.fetch_add(1, Ordering::Relaxed);
+            true
+        }
+        Err(e) => {
+            retry();
+            eprintln!("fcm serve: warning: {}", with_causes(&e));
+            false
+        }
+    }
+}
+
+/// An error and its causes joined by ": ", the way commands print errors, so the warning
+/// says why the file could not be written and not only which one.
+pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+/// Writes dirty state now, and merges the usage ledger with `usage.json` (what this server
+/// spent goes in, what a bench or check spent meanwhile comes back). Returns false when a
+/// write failed (the state stays dirty).
+pub fn flush(app: &impl StateSource, paths: &StatePaths) -> bool {
+    let (breakers, history, counts) = (app.breakers(), app.history(), app.writes());
+    let usage = match app.ledger().sync(&paths.usage, crate::time::now_ms()) {
+        Ok(wrote) => {
+            if wrote {
+                counts.usage.fetch_add(1, Ordering::Relaxed);
+            }
+            true
+        }
+        Err(e) => {
+            eprintln!("fcm serve: warning: {}", with_causes(&e));
+            false
+        }
+    };
+    let b = save(
+        breakers.take_dirty(),
+        &paths.breakers,
+        &counts.breakers,
+        || breakers.mark_dirty(),
+    );
+    let h = save(
+        history.take_dirty(),
+        &paths.history,
+        &counts.history,
+        || history.mark_dirty(),
+    );
+    b && h && usage
+}
+
+/// How often freed heap memory is handed back to the system.
+const TRIM_EVERY: Duration = Duration::from_secs(10);
+
+/// Returns memory freed after a burst of requests to the system (glibc keeps it otherwise).
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free pages; it is safe to call at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// What the flusher saves: a running server's breakers and history, and where it counts
+/// its writes. The server implements it, so this module needs nothing of the server's.
+pub(crate) trait StateSource: Send + Sync + 'static {
+    fn breakers(&self) -> &Breakers;
+    fn history(&self) -> &History;
+    fn ledger(&self) -> &Ledger;
+    fn writes(&self) -> &WriteCounts;
+}
+
+/// A background thread that flushes at most every [`MIN_WRITE_GAP`] (and trims the heap).
+pub struct Flusher {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Flusher {
+    pub fn start(app: Arc<impl StateSource>, paths: StatePaths) -> Flusher {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("fcm-flush".into())
+            .spawn(move || {
+                let mut last_write: Option<Instant> = None;
+                let mut last_trim = Instant::now();
+                while !s.load(Ordering::Acquire) {
+                    std::thread::sleep(TICK);
+                    if last_trim.elapsed() >= TRIM_EVERY {
+                        last_trim = Instant::now();
+                        release_free_memory();
+                    }
+                    if last_write.is_some_and(|t| t.elapsed() < MIN_WRITE_GAP) {
+                        continue;
+                    }
+                    let writes = app.writes();
+                    let total = || {
+                        writes.breakers.load(Ordering::Relaxed)
+                            + writes.history.load(Ordering::Relaxed)
+                            + writes.usage.load(Ordering::Relaxed)
+                    };
+                    let before = total();
+                    flush(&*app, &paths);
+                    let after = total();
+                    if after != before {
+                        last_write = Some(Instant::now());
+                    }
+                }
+            })
+            .ok();
+        Flusher { stop, handle }
+    }
+
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// `$FCM_HOME/serve.json`: a live server's address, for `fcm breakers` and `fcm history`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServeInfo {
+    pub pid: u32,
+    pub address: String,
+    pub started_at: String,
+    pub version: String,
+    /// Whether requests need the access token.
+    #[serde(default)]
+    pub token_required: bool,
+    /// What lets `fcm stop` stop it without the token (see [`crate::edge::access`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_key: Option<String>,
+}
+
+pub fn serve_info_path() -> Result<PathBuf, StateError> {
+    files::state_file("serve.json")
+}
+
+pub fn write_serve_info(path: &Path, info: &ServeInfo) -> Result<(), StateError> {
+    files::write_json_atomic(path, info)
+}
+
+/// What a `serve.json` says, if it can be read.
+pub fn read_serve_info(path: &Path) -> Option<ServeInfo> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// The running server, if `serve.json` names a live process.
+pub fn live_server() -> Option<ServeInfo> {
+    let info = read_serve_info(&serve_info_path().ok()?)?;
+    crate::process::alive(info.pid).then_some(info)
+}
+
+impl ServeInfo {
+    /// The port it listens on.
+    pub fn port(&self) -> Option<u16> {
+        self.address.rsplit(':').next()?.parse().ok()
+    }
+
+    /// The server's base URL (no `/v1`), a wildcard bind (0.0.0.0, ::) reached through
+    /// loopback.
+    pub fn base_url(&self) -> String {
+        match self.address.parse::<std::net::SocketAddr>() {
+            Ok(a) if a.ip().is_unspecified() => format!("http://127.0.0.1:{}", a.port()),
+            Ok(a) => format!("http://{a}"),
+            Err(_) => format!("http://{}", self.address),
+        }
+    }
+}

@@ -1,0 +1,461 @@
+//! Decision traces: what the router did for one request, for headers and history.
+//!
+//! Every answer carries `x-fcm-v2-model`, `x-fcm-v2-attempts`, `x-fcm-v2-decision` and
+//! `x-request-id`. The same record, without prompts, answers or keys, goes into the history
+//! ring (`history.json`, the last 500 requests) that `fcm history` shows.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::answers::classify::FailureKind;
+
+/// Requests kept in `history.json`.
+pub(crate) const HISTORY_LEN: usize = 500;
+
+/// Why a candidate was not tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum SkipReason {
+    MissingKey,
+    ProviderBlocked,
+    CircuitOpen,
+    QuotaPaused,
+    /// The request (estimated) does not fit the model's context window.
+    ContextTooSmall,
+    /// A set names a model fcm does not know.
+    Stale,
+    /// The model said it was overloaded a moment ago: left alone for a short back-off.
+    OverloadPaused,
+    /// A known budget is spent: the catalog's limit, or what the provider said is left.
+    QuotaBudget,
+    /// Every key of the provider was rejected a moment ago (another provider serves).
+    KeyRejected,
+    /// The provider said it does not serve this model (404/410): out for a day.
+    ModelNotFound,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skip {
+    pub(crate) model: String,
+    pub(crate) reason: SkipReason,
+    /// The provider whose account-wide quota paused this model (`sharedQuota` providers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) provider: Option<String>,
+    /// When it can be tried again (RFC 3339), where fcm knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) until: Option<String>,
+    /// The limit that was reached (`requestsPerDay 50 reached`,
+    /// `x-ratelimit-remaining-requests 0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) limit: Option<String>,
+}
+
+impl Skip {
+    pub(crate) fn new(model: impl Into<String>, reason: SkipReason) -> Skip {
+        Skip {
+            model: model.into(),
+            reason,
+            provider: None,
+            until: None,
+            limit: None,
+        }
+    }
+
+    /// A model skipped because its provider's shared quota is paused.
+    pub(crate) fn provider_paused(model: impl Into<String>, provider: &str) -> Skip {
+        Skip {
+            provider: Some(provider.to_string()),
+            ..Skip::new(model, SkipReason::QuotaPaused)
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AttemptRecord {
+    pub(crate) model: String,
+    /// The provider's HTTP status, when it answered.
+    pub(crate) status: Option<u16>,
+    /// Why it failed; `None` for the attempt that served.
+    pub(crate) kind: Option<FailureKind>,
+    pub(crate) latency_ms: u64,
+    /// The key it was sent with, as `<provider>#<n>` (never the key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) key: Option<String>,
+    /// Sent in a race that another model won: cancelled, not a failure.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub(crate) raced_out: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl AttemptRecord {
+    /// `429`, `empty_choices`, `200` or `raced_out`: how the decision header shows an
+    /// attempt.
+    pub(crate) fn label(&self) -> String {
+        if self.raced_out {
+            return "raced_out".to_string();
+        }
+        match (self.kind, self.status) {
+            (Some(_), Some(s)) if !(200..300).contains(&s) => s.to_string(),
+            (Some(k), _) => k.to_string(),
+            (None, s) => s.unwrap_or(200).to_string(),
+        }
+    }
+}
+
+/// The final word on a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Outcome {
+    /// A model answered with real content.
+    Served,
+    /// Every attempt failed (or no candidate was eligible).
+    AllFailed,
+    /// Every failure was blamed on the request; its 4xx was returned.
+    ClientError,
+    /// The request was refused before routing (bad JSON, too large, unknown model).
+    Rejected,
+    /// Content was forwarded, then the stream broke (error frame, stall).
+    StreamFailedAfterContent,
+    /// The client went away mid-answer.
+    ClientAborted,
+}
+
+impl Outcome {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Served => "served",
+            Outcome::AllFailed => "all_failed",
+            Outcome::ClientError => "client_error",
+            Outcome::Rejected => "rejected",
+            Outcome::StreamFailedAfterContent => "stream_failed_after_content",
+            Outcome::ClientAborted => "client_aborted",
+        }
+    }
+}
+
+/// One request's decisions: a history entry, and the source of the response headers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Trace {
+    pub(crate) id: String,
+    pub(crate) time: String,
+    pub(crate) requested_model: String,
+    pub(crate) stream: bool,
+    pub(crate) skipped: Vec<Skip>,
+    pub(crate) attempts: Vec<AttemptRecord>,
+    pub(crate) served_model: Option<String>,
+    pub(crate) outcome: Outcome,
+    pub(crate) wall_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) completion_tokens: Option<u64>,
+    /// Remarks on the choice, e.g. `capability_unknown:vision`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) notes: Vec<String>,
+    /// Messages dropped from the middle of the history to fit a smaller window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) trimmed: Option<usize>,
+}
+
+impl Trace {
+    pub(crate) fn new(id: &str, requested_model: &str, stream: bool) -> Trace {
+        Trace {
+            id: id.to_string(),
+            time: crate::time::rfc3339(crate::time::now_ms()),
+            requested_model: requested_model.to_string(),
+            stream,
+            skipped: Vec::new(),
+            attempts: Vec::new(),
+            served_model: None,
+            outcome: Outcome::Rejected,
+            wall_ms: 0,
+            completion_tokens: None,
+            notes: Vec::new(),
+            trimmed: None,
+        }
+    }
+
+    /// Removes secrets from what the client wrote into the trace (its model name and
+    /// request id); the rest is fcm's own words and catalog names.
+    pub(crate) fn redact(&mut self, secrets: &crate::secrets::Secrets) {
+        for text in [&mut self.id, &mut self.requested_model] {
+            if let std::borrow::Cow::Owned(clean) = secrets.redact(text) {
+                *text = clean;
+            }
+        }
+    }
+
+    /// `x-fcm-v2-decision`: `<served|none>!<outcome>|<m1>:<label>-><m2>:200|skips=<N>`.
+    pub(crate) fn decision_header(&self) -> String {
+        let served = self.served_model.as_deref().unwrap_or("none");
+        let mut s = format!("{served}!{}", self.outcome.as_str());
+        if !self.attempts.is_empty() {
+            s.push('|');
+            s.push_str(&self.attempt_chain("->"));
+        }
+        s.push_str(&format!("|skips={}", self.skipped.len()));
+        s
+    }
+
+    /// The attempts in order as `model:label`, joined by `separator`: `->` in the decision
+    /// header (model ids contain hyphens, so no spaces there), ` -> ` in `fcm history`,
+    /// ` → ` on the dashboard. Empty when nothing was attempted.
+    pub(crate) fn attempt_chain(&self, separator: &str) -> String {
+        let links: Vec<String> = self
+            .attempts
+            .iter()
+            .map(|a| format!("{}:{}", a.model, a.label()))
+            .collect();
+        links.join(separator)
+    }
+
+    /// `x-fcm-v2-model`: the model that served, else the last one tried.
+    pub(crate) fn model_header(&self) -> String {
+        self.served_model
+            .clone()
+            .or_else(|| self.attempts.last().map(|a| a.model.clone()))
+            .unwrap_or_else(|| "none".to_string())
+    }
+
+    /// The trace headers: the four always, `x-fcm-v2-trimmed` when history was trimmed.
+    pub(crate) fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut h = vec![
+            ("x-fcm-v2-model", self.model_header()),
+            ("x-fcm-v2-attempts", self.attempts.len().to_string()),
+            ("x-fcm-v2-decision", self.decision_header()),
+            ("x-request-id", self.id.clone()),
+        ];
+        if let Some(n) = self.trimmed {
+            h.push(("x-fcm-v2-trimmed", n.to_string()));
+        }
+        h
+    }
+}
+
+/// The history file's format.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct HistoryFile {
+    pub(crate) version: u32,
+    pub(crate) entries: Vec<Trace>,
+}
+
+/// The ring of recent requests of a running server.
+pub struct History {
+    ring: Mutex<VecDeque<Trace>>,
+    dirty: AtomicBool,
+}
+
+impl History {
+    pub(crate) fn new(file: HistoryFile) -> History {
+        let mut ring: VecDeque<Trace> = file.entries.into();
+        while ring.len() > HISTORY_LEN {
+            ring.pop_front();
+        }
+        History {
+            ring: Mutex::new(ring),
+            dirty: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn push(&self, trace: Trace) {
+        let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        if ring.len() == HISTORY_LEN {
+            ring.pop_front();
+        }
+        ring.push_back(trace);
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// The last `n` entries, oldest first.
+    pub(crate) fn last(&self, n: usize) -> Vec<Trace> {
+        let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        ring.iter()
+            .skip(ring.len().saturating_sub(n))
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn take_dirty(&self) -> Option<HistoryFile> {
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return None;
+        }
+        let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        Some(HistoryFile {
+            version: 1,
+            entries: ring.iter().cloned().collect(),
+        })
+    }
+
+    pub(crate) fn mark_dirty(&self) {
+        self.dirty.store(true, Ordering::Release);
+    }
+}
+
+/// Summary figures for `fcm history`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Summary {
+    pub(crate) requests: usize,
+    pub(crate) served_pct: f64,
+    pub(crate) failover_pct: f64,
+    pub(crate) avg_attempts: f64,
+}
+
+pub(crate) fn summarize(entries: &[Trace]) -> Summary {
+    let n = entries.len();
+    if n == 0 {
+        return Summary {
+            requests: 0,
+            served_pct: 0.0,
+            failover_pct: 0.0,
+            avg_attempts: 0.0,
+        };
+    }
+    let served = entries.iter().filter(|t| t.served_model.is_some()).count();
+    let failed_over = entries
+        .iter()
+        // Served after a failure: a raced-out racer, or a fusion's second panel answer,
+        // is an extra attempt but no failover.
+        .filter(|t| t.served_model.is_some() && t.attempts.iter().any(|a| a.kind.is_some()))
+        .count();
+    let attempts: usize = entries.iter().map(|t| t.attempts.len()).sum();
+    Summary {
+        requests: n,
+        served_pct: 100.0 * served as f64 / n as f64,
+        failover_pct: 100.0 * failed_over as f64 / n as f64,
+        avg_attempts: attempts as f64 / n as f64,
+    }
+}
+
+static REQUEST_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A new request id: `fcm-<ms since epoch, hex>-<counter>`, unique within a process.
+pub(crate) fn new_request_id() -> String {
+    let n = REQUEST_COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("fcm-{:x}-{n}", crate::time::now_ms())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt(model: &str, status: Option<u16>, kind: Option<FailureKind>) -> AttemptRecord {
+        AttemptRecord {
+            model: model.into(),
+            status,
+            kind,
+            latency_ms: 5,
+            key: None,
+            raced_out: false,
+        }
+    }
+
+    #[test]
+    fn redaction_cleans_what_the_client_wrote() {
+        let secrets = crate::secrets::Secrets::new(["sk-CLIENT-0123456789"]);
+        let mut t = Trace::new("req-sk-CLIENT-01", "sk-CLIENT-0123456789", false);
+        t.redact(&secrets);
+        assert_eq!(
+            (t.id.as_str(), t.requested_model.as_str()),
+            ("req-[redacted]", "[redacted]")
+        );
+        let mut clean = Trace::new("r1", "fcm", false);
+        clean.redact(&secrets);
+        assert_eq!(
+            (clean.id.as_str(), clean.requested_model.as_str()),
+            ("r1", "fcm")
+        );
+    }
+
+    #[test]
+    fn decision_header_shapes() {
+        let mut t = Trace::new("r1", "fcm", false);
+        t.skipped = vec![
+            Skip::new("a/x", SkipReason::CircuitOpen),
+            Skip::new("b/y", SkipReason::QuotaPaused),
+        ];
+        t.attempts = vec![
+            attempt("nvidia/x", Some(429), Some(FailureKind::RateLimit)),
+            attempt("p/empty", Some(200), Some(FailureKind::EmptyChoices)),
+            attempt("groq/llama-3.3-70b-versatile", Some(200), None),
+        ];
+        t.served_model = Some("groq/llama-3.3-70b-versatile".into());
+        t.outcome = Outcome::Served;
+        assert_eq!(
+            t.decision_header(),
+            "groq/llama-3.3-70b-versatile!served|nvidia/x:429->p/empty:empty_choices->groq/llama-3.3-70b-versatile:200|skips=2"
+        );
+        assert_eq!(t.model_header(), "groq/llama-3.3-70b-versatile");
+        assert_eq!(
+            t.attempt_chain(" -> "),
+            "nvidia/x:429 -> p/empty:empty_choices -> groq/llama-3.3-70b-versatile:200"
+        );
+
+        let rejected = Trace::new("r2", "fcm", false);
+        assert_eq!(rejected.decision_header(), "none!rejected|skips=0");
+        assert_eq!(rejected.model_header(), "none");
+        assert_eq!(rejected.attempt_chain(" -> "), "");
+
+        let mut failed = Trace::new("r3", "fcm", true);
+        failed.attempts = vec![attempt("a/t", None, Some(FailureKind::Timeout))];
+        failed.outcome = Outcome::AllFailed;
+        assert_eq!(
+            failed.decision_header(),
+            "none!all_failed|a/t:timeout|skips=0"
+        );
+        assert_eq!(failed.model_header(), "a/t", "the last model tried");
+    }
+
+    #[test]
+    fn ring_keeps_the_last_500() {
+        let h = History::new(HistoryFile::default());
+        for i in 0..HISTORY_LEN + 20 {
+            h.push(Trace::new(&i.to_string(), "fcm", false));
+        }
+        let all = h.last(usize::MAX);
+        assert_eq!(all.len(), HISTORY_LEN);
+        assert_eq!(all[0].id, "20");
+        assert_eq!(h.last(2)[1].id, (HISTORY_LEN + 19).to_string());
+        assert_eq!(h.take_dirty().unwrap().entries.len(), HISTORY_LEN);
+        assert!(h.take_dirty().is_none());
+    }
+
+    #[test]
+    fn summary_figures() {
+        let mut served = Trace::new("1", "fcm", false);
+        served.served_model = Some("a/b".into());
+        served.attempts = vec![
+            attempt("a/c", Some(500), Some(FailureKind::ProviderServerError)),
+            attempt("a/b", Some(200), None),
+        ];
+        let mut failed = Trace::new("2", "fcm", false);
+        failed.attempts = vec![attempt(
+            "a/c",
+            Some(500),
+            Some(FailureKind::ProviderServerError),
+        )];
+        let s = summarize(&[served, failed]);
+        assert_eq!(
+            (s.requests, s.served_pct, s.failover_pct, s.avg_attempts),
+            (2, 50.0, 50.0, 1.5)
+        );
+        // A race's loser is an attempt, not a failover.
+        let mut raced = Trace::new("3", "fcm:quick", false);
+        raced.served_model = Some("a/b".into());
+        raced.attempts = vec![attempt("a/b", Some(200), None), attempt("a/c", None, None)];
+        raced.attempts[1].raced_out = true;
+        let s = summarize(&[raced]);
+        assert_eq!((s.failover_pct, s.avg_attempts), (0.0, 2.0));
+    }
+
+    #[test]
+    fn request_ids_are_unique() {
+        assert_ne!(new_request_id(), new_request_id());
+    }
+}
