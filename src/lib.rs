@@ -9,6 +9,7 @@
 
 pub mod answers;
 pub(crate) mod bench;
+pub(crate) mod capability;
 pub mod cli;
 pub(crate) mod commands;
 pub(crate) mod edge;
@@ -22,3 +23,4 @@ pub(crate) mod secrets;
 pub(crate) mod state;
 pub(crate) mod table;
 pub(crate) mod time;
+pub mod tokens;

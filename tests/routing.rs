@@ -370,7 +370,7 @@ fn token_estimate_counts_text_and_answer_room() {
     let body =
         json!({"max_tokens": 100, "messages": [{"role": "user", "content": "x".repeat(400)}]});
     // 400 characters of text plus "user" = 404 / 4 = 101, plus 100 for the answer.
-    assert_eq!(fcm::routing::estimate_tokens(&body), 201);
+    assert_eq!(fcm::tokens::needed(&body), 201);
 }
 
 /// A `bench.json` entry: usable, with its median time to first token and, when given,

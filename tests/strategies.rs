@@ -123,7 +123,7 @@ fn assert_trimmed_well(sent: &serde_json::Value, window: u64, first: &str, last:
             );
         }
     }
-    let size = fcm::routing::estimate_tokens(sent);
+    let size = fcm::tokens::needed(sent);
     assert!(size <= window, "{size} tokens sent to a {window} window");
 }
 
@@ -138,7 +138,7 @@ fn a_claude_code_session_too_long_for_the_only_healthy_model_is_trimmed_to_fit()
     let s = w.serve(&[]);
     // About 150,000 tokens: 30 rounds of a 20,000-character tool result.
     let body = claude_code_session(30, 20_000, false);
-    assert!(fcm::routing::estimate_tokens(&body) > 140_000);
+    assert!(fcm::tokens::needed(&body) > 140_000);
     let r = s.post("/v1/messages", &body.to_string());
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(
@@ -290,7 +290,7 @@ fn the_token_estimate_against_real_counts() {
         }
         // Long enough for the estimate to mean something: a short answer is mostly structure.
         if let (Some(real), true) = (real.filter(|n| *n > 0), chars >= 300) {
-            let ratio = chars.div_ceil(4) as f64 / real as f64;
+            let ratio = fcm::tokens::estimate(chars) as f64 / real as f64;
             ratios.push((
                 path.file_name().unwrap().to_string_lossy().to_string(),
                 ratio,

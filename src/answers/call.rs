@@ -9,14 +9,15 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
-use crate::answers::classify::{
-    classify_http, classify_transport, FailureKind, TransportFailure, Verdict,
-};
+use crate::answers::classify::{classify_http, classify_transport, FailureKind, Verdict};
 use crate::answers::failure::{failure, one_line, Failure};
 use crate::answers::gate::{check_payload, AnswerStats, GateReject};
+use crate::answers::limits::Limits;
 use crate::providers::catalog::ApiKey;
-use crate::providers::target::{Limits, Target};
-use crate::providers::upstream::{read_limited, ExchangeTimeouts, Incoming, Outgoing, Upstream};
+use crate::providers::exchange::{
+    read_limited, Exchange, ExchangeTimeouts, Incoming, Outgoing, TransportFailure,
+};
+use crate::providers::target::Target;
 
 /// Error bodies are read up to this size for classification.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
@@ -43,7 +44,7 @@ pub enum Answer {
 /// Sends `client_body` to `target` with `key` (one of its keys, or none for a provider
 /// without one) and judges the answer. Streams return once committed.
 pub fn attempt(
-    upstream: &Upstream,
+    upstream: &dyn Exchange,
     target: &Target,
     key: Option<&ApiKey>,
     client_body: &Value,
@@ -100,6 +101,11 @@ pub fn attempt(
         }
         f
     })?;
+    // `Retry-After` first; else the longest of the reset headers.
+    incoming.retry_after = crate::answers::classify::wait_header(
+        incoming.retry_after.take(),
+        &std::mem::take(&mut incoming.resets),
+    );
     // What the provider says is left goes with whatever comes of the answer.
     let rate = std::mem::take(&mut incoming.rate);
     let mut judged = judge(incoming, target, stream, limits, started);

@@ -7,6 +7,8 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
+pub use crate::providers::exchange::TransportFailure;
+
 /// Default pause after a 429 that gives no `Retry-After`.
 pub const DEFAULT_QUOTA_PAUSE: Duration = Duration::from_secs(60);
 /// Longest pause fcm honours: a provider asking for hours is paused 15 min, then retried.
@@ -296,6 +298,18 @@ pub fn parse_reset(value: &str) -> Option<Duration> {
         .then(|| Duration::from_secs_f64(total.min(MAX_QUOTA_PAUSE.as_secs_f64())))
 }
 
+/// How long a provider asks to be left alone, as a `Retry-After` value: its own
+/// `Retry-After`, else the longest of its rate-limit reset headers (in whole seconds).
+pub fn wait_header(retry_after: Option<String>, resets: &[String]) -> Option<String> {
+    retry_after.or_else(|| {
+        resets
+            .iter()
+            .filter_map(|v| parse_reset(v))
+            .max()
+            .map(|d| d.as_secs_f64().ceil().to_string())
+    })
+}
+
 /// Classifies an HTTP answer that is not a usable success: a non-2xx status, or a 2xx whose
 /// body the gate rejected (`gate_kind`). `body` is the (possibly truncated) error text.
 pub fn classify_http(
@@ -334,14 +348,6 @@ pub fn classify_http(
         _ => kind,
     };
     Verdict::of(kind, retry)
-}
-
-/// Transport failures, as seen by the HTTP client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TransportFailure {
-    Timeout,
-    DnsFailure,
-    Connection,
 }
 
 pub fn classify_transport(failure: TransportFailure) -> Verdict {

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::answers::classify::{classify_http, classify_transport, FailureKind, Verdict};
 use crate::answers::gate::GateReject;
+use crate::providers::exchange::io_failure;
 use crate::providers::target::Target;
-use crate::providers::upstream::io_failure;
 
 /// A failed attempt.
 #[derive(Debug, Clone)]

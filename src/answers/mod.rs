@@ -13,6 +13,7 @@ pub(crate) mod classify;
 pub(crate) mod failure;
 pub(crate) mod gate;
 pub(crate) mod hold;
+pub(crate) mod limits;
 pub(crate) mod readers;
 pub(crate) mod reasoning;
 pub mod sse;

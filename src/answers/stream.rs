@@ -1,12 +1,12 @@
-//! A stream's whole life, in one place: hold the upstream's bytes until the gate sees
-//! useful content (nothing of a failed attempt reaches the client), commit, forward the
-//! rest as whole events (translated for the client's protocol from the chunks the gate
-//! already parsed), end the client's stream cleanly however the upstream ends, and record
-//! that end, after commit too, through the router's one outcome recorder ([`Settle`]).
+//! An upstream stream's life: hold its bytes until the gate sees useful content (nothing
+//! of a failed attempt reaches a client), commit, then hand out whole events one by one
+//! (with the chunks the gate already parsed) until it ends, breaks or stalls, and say how
+//! it ended ([`StreamEnd`]).
 //!
-//! The client side is a [`ClientSink`] (the HTTP edge frames the bytes); the upstream side
-//! is a reader thread (reused, see `readers`) feeding a channel, so stall and first-token
-//! timeouts are plain `recv_timeout`s.
+//! The upstream side is a reader thread (reused, see `readers`) feeding a channel, so stall
+//! and first-token timeouts are plain `recv_timeout`s. Who reads the events is not this
+//! module's business: the HTTP edge forwards them to a client in its protocol, the bench
+//! drains them.
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -17,10 +17,9 @@ use crate::answers::classify::{FailureKind, Verdict};
 use crate::answers::failure::{failure, Failure};
 use crate::answers::gate::AnswerStats;
 use crate::answers::hold::{HoldBuffer, HoldStep};
-use crate::protocol::StreamShape;
-use crate::providers::target::{Limits, Target};
-use crate::providers::upstream::{Incoming, READ_CHUNK};
-use crate::state::trace::Trace;
+use crate::answers::limits::Limits;
+use crate::providers::exchange::{Incoming, READ_CHUNK};
+use crate::providers::target::Target;
 
 /// One item of a committed stream.
 pub(crate) enum StreamItem {
@@ -154,9 +153,14 @@ impl OpenStream {
 
     /// A tool call that failed the check after the stream had committed: the client's turn
     /// ends without it, and the attempt counts as failed.
-    fn tool_failure(&self) -> Option<Failure> {
+    pub(crate) fn tool_failure(&self) -> Option<Failure> {
         let reject = self.hold.tracker().tool_failure()?.clone();
         Some(self.target.gate_failure(reject, self.started))
+    }
+
+    /// The secrets the stream's events must not carry to a client.
+    pub(crate) fn secrets(&self) -> &std::sync::Arc<crate::secrets::Secrets> {
+        &self.target.secrets
     }
 
     /// The parsed chat chunks of the bytes released so far and not yet taken (kept only
@@ -250,87 +254,4 @@ pub(crate) enum StreamEnd {
     Complete { completion_tokens: Option<u64> },
     Failed(Failure),
     ClientGone,
-}
-
-/// Records how a committed stream ended (breaker, live ranking, trace): given by the
-/// router with the stream, so the attempt that committed is the one that is judged.
-pub(crate) trait Settle {
-    /// `stats`: what the stream carried (usage, characters), for what it cost.
-    fn settle(
-        self: Box<Self>,
-        end: &StreamEnd,
-        ttft: Duration,
-        stats: &AnswerStats,
-        trace: &mut Trace,
-    );
-}
-
-/// The client's side of a stream: the HTTP edge frames and writes the bytes.
-pub(crate) trait ClientSink {
-    /// Sends body bytes (the first call also sends the response head). False once the
-    /// client is gone.
-    fn send(&mut self, bytes: &[u8]) -> bool;
-    /// Sends the last body bytes and ends the response.
-    fn end(&mut self, bytes: &[u8]);
-}
-
-/// A committed stream with the recorder that judges its end.
-pub(crate) struct Committed<'r> {
-    pub stream: OpenStream,
-    pub settle: Box<dyn Settle + 'r>,
-}
-
-impl Committed<'_> {
-    /// Forwards the stream to the client in its protocol's shape, and records how it ended.
-    /// Dropping the stream at the end closes the upstream connection.
-    pub(crate) fn deliver(
-        self,
-        client: &mut dyn ClientSink,
-        mut shape: StreamShape,
-        trace: &mut Trace,
-    ) {
-        let Committed { mut stream, settle } = self;
-        let end = forward(&mut stream, client, &mut shape);
-        settle.settle(&end, stream.ttft, stream.stats(), trace);
-    }
-}
-
-fn forward(
-    stream: &mut OpenStream,
-    client: &mut dyn ClientSink,
-    shape: &mut StreamShape,
-) -> StreamEnd {
-    let shape = &mut shape.redacted(stream.target.secrets.clone());
-    let held = std::mem::take(&mut stream.held);
-    let mut first = shape.start();
-    first.extend(shape.shape(held, stream.take_chunks()));
-    if !client.send(&first) {
-        return StreamEnd::ClientGone;
-    }
-    loop {
-        match stream.next_item() {
-            StreamItem::Data(bytes) => {
-                let out = shape.shape(bytes, stream.take_chunks());
-                if !out.is_empty() && !client.send(&out) {
-                    return StreamEnd::ClientGone;
-                }
-            }
-            StreamItem::End => {
-                client.end(&shape.finish(None));
-                if let Some(f) = stream.tool_failure() {
-                    return StreamEnd::Failed(f);
-                }
-                return StreamEnd::Complete {
-                    completion_tokens: stream.stats().completion_tokens,
-                };
-            }
-            StreamItem::Failed(f, tail) => {
-                // Content already reached the client: end its stream cleanly.
-                let mut last = shape.shape(tail, stream.take_chunks());
-                last.extend(shape.finish(Some(&f.detail)));
-                client.end(&last);
-                return StreamEnd::Failed(f);
-            }
-        }
-    }
 }

@@ -17,11 +17,12 @@ use crate::answers::call::{attempt, Answer};
 use crate::answers::classify::FailureKind;
 use crate::answers::failure::Failure;
 use crate::answers::gate::{AnswerStats, ContentValidation};
+use crate::answers::limits::Limits;
 use crate::answers::toolcall::Offered;
 use crate::providers::catalog::ApiKey;
+use crate::providers::exchange::Exchange;
 use crate::providers::quota::Window;
-use crate::providers::target::{Limits, Target};
-use crate::providers::upstream::Upstream;
+use crate::providers::target::Target;
 use crate::state::ledger::{Blocked, Grant, Ledger, Metered, Tokens};
 
 /// A real question with a few-word answer: cheap, and a model that cannot answer it is broken.
@@ -121,7 +122,7 @@ pub enum Ping {
 
 /// A ping's estimated prompt tokens, charged against token budgets.
 pub fn ping_tokens(question: Question) -> u64 {
-    crate::routing::estimate_prompt_tokens(&question.body())
+    crate::tokens::prompt(&question.body())
 }
 
 /// One streaming ping of `question`, sent through the ledger: a key from it, or nothing
@@ -132,7 +133,7 @@ pub fn ping_tokens(question: Question) -> u64 {
 /// rather than the ledger's choice.
 #[allow(clippy::too_many_arguments)]
 pub fn metered_ping(
-    upstream: &Upstream,
+    upstream: &dyn Exchange,
     target: &Target,
     metered: &Metered,
     ledger: &Ledger,
@@ -176,7 +177,7 @@ pub fn metered_ping(
 /// `invalid_tool_call`. Also gives the rate-limit windows the answer reported and, when
 /// content came, what it carried.
 fn ping_asking(
-    upstream: &Upstream,
+    upstream: &dyn Exchange,
     target: &Target,
     key: Option<&ApiKey>,
     question: Question,
@@ -243,7 +244,7 @@ fn ping_asking(
 /// each time); a daily one that runs out ends the model's pings. Results come in the
 /// order they were sent.
 pub fn probe(
-    upstream: &Upstream,
+    upstream: &dyn Exchange,
     target: &Target,
     metered: &Metered,
     ledger: &Ledger,

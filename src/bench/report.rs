@@ -4,112 +4,10 @@
 use crate::answers::classify::FailureKind;
 use crate::providers::catalog::{tier_rank, ModelRef};
 use crate::routing::rank::{compare, Standing, FAILING, PROVEN};
+pub use crate::state::bench_file::{BenchReport, BenchVerdict, ModelResult};
 use crate::state::breaker::BreakerState;
-use serde::{Deserialize, Serialize};
 
 use super::{Ping, Question, PERFECT_TTFT_MS, SLOW_TTFT_MS};
-
-/// A model's rating.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BenchVerdict {
-    Perfect,
-    Normal,
-    Slow,
-    Unstable,
-    RateLimited,
-    EmptyAnswers,
-    Down,
-    AuthFailed,
-    NoKey,
-    /// Not contacted: its known budget for today is below the pings it would need (a
-    /// bench never spends the last tenth of a daily limit).
-    QuotaBudget,
-}
-
-impl BenchVerdict {
-    pub fn label(self) -> &'static str {
-        match self {
-            BenchVerdict::Perfect => "Perfect",
-            BenchVerdict::Normal => "Normal",
-            BenchVerdict::Slow => "Slow",
-            BenchVerdict::Unstable => "Unstable",
-            BenchVerdict::RateLimited => "Rate limited",
-            BenchVerdict::EmptyAnswers => "Empty answers",
-            BenchVerdict::Down => "Down",
-            BenchVerdict::AuthFailed => "Auth failed",
-            BenchVerdict::NoKey => "No key",
-            BenchVerdict::QuotaBudget => "Over budget",
-        }
-    }
-}
-
-/// One model's summary: the `models[]` entry of `fcm bench --json` and `bench.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ModelResult {
-    pub rank: usize,
-    pub model: String,
-    pub provider: String,
-    pub label: String,
-    pub tier: String,
-    pub swe_bench: Option<f64>,
-    pub usable: bool,
-    pub verdict: BenchVerdict,
-    /// Every ping sent, tool pings included; `successes` the ones answered.
-    pub pings: u32,
-    pub successes: u32,
-    pub success_rate: f64,
-    /// Tool pings sent (`--tools`); `None` when none was. Absent from older `bench.json`
-    /// files, which still load.
-    #[serde(default)]
-    pub tool_pings: Option<u32>,
-    /// Tool pings answered with a call that passed the check.
-    #[serde(default)]
-    pub tool_calls: Option<u32>,
-    /// Tool pings that failed (`invalid_tool_call` for a broken or invented call); the
-    /// rest answered in text without a call.
-    #[serde(default)]
-    pub tool_failures: Option<u32>,
-    /// When the tool pings ran: a later run without `--tools` keeps them in `bench.json`.
-    #[serde(default)]
-    pub tools_measured_at: Option<String>,
-    pub ttft_ms_p50: Option<u64>,
-    pub ttft_ms_p95: Option<u64>,
-    pub latency_ms_p50: Option<u64>,
-    pub latency_ms_p95: Option<u64>,
-    pub jitter_ms: Option<u64>,
-    pub tokens_per_sec: Option<f64>,
-    pub last_failure_kind: Option<FailureKind>,
-    pub last_failure_status: Option<u16>,
-    pub last_failure: Option<String>,
-    pub measured_at: String,
-}
-
-impl ModelResult {
-    /// Whether the last tool pings proved this model calls tools: see [`proves_tool_calls`].
-    pub fn proves_tool_calls(&self) -> bool {
-        proves_tool_calls(self.tool_pings.unwrap_or(0), self.tool_calls.unwrap_or(0))
-    }
-
-    /// Keeps `older`'s tool results when this run sent no tool ping: a plain `fcm bench`
-    /// does not make the router forget which models call tools.
-    fn keep_tools_of(&mut self, older: &ModelResult) {
-        if self.tool_pings.is_none() {
-            self.tool_pings = older.tool_pings;
-            self.tool_calls = older.tool_calls;
-            self.tool_failures = older.tool_failures;
-            self.tools_measured_at = older.tools_measured_at.clone();
-        }
-    }
-}
-
-/// A model proves it calls tools when more than half of its tool pings produced a valid
-/// call (1 of 1, 2 of 2 or 3, 3 of 4 or 5): most, not all, because one slip is a failover
-/// away and free hosts have bad moments; never a coin toss, such as 1 of 2.
-pub fn proves_tool_calls(tool_pings: u32, valid_calls: u32) -> bool {
-    tool_pings > 0 && valid_calls * 2 > tool_pings
-}
 
 /// What one model's tool pings showed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -136,14 +34,6 @@ impl ToolTally {
         }
         tally
     }
-}
-
-/// The whole document: `fcm bench --json` and `$FCM_HOME/bench.json`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BenchReport {
-    pub generated_at: String,
-    pub models: Vec<ModelResult>,
 }
 
 /// Nearest-rank percentile of sorted values.
@@ -525,25 +415,6 @@ mod tests {
             .unwrap()
             .check(TOOL_PING_TOOL, r#"{"city":"Paris"}"#)
             .is_ok());
-    }
-
-    #[test]
-    fn most_tool_pings_must_call_to_prove_it() {
-        let cases = [
-            (0, 0, false),
-            (1, 1, true),
-            (1, 0, false),
-            (2, 1, false),
-            (2, 2, true),
-            (3, 2, true),
-            (3, 1, false),
-            (4, 2, false),
-            (4, 3, true),
-            (5, 3, true),
-        ];
-        for (pings, calls, want) in cases {
-            assert_eq!(proves_tool_calls(pings, calls), want, "{calls}/{pings}");
-        }
     }
 
     #[test]

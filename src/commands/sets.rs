@@ -5,6 +5,7 @@ use argh::FromArgs;
 use serde_json::json;
 
 use crate::commands::{edit_config, usage, Setup};
+use crate::state::sets::Strategy;
 use crate::table;
 
 #[derive(FromArgs)]
@@ -37,8 +38,8 @@ pub(crate) struct SetsAdd {
     pub(crate) models: Vec<String>,
     /// fallback (in order, next on failure; default), round-robin (rotate the first), race
     /// (first --width models at once, first good answer wins) or fusion (panel + --judge)
-    #[argh(option, default = "String::from(\"fallback\")")]
-    pub(crate) strategy: String,
+    #[argh(option, default = "Strategy::Fallback", from_str_fn(strategy))]
+    pub(crate) strategy: Strategy,
     /// round-robin: requests in a row on one model before moving on (default 1)
     #[argh(option, default = "1")]
     pub(crate) sticky: u32,
@@ -73,7 +74,7 @@ pub(crate) fn run(args: SetsArgs) -> Result<i32> {
     match args.action {
         None => list(&setup),
         Some(SetsAction::Add(a)) => {
-            if !crate::routing::sets::valid_name(&a.name) || a.name == "fcm" || a.name == "none" {
+            if !crate::state::sets::valid_name(&a.name) || a.name == "fcm" || a.name == "none" {
                 return usage(format!("set name {:?}: use letters, digits, '-', '_' or '.' (never '/'), and not \"fcm\" or \"none\"", a.name));
             }
             let set = match new_set(&setup, &a) {
@@ -84,18 +85,18 @@ pub(crate) fn run(args: SetsArgs) -> Result<i32> {
                 doc.set(&["router", "sets", &a.name], &set)?;
                 Ok(())
             })?;
-            let how = match a.strategy.as_str() {
-                "race" => format!(
+            let how = match a.strategy {
+                Strategy::Race => format!(
                     "race, {} at once",
-                    a.width.unwrap_or(crate::routing::sets::DEFAULT_WIDTH)
+                    a.width.unwrap_or(crate::state::sets::DEFAULT_WIDTH)
                 ),
-                "fusion" => format!(
+                Strategy::Fusion => format!(
                     "fusion, judged by {}",
                     a.judge.as_deref().unwrap_or_default()
                 ),
                 other => other.to_string(),
             };
-            let models = if a.strategy == "fusion" {
+            let models = if a.strategy == Strategy::Fusion {
                 format!("panel {}", a.models.join(", "))
             } else {
                 a.models.join(" -> ")
@@ -153,12 +154,6 @@ pub(crate) fn run(args: SetsArgs) -> Result<i32> {
 
 /// The set `fcm sets add` writes, or what is wrong with the command line.
 fn new_set(setup: &Setup, a: &SetsAdd) -> std::result::Result<serde_json::Value, String> {
-    if !crate::routing::sets::STRATEGIES.contains(&a.strategy.as_str()) {
-        return Err(format!(
-            "--strategy must be fallback, round-robin, race or fusion, not {:?}",
-            a.strategy
-        ));
-    }
     if a.sticky == 0 {
         return Err("--sticky must be at least 1".into());
     }
@@ -173,30 +168,39 @@ fn new_set(setup: &Setup, a: &SetsAdd) -> std::result::Result<serde_json::Value,
             "unknown model {m:?}; `fcm models` lists them as provider/modelId"
         ));
     }
-    if a.width.is_some() && a.strategy != "race" {
+    if a.width.is_some() && a.strategy != Strategy::Race {
         return Err("--width is for a race set (--strategy race)".into());
     }
-    if a.judge.is_some() && a.strategy != "fusion" {
+    if a.judge.is_some() && a.strategy != Strategy::Fusion {
         return Err("--judge is for a fusion set (--strategy fusion)".into());
     }
-    Ok(match a.strategy.as_str() {
-        "race" => {
-            let width = a.width.unwrap_or(crate::routing::sets::DEFAULT_WIDTH);
-            if !(2..=crate::routing::sets::MAX_WIDTH).contains(&width) {
+    Ok(match a.strategy {
+        Strategy::Race => {
+            let width = a.width.unwrap_or(crate::state::sets::DEFAULT_WIDTH);
+            if !(2..=crate::state::sets::MAX_WIDTH).contains(&width) {
                 return Err(format!(
                     "--width must be 2 to {}: each racer spends a request of quota",
-                    crate::routing::sets::MAX_WIDTH
+                    crate::state::sets::MAX_WIDTH
                 ));
             }
             json!({"strategy": "race", "width": width, "models": a.models})
         }
-        "fusion" => {
+        Strategy::Fusion => {
             let Some(judge) = &a.judge else {
                 return Err("a fusion set needs --judge provider/modelId, the model that merges the panel's answers".into());
             };
             json!({"strategy": "fusion", "panel": a.models, "judge": judge})
         }
-        _ => json!({"strategy": a.strategy, "sticky": a.sticky, "models": a.models}),
+        Strategy::Fallback | Strategy::RoundRobin => {
+            json!({"strategy": a.strategy, "sticky": a.sticky, "models": a.models})
+        }
+    })
+}
+
+/// `--strategy`'s value, named in the error when it is not one of the four.
+fn strategy(value: &str) -> std::result::Result<Strategy, String> {
+    Strategy::parse(value).ok_or_else(|| {
+        format!("--strategy must be fallback, round-robin, race or fusion, not {value:?}")
     })
 }
 
@@ -209,11 +213,11 @@ fn list(setup: &Setup) -> Result<i32> {
     let keys = setup.keys();
     let mut t = table::new(&["Set", "Strategy", "Options", "Models", "Default"]);
     for (name, set) in sets {
-        let options = match set.strategy.as_str() {
-            "round-robin" => format!("sticky {}", set.sticky),
-            "race" => format!("width {}", set.width),
-            "fusion" => format!("judge {}", set.judge.as_deref().unwrap_or_default()),
-            _ => String::new(),
+        let options = match set.strategy {
+            Strategy::RoundRobin => format!("sticky {}", set.sticky),
+            Strategy::Race => format!("width {}", set.width),
+            Strategy::Fusion => format!("judge {}", set.judge.as_deref().unwrap_or_default()),
+            Strategy::Fallback => String::new(),
         };
         let models: Vec<String> = set
             .members()
@@ -227,7 +231,7 @@ fn list(setup: &Setup) -> Result<i32> {
         let active = setup.config.router.active_set.as_deref() == Some(name.as_str());
         t.add_row(vec![
             name.clone(),
-            set.strategy.clone(),
+            set.strategy.to_string(),
             options,
             models.join("\n"),
             if active { "yes".into() } else { String::new() },

@@ -16,6 +16,7 @@
 pub(crate) mod access;
 pub(crate) mod connections;
 pub(crate) mod dashboard;
+mod forward;
 pub(crate) mod http;
 pub(crate) mod signals;
 
@@ -27,11 +28,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::answers::stream::ClientSink;
 use crate::edge::connections::{ClientReader, Connections, Slot};
 use crate::protocol::{self, BadRequest, ErrorReport, Protocol};
 use crate::routing::{Ask, Delivery, Refused, Router, Served};
 use crate::state::trace::{new_request_id, Outcome, Trace};
+use forward::ClientSink;
 use http::{chunk, Head, ReadError, Request, LAST_CHUNK};
 
 /// Largest request body accepted (413 beyond).
@@ -550,7 +551,7 @@ fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
     let id = request_id(&req.head);
     // Needs are read from the client's own body: translation may drop what a chat provider
     // cannot take (a PDF document), but the choice of model must still know about it.
-    let mut needs = crate::routing::capability::Needs::default();
+    let mut needs = crate::capability::Needs::default();
     let chat = serde_json::from_slice::<Value>(&req.body)
         .map_err(|e| BadRequest::NotJson(e.to_string()))
         .and_then(|parsed| {
@@ -562,7 +563,7 @@ fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
             {
                 return Err(BadRequest::Shape("\"stream\" must be true or false"));
             }
-            needs = crate::routing::capability::detect(&parsed);
+            needs = crate::capability::detect(&parsed);
             proto.to_chat(parsed)
         });
     let chat = match chat {
@@ -631,8 +632,23 @@ impl Asked<'_> {
     }
 }
 
+/// What a refusal's error answer says, for the client's protocol to wrap: the outcome as
+/// its code and every failed attempt.
+fn refusal_report(refused: &Refused) -> ErrorReport<'_> {
+    let attempts: Vec<Value> = refused
+        .details
+        .iter()
+        .map(|a| json!({"model": a.model, "status": a.status, "kind": a.kind, "detail": a.detail}))
+        .collect();
+    ErrorReport {
+        code: Some(refused.trace.outcome.as_str()),
+        attempts: Some(Value::Array(attempts)),
+        ..ErrorReport::new(refused.status, &refused.message)
+    }
+}
+
 fn refuse(conn: &mut Conn, app: &App, refused: Refused, started: Instant, proto: Protocol) {
-    let body = proto.error(&refused.report());
+    let body = proto.error(&refusal_report(&refused));
     let mut reply = Reply::json(refused.status, &body).with_trace(&refused.trace);
     if let Some(secs) = refused.retry_after_secs {
         reply.headers.push(("retry-after".into(), secs.to_string()));
@@ -684,7 +700,9 @@ fn deliver(conn: &mut Conn, app: &App, served: Served<'_>, asked: &Asked<'_>) {
         }
         Delivery::Stream(committed) => {
             let mut client = StreamReply::new(conn, &trace);
-            committed.deliver(&mut client, asked.shape(app), &mut trace);
+            let mut committed = *committed;
+            let end = forward::forward(&mut committed.stream, &mut client, asked.shape(app));
+            committed.finish(&end, &mut trace);
         }
     }
     log(app, &trace, 200, started);

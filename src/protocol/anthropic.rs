@@ -308,9 +308,9 @@ pub fn count_tokens(req: &Value) -> Value {
     let chars = ["system", "messages", "tools"]
         .iter()
         .filter_map(|k| req.get(*k))
-        .map(super::text_chars)
+        .map(crate::tokens::text_chars)
         .sum();
-    json!({"input_tokens": super::estimate_tokens(chars)})
+    json!({"input_tokens": crate::tokens::estimate(chars)})
 }
 
 #[cfg(test)]

@@ -476,22 +476,6 @@ pub fn sse_event(name: &str, data: &Value) -> Vec<u8> {
     format!("event: {name}\ndata: {data}\n\n").into_bytes()
 }
 
-/// A rough token count for text: characters / 4 (the estimate fcm uses wherever a provider
-/// reports no usage).
-pub fn estimate_tokens(chars: usize) -> u64 {
-    (chars as u64).div_ceil(4)
-}
-
-/// Characters of all string values in a JSON value (for token estimates).
-pub fn text_chars(v: &Value) -> usize {
-    match v {
-        Value::String(s) => s.chars().count(),
-        Value::Array(a) => a.iter().map(text_chars).sum(),
-        Value::Object(o) => o.values().map(text_chars).sum(),
-        _ => 0,
-    }
-}
-
 /// A fresh id with a prefix, unique within the process.
 pub fn new_id(prefix: &str) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};

@@ -5,6 +5,7 @@
 //! Nothing here judges an answer (`answers`) or keeps state between requests (`state`).
 
 pub(crate) mod catalog;
+pub(crate) mod exchange;
 pub(crate) mod overlay;
 pub(crate) mod quota;
 pub(crate) mod resolve;

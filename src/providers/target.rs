@@ -1,13 +1,11 @@
 //! One model to call, resolved once from the catalog and the keys: its URL, key, headers
 //! and the fields it refuses, the body it is sent (the client's, adapted without copying
-//! it), and the limits one attempt at it runs within.
+//! it).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::answers::gate::ContentValidation;
 use crate::providers::catalog::{ApiKey, KeySource, ModelRef};
 use crate::secrets::Secrets;
 
@@ -138,26 +136,6 @@ fn answered_messages(messages: &[Value]) -> Vec<&Value> {
                     .is_some_and(|id| calls.contains(id))
         })
         .collect()
-}
-
-/// Deadlines and strictness for one attempt.
-#[derive(Debug, Clone)]
-pub struct Limits {
-    /// Non-stream: the whole answer must arrive within this.
-    pub body_read: Duration,
-    /// Stream: the first useful content must arrive within this.
-    pub first_token: Duration,
-    /// Stream: after content, the longest silence between chunks.
-    pub stream_stall: Duration,
-    /// Hard end of the attempt (the caller's overall budget).
-    pub deadline: Instant,
-    pub validation: ContentValidation,
-    /// Largest non-stream answer accepted.
-    pub max_body: usize,
-    /// Streams: keep the parsed chat chunks for a protocol translator.
-    pub keep_chunks: bool,
-    /// The request's tools: calls are checked against them (strict mode).
-    pub tools: Option<std::sync::Arc<crate::answers::toolcall::Offered>>,
 }
 
 #[cfg(test)]

@@ -1,60 +1,15 @@
-//! One HTTP exchange with a provider: the shared connection pool, timeouts, and mapping of
-//! transport errors to failure kinds. It neither judges answers (that is `gate`) nor
-//! decides what to try next (that is the caller).
+//! The real [`Exchange`]: ureq with a connection pool shared across requests and threads,
+//! its timeouts, and transport errors mapped to [`TransportFailure`]s.
 
-use std::io::{self, Read};
-use std::time::Duration;
-
-use crate::answers::classify::TransportFailure;
-
-/// Bodies are read in chunks of this size: small enough to pass SSE frames on promptly.
-pub const READ_CHUNK: usize = 8 * 1024;
+use super::exchange::{
+    io_failure, Exchange, ExchangeTimeouts, Incoming, Outgoing, TransportFailure, RESET_HEADERS,
+};
 
 /// The HTTP client, with a connection pool reused across requests and threads.
 #[derive(Clone)]
 pub struct Upstream {
     agent: ureq::Agent,
     resolver: crate::providers::resolve::CachedResolver,
-}
-
-/// What to send.
-pub struct Outgoing<'a> {
-    pub url: &'a str,
-    pub api_key: Option<&'a str>,
-    pub headers: &'a [(String, String)],
-    pub body: Vec<u8>,
-    pub stream: bool,
-}
-
-/// Deadlines for one exchange.
-#[derive(Debug, Clone, Copy)]
-pub struct ExchangeTimeouts {
-    /// Connection and TLS setup.
-    pub connect: Duration,
-    /// The whole exchange, headers and body (non-stream answers).
-    pub per_call: Option<Duration>,
-    /// Longest silence on the socket (streams; a backstop for the reader thread).
-    pub per_read: Option<Duration>,
-    /// The response head must arrive within this (streams: the first-token deadline).
-    pub head: Option<Duration>,
-}
-
-/// A provider's response head with its body still unread.
-pub struct Incoming {
-    pub status: u16,
-    pub content_type: Option<String>,
-    pub retry_after: Option<String>,
-    /// The rate-limit windows its `x-ratelimit-*` headers report (any status).
-    pub rate: Vec<crate::providers::quota::Window>,
-    pub body: Box<dyn Read + Send>,
-}
-
-impl Incoming {
-    pub fn is_event_stream(&self) -> bool {
-        self.content_type
-            .as_deref()
-            .is_some_and(|c| c.contains("text/event-stream"))
-    }
 }
 
 impl Default for Upstream {
@@ -66,11 +21,6 @@ impl Default for Upstream {
 impl Upstream {
     pub fn new() -> Upstream {
         Upstream::with_resolver(crate::providers::resolve::CachedResolver::default())
-    }
-
-    /// A client with a connection pool of its own that shares this one's name cache.
-    pub fn sibling(&self) -> Upstream {
-        Upstream::with_resolver(self.resolver.clone())
     }
 
     fn with_resolver(resolver: crate::providers::resolve::CachedResolver) -> Upstream {
@@ -94,16 +44,19 @@ impl Upstream {
         );
         Upstream { agent, resolver }
     }
+}
 
-    /// Closes every connection of this client, idle or in use: a call blocked on one in
-    /// another thread returns at once with an error (a race's losers). For a client of
-    /// its own ([`Upstream::sibling`]), never the shared one.
-    pub fn shutdown(&self) {
+impl Exchange for Upstream {
+    /// A client with a connection pool of its own that shares this one's name cache.
+    fn sibling(&self) -> Box<dyn Exchange> {
+        Box::new(Upstream::with_resolver(self.resolver.clone()))
+    }
+
+    fn shutdown(&self) {
         self.agent.clone().shutdown();
     }
 
-    /// Sends a POST and returns once the response head has arrived.
-    pub fn send(
+    fn send(
         &self,
         out: Outgoing<'_>,
         t: ExchangeTimeouts,
@@ -148,19 +101,8 @@ impl Upstream {
                 .map(str::to_string)
         };
         let content_type = header("content-type");
-        // `Retry-After` first; else the longest of the common reset headers, as seconds.
-        let retry_after = header("retry-after").or_else(|| {
-            [
-                "x-ratelimit-reset-requests",
-                "x-ratelimit-reset-tokens",
-                "ratelimit-reset",
-                "x-ratelimit-reset",
-            ]
-            .iter()
-            .filter_map(|h| header(h).and_then(|v| crate::answers::classify::parse_reset(&v)))
-            .max()
-            .map(|d| d.as_secs_f64().ceil().to_string())
-        });
+        let retry_after = header("retry-after");
+        let resets = RESET_HEADERS.iter().filter_map(|h| header(h)).collect();
         // Header names arrive lower-cased; only the rate-limit ones are read further.
         let rate = crate::providers::quota::read_headers(
             response
@@ -176,6 +118,7 @@ impl Upstream {
             status,
             content_type,
             retry_after,
+            resets,
             rate,
             body,
         })
@@ -198,25 +141,6 @@ pub fn transport_failure(e: &ureq::Error) -> (TransportFailure, String) {
         _ => TransportFailure::Connection,
     };
     (kind, e.to_string())
-}
-
-/// Maps a body read error to a transport failure.
-pub fn io_failure(e: &io::Error) -> (TransportFailure, String) {
-    let kind = match e.kind() {
-        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => TransportFailure::Timeout,
-        _ if e.to_string().to_ascii_lowercase().contains("timeout") => TransportFailure::Timeout,
-        _ => TransportFailure::Connection,
-    };
-    (kind, e.to_string())
-}
-
-/// Reads at most `limit` bytes; `Ok((bytes, truncated))`.
-pub fn read_limited(r: &mut dyn Read, limit: usize) -> io::Result<(Vec<u8>, bool)> {
-    let mut buf = Vec::new();
-    r.take(limit as u64 + 1).read_to_end(&mut buf)?;
-    let truncated = buf.len() > limit;
-    buf.truncate(limit);
-    Ok((buf, truncated))
 }
 
 #[cfg(test)]

@@ -6,11 +6,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use serde_json::Value;
-
+use crate::capability::Needs;
 use crate::providers::catalog::{tier_rank, Catalog, KeySource, KeyStatus};
 use crate::providers::target::Target;
-use crate::routing::capability::Needs;
 use crate::secrets::Secrets;
 use crate::state::breaker::{BreakerState, Breakers, Pause};
 use crate::state::ledger::{Blocked, Ledger, Metered, Why};
@@ -341,7 +339,7 @@ impl Candidates {
         pools: &BTreeMap<String, Vec<String>>,
         trace: &mut Trace,
     ) {
-        for name in crate::routing::capability::HARD {
+        for name in crate::capability::HARD {
             if !needed.contains(&name) {
                 continue;
             }
@@ -431,34 +429,6 @@ fn moved_ahead(without: &[usize], with: &[usize], proven: &[usize]) -> usize {
         .iter()
         .filter(|i| position(with, i) < position(without, i))
         .count()
-}
-
-/// Tokens a request needs: its text (characters / 4, the usual rough rate for English and
-/// code) plus the answer it asks room for (`max_tokens`).
-pub fn estimate_tokens(body: &Value) -> u64 {
-    with_answer(estimate_prompt_tokens(body), body)
-}
-
-/// `prompt` tokens (already estimated for `body`) plus the answer `body` asks room for.
-pub fn with_answer(prompt: u64, body: &Value) -> u64 {
-    let answer = body
-        .get("max_tokens")
-        .or_else(|| body.get("max_completion_tokens"))
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    // Saturating: `max_tokens: 18446744073709551615` is larger than every window, not tiny.
-    prompt.saturating_add(answer)
-}
-
-/// Tokens of a request's prompt alone (its messages and tools, characters / 4): what a
-/// provider's token budget is charged before the answer.
-pub fn estimate_prompt_tokens(body: &Value) -> u64 {
-    let chars: usize = ["messages", "tools"]
-        .iter()
-        .filter_map(|k| body.get(*k))
-        .map(crate::protocol::text_chars)
-        .sum();
-    crate::protocol::estimate_tokens(chars)
 }
 
 /// A model's family across providers: its id without the vendor path, the `:free` tag or

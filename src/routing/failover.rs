@@ -12,16 +12,17 @@ use crate::answers::call::{attempt, Answer};
 use crate::answers::classify::FailureKind;
 use crate::answers::failure::Failure;
 use crate::answers::gate::AnswerStats;
-use crate::answers::stream::{Committed, Settle, StreamEnd};
-use crate::providers::target::Limits;
-use crate::routing::capability::Needs;
+use crate::answers::limits::Limits;
+use crate::answers::stream::{OpenStream, StreamEnd};
+use crate::capability::Needs;
 use crate::state::breaker::Admission;
 use crate::state::ledger::{Blocked, Grant, Tokens};
 use crate::state::trace::{AttemptRecord, Outcome, Skip, SkipReason, Trace};
 
 use super::race::RaceEnd;
 use super::refusal::{FailedAttempt, Refused};
-use super::{estimate_prompt_tokens, with_answer, Route, Router};
+use super::{Route, Router};
+use crate::tokens;
 
 /// A 502/503/504 with a `Retry-After` this short from the last candidate is waited out once.
 const SHORT_RETRY: Duration = Duration::from_secs(5);
@@ -75,7 +76,7 @@ pub(super) struct Won {
     pub trial: bool,
     pub prompt_tokens: u64,
     /// A racer's client of its own, kept again when its stream has been delivered.
-    pub client: Option<crate::providers::upstream::Upstream>,
+    pub client: Option<Box<dyn crate::providers::exchange::Exchange>>,
 }
 
 /// Why one candidate did not serve.
@@ -102,7 +103,7 @@ impl Router {
             stream: ask.stream,
             // Streams keep the gate's parsed chunks: the client's protocol shapes them.
             limits: self.limits(deadline, ask.stream, ask.tools.clone()),
-            prompt_tokens: estimate_prompt_tokens(ask.body),
+            prompt_tokens: tokens::prompt(ask.body),
         };
         let mut details = Vec::new();
         if let Route::Pinned(key) = route {
@@ -127,7 +128,7 @@ impl Router {
                 Err(Missed::Blocked(b)) => Err(Box::new(self.refuse_blocked(trace, key, &b))),
             };
         }
-        let mut needed = with_answer(job.prompt_tokens, ask.body);
+        let mut needed = tokens::with_answer(job.prompt_tokens, ask.body);
         // With trimming, windows are judged in the loop below, where it is known whether a
         // larger window is left.
         let trimming = self.trim_history;
@@ -213,8 +214,8 @@ impl Router {
                     .unwrap_or(c.context);
                 if window < needed {
                     if let Some((body, dropped)) = trimmed_for(&job.body, window) {
-                        job.prompt_tokens = estimate_prompt_tokens(&body);
-                        needed = with_answer(job.prompt_tokens, &body);
+                        job.prompt_tokens = tokens::prompt(&body);
+                        needed = tokens::with_answer(job.prompt_tokens, &body);
                         job.body = std::borrow::Cow::Owned(body);
                         trace.trimmed = Some(dropped);
                         trace.notes.push(format!(
@@ -365,7 +366,7 @@ impl Router {
         let grant = self
             .reserve(i, job, trial, trace)
             .map_err(Missed::Blocked)?;
-        let result = self.send(&self.upstream, i, &grant, job);
+        let result = self.send(self.upstream.as_ref(), i, &grant, job);
         self.settle(i, grant, result, job, trace, details, trial)
     }
 
@@ -395,7 +396,7 @@ impl Router {
     /// Sends `job` to candidate `i` with `grant`'s key through `upstream`.
     pub(super) fn send(
         &self,
-        upstream: &crate::providers::upstream::Upstream,
+        upstream: &dyn crate::providers::exchange::Exchange,
         i: usize,
         grant: &Grant,
         job: &Job<'_>,
@@ -544,7 +545,7 @@ impl Router {
         i: usize,
         trial: bool,
         prompt_tokens: u64,
-        client: Option<crate::providers::upstream::Upstream>,
+        client: Option<Box<dyn crate::providers::exchange::Exchange>>,
     ) -> Served<'r> {
         trace.served_model = Some(self.pool.get(i).key().to_string());
         trace.outcome = Outcome::Served;
@@ -577,15 +578,42 @@ impl Router {
     }
 }
 
+/// Records how a committed stream ended (breaker, live ranking, trace): given by the
+/// router with the stream, so the attempt that committed is the one that is judged.
+pub(crate) trait Settle {
+    /// `stats`: what the stream carried (usage, characters), for what it cost.
+    fn settle(
+        self: Box<Self>,
+        end: &StreamEnd,
+        ttft: Duration,
+        stats: &AnswerStats,
+        trace: &mut Trace,
+    );
+}
+
+/// A committed stream with the recorder that judges its end.
+pub(crate) struct Committed<'r> {
+    pub stream: OpenStream,
+    pub settle: Box<dyn Settle + 'r>,
+}
+
+impl Committed<'_> {
+    /// Records how the stream ended, once it has been delivered (or drained).
+    pub(crate) fn finish(self, end: &StreamEnd, trace: &mut Trace) {
+        self.settle
+            .settle(end, self.stream.ttft, self.stream.stats(), trace);
+    }
+}
+
 /// `body` with the middle of its history dropped to fit `window` (see `trim`): the prompt
 /// to [`trim::FILL`] of it, `max_tokens` cut to the room left; and how many messages went.
 /// `None` when it cannot be made to fit.
 fn trimmed_for(body: &Value, window: u64) -> Option<(Value, usize)> {
     let obj = body.as_object()?;
     let messages = obj.get("messages")?.as_array()?;
-    let tools = obj.get("tools").map_or(0, |t| {
-        crate::protocol::estimate_tokens(crate::protocol::text_chars(t))
-    });
+    let tools = obj
+        .get("tools")
+        .map_or(0, |t| tokens::estimate(tokens::text_chars(t)));
     let budget = ((window as f64 * crate::routing::trim::FILL) as u64).checked_sub(tools)?;
     let t = crate::routing::trim::trim(messages, budget)?;
     let room = window.saturating_sub(t.tokens + tools).max(1);
@@ -614,7 +642,7 @@ struct StreamTicket<'r> {
     trial: bool,
     grant: Grant,
     prompt_tokens: u64,
-    client: Option<crate::providers::upstream::Upstream>,
+    client: Option<Box<dyn crate::providers::exchange::Exchange>>,
 }
 
 impl Settle for StreamTicket<'_> {

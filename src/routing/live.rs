@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
-use crate::bench::BenchReport;
+use crate::state::bench_file::BenchReport;
 
 use crate::routing::rank::{FAILING, PROVEN, UNKNOWN};
 
@@ -96,7 +96,7 @@ const TTFT_MASK: u64 = (1 << 56) - 1;
 struct BenchEntry {
     usable: bool,
     ttft_ms: Option<u64>,
-    /// Its tool pings proved it calls tools ([`crate::bench::proves_tool_calls`]).
+    /// Its tool pings proved it calls tools ([`crate::state::bench_file::proves_tool_calls`]).
     calls_tools: bool,
 }
 

@@ -13,7 +13,6 @@
 //! A pinned model (`fcm:provider/modelId`) gets one attempt, whatever its breaker says.
 
 mod candidates;
-pub(crate) mod capability;
 mod failover;
 mod fusion;
 mod live;
@@ -21,7 +20,6 @@ mod probe;
 mod race;
 pub(crate) mod rank;
 mod refusal;
-pub(crate) mod sets;
 pub(crate) mod trim;
 
 use std::collections::{BTreeMap, HashMap};
@@ -29,17 +27,18 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::answers::limits::Limits;
 use crate::providers::catalog::{Catalog, KeySource};
-use crate::providers::target::Limits;
+use crate::providers::exchange::Exchange;
 use crate::providers::upstream::Upstream;
 use crate::secrets::Secrets;
 use crate::state::breaker::Breakers;
 use crate::state::config::{FailoverConfig, ModelSet, ReasoningConfig, RouterConfig};
 use crate::state::ledger::Ledger;
+use crate::state::sets::Strategy;
 use crate::state::trace::{History, Trace};
 
 pub(crate) use candidates::Candidate;
-pub use candidates::{estimate_prompt_tokens, estimate_tokens, with_answer};
 pub(crate) use failover::{Ask, Delivery, Served};
 pub(crate) use live::LIVE_WINDOW;
 pub(crate) use refusal::Refused;
@@ -70,7 +69,7 @@ fn capability_pools(
     configured: &BTreeMap<String, Vec<String>>,
 ) -> BTreeMap<String, Vec<String>> {
     let mut pools = configured.clone();
-    for name in crate::routing::capability::HARD {
+    for name in crate::capability::HARD {
         pools.entry(name.to_string()).or_insert_with(|| {
             catalog
                 .models()
@@ -112,7 +111,7 @@ pub(crate) struct Router {
     capability_pools: BTreeMap<String, Vec<String>>,
     /// Trim the middle of a conversation that fits no model left (`router.context`).
     trim_history: bool,
-    upstream: Upstream,
+    upstream: Box<dyn Exchange>,
     /// Racers' clients of their own, kept between races.
     race_clients: race::RaceClients,
     /// Every secret fcm knows, shared with each candidate's target.
@@ -156,7 +155,7 @@ impl Router {
             reasoning: cfg.reasoning.clone(),
             capability_pools: capability_pools(catalog, &cfg.capability_pools),
             trim_history: cfg.context.trim_history,
-            upstream: Upstream::new(),
+            upstream: Box::new(Upstream::new()),
             race_clients: race::RaceClients::default(),
             secrets,
         }
@@ -231,7 +230,9 @@ impl Router {
     /// The `fusion` set a request names; `None` for the other routes.
     fn fusion_set(&self, route: &Route) -> Option<&ModelSet> {
         let Route::Set(name) = route else { return None };
-        self.sets.get(name).filter(|s| s.strategy == "fusion")
+        self.sets
+            .get(name)
+            .filter(|s| s.strategy == Strategy::Fusion)
     }
 
     /// How many candidates a `race` set sends the request to at once; `None` for the other
@@ -239,7 +240,7 @@ impl Router {
     fn race_width(&self, route: &Route) -> Option<usize> {
         let Route::Set(name) = route else { return None };
         let set = self.sets.get(name)?;
-        (set.strategy == "race").then_some(set.width as usize)
+        (set.strategy == Strategy::Race).then_some(set.width as usize)
     }
 
     /// A set's models in this request's order (round-robin sets advance per request).
@@ -249,7 +250,7 @@ impl Router {
         };
         let mut counters = self.set_counters.lock().unwrap_or_else(|e| e.into_inner());
         let counter = counters.entry(name.to_string()).or_insert(0);
-        let order = crate::routing::sets::order(set, *counter);
+        let order = crate::state::sets::order(set, *counter);
         *counter += 1;
         order
     }

@@ -25,7 +25,7 @@ impl Router {
             // A probe never spends the last tenth of a daily budget, nor a spent one.
             let question = Question::Sum;
             let sent = metered_ping(
-                &self.upstream,
+                self.upstream.as_ref(),
                 &c.target,
                 &c.metered,
                 &self.ledger,

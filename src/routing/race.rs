@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use crate::answers::call::Answer;
 use crate::answers::failure::Failure;
-use crate::providers::upstream::Upstream;
+use crate::providers::exchange::Exchange;
 use crate::state::ledger::{Grant, Tokens};
 use crate::state::trace::{AttemptRecord, Trace};
 
@@ -29,13 +29,13 @@ const KEPT_PER_PROVIDER: usize = 4;
 /// Racers' clients between races, per provider id.
 #[derive(Default)]
 pub(crate) struct RaceClients {
-    idle: Mutex<HashMap<String, Vec<Upstream>>>,
+    idle: Mutex<HashMap<String, Vec<Box<dyn Exchange>>>>,
 }
 
 impl RaceClients {
     /// A client for a racer on `provider`: a kept one (its connection likely warm), else a
     /// new one sharing `shared`'s name cache.
-    fn take(&self, provider: &str, shared: &Upstream) -> Upstream {
+    fn take(&self, provider: &str, shared: &dyn Exchange) -> Box<dyn Exchange> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         idle.get_mut(provider)
             .and_then(Vec::pop)
@@ -43,7 +43,7 @@ impl RaceClients {
     }
 
     /// Keeps a client that was not shut down, for the next race on `provider`.
-    pub(crate) fn give(&self, provider: &str, client: Upstream) {
+    pub(crate) fn give(&self, provider: &str, client: Box<dyn Exchange>) {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         let kept = idle.entry(provider.to_string()).or_default();
         if kept.len() < KEPT_PER_PROVIDER {
@@ -73,7 +73,7 @@ struct Racer {
     candidate: usize,
     grant: Grant,
     trial: bool,
-    upstream: Upstream,
+    upstream: Box<dyn Exchange>,
 }
 
 /// What became of one racer.
@@ -204,7 +204,7 @@ impl Router {
                     trial,
                     upstream: self
                         .race_clients
-                        .take(&self.pool.get(i).target.provider_id, &self.upstream),
+                        .take(&self.pool.get(i).target.provider_id, self.upstream.as_ref()),
                 });
             }
         }
@@ -213,7 +213,7 @@ impl Router {
         }
         trace.notes.push(format!("race:{}", racers.len()));
         let finishes = run(&racers, |r| {
-            self.send(&r.upstream, r.candidate, &r.grant, job)
+            self.send(r.upstream.as_ref(), r.candidate, &r.grant, job)
         });
         let mut winner: Option<Won> = None;
         let mut stop = false;
@@ -328,7 +328,7 @@ mod tests {
     #[test]
     fn clients_are_kept_per_provider_up_to_a_bound() {
         let clients = RaceClients::default();
-        let shared = Upstream::new();
+        let shared = crate::providers::upstream::Upstream::new();
         let a = clients.take("groq", &shared);
         clients.give("groq", a);
         assert_eq!(clients.kept("groq"), 1);

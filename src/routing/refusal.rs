@@ -5,11 +5,8 @@
 
 use std::collections::HashMap;
 
-use serde_json::{json, Value};
-
 use crate::answers::classify::{Blame, FailureKind};
 use crate::answers::failure::Failure;
-use crate::protocol::ErrorReport;
 use crate::state::breaker::BreakerRow;
 use crate::state::ledger::{Blocked, Why};
 use crate::state::trace::{Outcome, SkipReason, Trace};
@@ -35,22 +32,6 @@ pub(crate) struct Refused {
     pub message: String,
     /// Every failed attempt, in order.
     pub details: Vec<FailedAttempt>,
-}
-
-impl Refused {
-    /// What the error answer says, for the client's protocol to wrap.
-    pub(crate) fn report(&self) -> ErrorReport<'_> {
-        let attempts: Vec<Value> = self
-            .details
-            .iter()
-            .map(|a| json!({"model": a.model, "status": a.status, "kind": a.kind, "detail": a.detail}))
-            .collect();
-        ErrorReport {
-            code: Some(self.trace.outcome.as_str()),
-            attempts: Some(Value::Array(attempts)),
-            ..ErrorReport::new(self.status, &self.message)
-        }
-    }
 }
 
 impl Router {

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use crate::protocol::{estimate_tokens, text_chars};
+use crate::tokens::{estimate, text_chars};
 
 /// The share of the window the trimmed prompt may fill; the rest is room for the answer.
 pub const FILL: f64 = 0.8;
@@ -30,9 +30,8 @@ fn role(m: &Value) -> &str {
 /// Trims `messages` so their estimate (characters / 4) is at most `budget` tokens. `None`
 /// when nothing can be dropped or even the kept turns are larger than `budget`.
 pub fn trim(messages: &[Value], budget: u64) -> Option<Trimmed> {
-    let tokens = |ms: &mut dyn Iterator<Item = &Value>| -> u64 {
-        ms.map(|m| estimate_tokens(text_chars(m))).sum()
-    };
+    let tokens =
+        |ms: &mut dyn Iterator<Item = &Value>| -> u64 { ms.map(|m| estimate(text_chars(m))).sum() };
     // Leading system (and developer) messages, then turns each starting at a user message.
     let head = messages
         .iter()

@@ -12,9 +12,9 @@ use serde_json::Value;
 
 use crate::answers::gate::ContentValidation;
 use crate::providers::catalog::{Catalog, InvalidCatalog, KeyList, Provider};
-use crate::routing::sets;
+use crate::state::sets::{self, Strategy};
 // A set's type lives with its rules in `sets`; the router names it through the config.
-pub(crate) use crate::routing::sets::ModelSet;
+pub(crate) use crate::state::sets::ModelSet;
 
 pub(crate) const DEFAULT_PORT: u16 = 19280;
 /// No timeout below one second: shorter ones cut off healthy providers mid-handshake.
@@ -396,23 +396,22 @@ impl Config {
             if !sets::valid_name(name) {
                 warnings.push(format!("router.sets.{name}: a set name uses letters, digits, '-', '_' or '.', and never '/'"));
             }
-            if !sets::STRATEGIES.contains(&set.strategy.as_str()) {
-                warnings.push(format!("router.sets.{name}.strategy {:?} is not fallback, round-robin, race or fusion; using fallback", set.strategy));
-                set.strategy = "fallback".into();
+            if let Some(unknown) = set.unknown_strategy.take() {
+                warnings.push(format!("router.sets.{name}.strategy {unknown:?} is not fallback, round-robin, race or fusion; using fallback"));
             }
-            if set.strategy == "race" {
+            if set.strategy == Strategy::Race {
                 let mut width = u64::from(set.width);
                 let path = format!("router.sets.{name}.width");
                 clamp_u64(&mut width, 2, u64::from(sets::MAX_WIDTH), &path, warnings);
                 set.width = width as u32;
             }
-            if set.strategy == "fusion" {
+            if set.strategy == Strategy::Fusion {
                 if set.judge.is_none() {
                     warnings.push(format!("router.sets.{name}: a fusion set needs a \"judge\" model to merge the panel's answers; using fallback over its panel"));
-                    set.strategy = "fallback".into();
+                    set.strategy = Strategy::Fallback;
                 } else if set.members().is_empty() {
                     warnings.push(format!("router.sets.{name}: a fusion set needs a \"panel\" of models; using fallback"));
-                    set.strategy = "fallback".into();
+                    set.strategy = Strategy::Fallback;
                 }
             }
             if set.sticky == 0 {
@@ -512,10 +511,10 @@ fn unknown_keys(raw: &Value, known: &Value, prefix: &str, warnings: &mut Vec<Str
             Some(_) if matches!(path.as_str(), "apiKeys" | "router.sets") => {}
             Some(_) if path == "router.capabilityPools" => {
                 for name in value.as_object().into_iter().flat_map(|o| o.keys()) {
-                    if !crate::routing::capability::HARD.contains(&name.as_str()) {
+                    if !crate::capability::HARD.contains(&name.as_str()) {
                         warnings.push(format!(
                             "router.capabilityPools.{name}: pools are for {} (ignored)",
-                            crate::routing::capability::HARD.join(", ")
+                            crate::capability::HARD.join(", ")
                         ));
                     }
                 }

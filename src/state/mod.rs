@@ -5,9 +5,11 @@
 //!
 //! Nothing here decides which model to try (`routing`) or talks to a provider.
 
+pub(crate) mod bench_file;
 pub(crate) mod breaker;
 pub(crate) mod config;
 pub(crate) mod files;
 pub(crate) mod ledger;
 pub(crate) mod persist;
+pub(crate) mod sets;
 pub(crate) mod trace;

@@ -58,7 +58,7 @@ impl AnswerStats {
     /// Reported output tokens, else an estimate of one token per four characters.
     pub fn output_tokens(&self) -> u64 {
         self.completion_tokens
-            .unwrap_or_else(|| (self.content_chars as u64).div_ceil(4))
+            .unwrap_or_else(|| crate::tokens::estimate(self.content_chars))
     }
 }
 

@@ -19,7 +19,7 @@ use crate::state::trace::Trace;
 
 use super::failover::{Job, Missed, Won};
 use super::refusal::FailedAttempt;
-use super::{estimate_prompt_tokens, with_answer, Router};
+use super::Router;
 
 /// A panel member's answer and what served it.
 struct Answered {
@@ -67,7 +67,7 @@ impl Router {
         let asked = members.len();
         let results = super::race::side_by_side(members.len(), |n| {
             let (i, grant, _) = &members[n];
-            self.send(&self.upstream, *i, grant, &ask)
+            self.send(self.upstream.as_ref(), *i, grant, &ask)
         });
         let mut answered: Vec<Answered> = Vec::new();
         for ((i, grant, trial), result) in members.into_iter().zip(results) {
@@ -138,8 +138,8 @@ impl Router {
             return None;
         }
         let body = bodies::judge_body(&job.body, texts);
-        let prompt_tokens = estimate_prompt_tokens(&body);
-        let needed = with_answer(prompt_tokens, &body);
+        let prompt_tokens = crate::tokens::prompt(&body);
+        let needed = crate::tokens::with_answer(prompt_tokens, &body);
         let merge = Job {
             prompt_tokens,
             body: Cow::Owned(body),

@@ -5,11 +5,53 @@
 //! candidates at once and keeps the first good answer; `fusion` asks its `panel` and has its
 //! `judge` merge their answers. A set only decides who goes first: the rest of the healthy
 //! models still follow, so a set never removes a fallback. Pure: no I/O; `config` checks a
-//! loaded file against these rules.
+//! loaded file against these rules, `routing` reads them per request.
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) const STRATEGIES: [&str; 4] = ["fallback", "round-robin", "race", "fusion"];
+/// How a set orders its models (`strategy` in config.json).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Strategy {
+    /// The list in order.
+    #[default]
+    Fallback,
+    /// The starting model rotates per request, `sticky` requests each.
+    RoundRobin,
+    /// The first `width` candidates get the request at once.
+    Race,
+    /// The panel answers in parallel, the judge merges.
+    Fusion,
+}
+
+impl Strategy {
+    pub(crate) const ALL: [Strategy; 4] = [
+        Strategy::Fallback,
+        Strategy::RoundRobin,
+        Strategy::Race,
+        Strategy::Fusion,
+    ];
+
+    /// The name config.json and `fcm sets add --strategy` use.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Fallback => "fallback",
+            Strategy::RoundRobin => "round-robin",
+            Strategy::Race => "race",
+            Strategy::Fusion => "fusion",
+        }
+    }
+
+    pub(crate) fn parse(name: &str) -> Option<Strategy> {
+        Strategy::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Strategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// Widest race: each racer spends a request of its provider's quota.
 pub(crate) const MAX_WIDTH: u32 = 8;
@@ -18,9 +60,12 @@ pub(crate) const DEFAULT_WIDTH: u32 = 2;
 
 /// One set as config.json holds it (`router.sets.<name>`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, from = "SetFile")]
 pub(crate) struct ModelSet {
-    pub(crate) strategy: String,
+    pub(crate) strategy: Strategy,
+    /// A strategy name fcm does not know, read as `fallback`: `config` reports it.
+    #[serde(skip)]
+    pub(crate) unknown_strategy: Option<String>,
     pub(crate) sticky: u32,
     pub(crate) models: Vec<String>,
     /// `race`: how many candidates get the request at once (2 to [`MAX_WIDTH`]).
@@ -37,7 +82,8 @@ pub(crate) struct ModelSet {
 impl Default for ModelSet {
     fn default() -> Self {
         ModelSet {
-            strategy: "fallback".into(),
+            strategy: Strategy::Fallback,
+            unknown_strategy: None,
             sticky: 1,
             models: Vec::new(),
             width: DEFAULT_WIDTH,
@@ -51,10 +97,52 @@ impl ModelSet {
     /// The models the set routes to first: a fusion set's panel (its `models` when it names
     /// no panel), any other set's models.
     pub(crate) fn members(&self) -> &[String] {
-        if self.strategy == "fusion" && !self.panel.is_empty() {
+        if self.strategy == Strategy::Fusion && !self.panel.is_empty() {
             &self.panel
         } else {
             &self.models
+        }
+    }
+}
+
+/// A set as the file holds it: any strategy name is read, so that one fcm does not know is
+/// reported rather than failing the whole file.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct SetFile {
+    strategy: String,
+    sticky: u32,
+    models: Vec<String>,
+    width: u32,
+    panel: Vec<String>,
+    judge: Option<String>,
+}
+
+impl Default for SetFile {
+    fn default() -> Self {
+        let d = ModelSet::default();
+        SetFile {
+            strategy: d.strategy.as_str().to_string(),
+            sticky: d.sticky,
+            models: d.models,
+            width: d.width,
+            panel: d.panel,
+            judge: d.judge,
+        }
+    }
+}
+
+impl From<SetFile> for ModelSet {
+    fn from(f: SetFile) -> ModelSet {
+        let strategy = Strategy::parse(&f.strategy);
+        ModelSet {
+            strategy: strategy.unwrap_or_default(),
+            unknown_strategy: strategy.is_none().then_some(f.strategy),
+            sticky: f.sticky,
+            models: f.models,
+            width: f.width,
+            panel: f.panel,
+            judge: f.judge,
         }
     }
 }
@@ -68,7 +156,7 @@ fn is_default_width(w: &u32) -> bool {
 pub(crate) fn order(set: &ModelSet, counter: u64) -> Vec<String> {
     let models = set.members();
     let n = models.len();
-    if n == 0 || set.strategy != "round-robin" {
+    if n == 0 || set.strategy != Strategy::RoundRobin {
         return models.to_vec();
     }
     let start = ((counter / u64::from(set.sticky.max(1))) % n as u64) as usize;
@@ -94,7 +182,7 @@ mod tests {
 
     fn set(strategy: &str, sticky: u32) -> ModelSet {
         ModelSet {
-            strategy: strategy.into(),
+            strategy: Strategy::parse(strategy).unwrap(),
             sticky,
             models: vec!["a/1".into(), "b/2".into(), "c/3".into()],
             ..ModelSet::default()
@@ -125,13 +213,29 @@ mod tests {
         );
         assert!(order(
             &ModelSet {
-                strategy: "round-robin".into(),
+                strategy: Strategy::RoundRobin,
                 sticky: 0,
                 ..ModelSet::default()
             },
             3
         )
         .is_empty());
+    }
+
+    #[test]
+    fn unknown_strategies_are_read_as_fallback_and_kept_for_the_report() {
+        let set: ModelSet =
+            serde_json::from_str(r#"{"strategy": "random", "models": ["a/1"]}"#).unwrap();
+        assert_eq!(set.strategy, Strategy::Fallback);
+        assert_eq!(set.unknown_strategy.as_deref(), Some("random"));
+        let set: ModelSet = serde_json::from_str(r#"{"strategy": "round-robin"}"#).unwrap();
+        assert_eq!(
+            (set.strategy, set.unknown_strategy),
+            (Strategy::RoundRobin, None)
+        );
+        for s in Strategy::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
     }
 
     #[test]
