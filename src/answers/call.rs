@@ -43,7 +43,7 @@ pub enum Answer {
 
 /// Sends `client_body` to `target` with `key` (one of its keys, or none for a provider
 /// without one) and judges the answer. Streams return once committed.
-pub fn attempt(
+pub fn call(
     upstream: &dyn Exchange,
     target: &Target,
     key: Option<&ApiKey>,

@@ -15,11 +15,11 @@ use crate::bench::{
 };
 use crate::commands::{process_id_token, require_provider, usage, Setup};
 use crate::providers::catalog::{Catalog, KeySource, ModelRef};
-use crate::providers::target::Target;
 use crate::providers::upstream::Upstream;
+use crate::routing::{Candidate, Recorder};
 use crate::secrets::Secrets;
 use crate::state::files;
-use crate::state::ledger::{Ledger, Metered, Room};
+use crate::state::ledger::{Ledger, Room};
 use crate::table;
 use crate::time;
 
@@ -172,17 +172,19 @@ pub fn execute(
     let session = process_id_token();
     let now = time::rfc3339(time::now_ms());
     let upstream = Upstream::new();
+    // The bench keeps no breakers: what it learns goes to bench.json, what it spends to
+    // the ledger.
+    let record = Recorder {
+        ledger,
+        health: None,
+    };
     let (reachable, no_key): (Vec<&ModelRef<'_>>, Vec<&ModelRef<'_>>) = models
         .iter()
         .partition(|m| keys.lookup(m.provider).0.usable());
     let asked = questions(plan.pings, plan.tools);
-    let all: Vec<(ModelRef<'_>, Target, Metered)> = reachable
+    let all: Vec<(ModelRef<'_>, Candidate)> = reachable
         .iter()
-        .map(|m| {
-            let target = Target::resolve(**m, keys, &session, secrets);
-            let metered = Metered::new(**m, &target.keys);
-            (**m, target, metered)
-        })
+        .map(|m| (**m, Candidate::of(**m, keys, &session, secrets)))
         .collect();
     let budget = budget_plan(&all, ledger, asked.len() as u64);
     for line in &budget.notices {
@@ -190,7 +192,7 @@ pub fn execute(
     }
     let (targets, over): (Vec<_>, Vec<_>) = all
         .into_iter()
-        .partition(|(m, _, _)| !budget.skipped.contains(&m.key()));
+        .partition(|(m, _)| !budget.skipped.contains(&m.key()));
     let bar = if plan.progress {
         let b =
             ProgressBar::with_draw_target(Some(targets.len() as u64), ProgressDrawTarget::stderr());
@@ -216,8 +218,8 @@ pub fn execute(
         targets
             .par_iter()
             .with_max_len(1)
-            .map(|(m, target, metered)| {
-                let pings = probe(&upstream, target, metered, ledger, &asked, plan.timeout);
+            .map(|(m, c)| {
+                let pings = probe(record, &upstream, c, &asked, plan.timeout);
                 bar.inc(1);
                 match pings.is_empty() {
                     // Its budget ran out before its first ping (a request beside the bench).
@@ -229,7 +231,7 @@ pub fn execute(
     });
     bar.finish_and_clear();
     results.extend(no_key.iter().map(|m| summarize(**m, &[], &now)));
-    results.extend(over.iter().map(|(m, _, _)| over_budget(*m, &now)));
+    results.extend(over.iter().map(|(m, _)| over_budget(*m, &now)));
     rank(&mut results);
     Ok(BenchReport {
         generated_at: now,
@@ -249,15 +251,15 @@ pub struct BudgetPlan {
 /// The bench's pings against each counter's known daily budget: models sharing a counter
 /// (a provider-wide limit) share its room. `pings`: requests each model is sent.
 pub fn budget_plan(
-    models: &[(ModelRef<'_>, Target, Metered)],
+    models: &[(ModelRef<'_>, Candidate)],
     ledger: &Ledger,
     pings: u64,
 ) -> BudgetPlan {
     let now = time::now_ms();
     // counter -> (its room, models, requests planned)
     let mut counters: BTreeMap<String, (Room, Vec<String>, u64)> = BTreeMap::new();
-    for (m, _, metered) in models {
-        if let Some(room) = ledger.probe_room(metered, now) {
+    for (m, c) in models {
+        if let Some(room) = ledger.probe_room(&c.metered, now) {
             let entry = counters
                 .entry(room.counter.clone())
                 .or_insert_with(|| (room, Vec::new(), 0));

@@ -7,17 +7,17 @@ use argh::FromArgs;
 use serde_json::json;
 
 use crate::answers::classify::FailureKind;
-use crate::bench::{metered_ping, Ping, Question};
 use crate::commands::usage;
 use crate::commands::{process_id_token, require_provider, Setup};
 use crate::providers::catalog::{key_hint, tier_rank, KeyStatus, ModelRef};
 use crate::providers::quota::{Unit, Window};
-use crate::providers::target::Target;
 use crate::providers::upstream::Upstream;
+use crate::routing::ping::{ping, Ping, Question, Spend};
 use crate::routing::rank::{compare, Standing, UNKNOWN};
+use crate::routing::{Candidate, Recorder};
 use crate::state::breaker::BreakerState;
 use crate::state::files;
-use crate::state::ledger::{Ledger, Metered, Why};
+use crate::state::ledger::{Ledger, Why};
 use crate::time;
 
 #[derive(FromArgs)]
@@ -240,20 +240,26 @@ fn checked(
             Vec::new(),
         ));
     }
-    let target = Target::resolve(m, &keys, &process_id_token(), &secrets);
-    let metered = Metered::new(m, &target.keys);
+    let c = Candidate::of(m, &keys, &process_id_token(), &secrets);
+    let target = &c.target;
     let usage_path = files::state_file("usage.json")?;
     let ledger = Ledger::load(&usage_path, time::now_ms(), setup.config.router.keys.sticky)?;
-    let key = only_key.and_then(|v| target.keys.iter().position(|k| k.value == v));
-    let sent = metered_ping(
+    let spend = match only_key.and_then(|v| target.keys.iter().position(|k| k.value == v)) {
+        Some(k) => Spend::Key(k),
+        None => Spend::User,
+    };
+    let record = Recorder {
+        ledger: &ledger,
+        health: None,
+    };
+    let sent = ping(
+        record,
         &Upstream::new(),
-        &target,
-        &metered,
-        &ledger,
+        &c,
         Question::Sum,
         timeout,
+        spend,
         false,
-        key,
     );
     if let Err(e) = ledger.sync(&usage_path, time::now_ms()) {
         eprintln!("fcm check: warning: {:#}", anyhow::Error::new(e));
@@ -299,7 +305,7 @@ fn checked(
         }
         None => status.describe(),
     };
-    let left = ledger.left(&metered, grant.key, time::now_ms());
+    let left = ledger.left(&c.metered, grant.key, time::now_ms());
     let left_note = left_note(&left);
     Ok(match ping {
         Ping::Ok {

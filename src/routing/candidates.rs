@@ -7,13 +7,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::capability::Needs;
-use crate::providers::catalog::{tier_rank, Catalog, KeySource, KeyStatus};
+use crate::providers::catalog::{tier_rank, Catalog, KeySource, KeyStatus, ModelRef};
 use crate::providers::target::Target;
 use crate::secrets::Secrets;
-use crate::state::breaker::{BreakerState, Breakers, Pause};
+use crate::state::breaker::{Breakers, Pause};
 use crate::state::ledger::{Blocked, Ledger, Metered, Why};
 use crate::state::trace::{Skip, SkipReason, Trace};
 
+use super::attempt::BreakerSays;
 use super::live::Evidence;
 use crate::routing::rank::{compare, Standing};
 
@@ -38,6 +39,35 @@ pub(crate) struct Candidate {
 }
 
 impl Candidate {
+    /// A catalog model as a candidate: its target resolved with the keys, its limits, and
+    /// why it cannot be called at all when its key is not set.
+    pub(crate) fn of(
+        m: ModelRef<'_>,
+        keys: &KeySource<'_>,
+        session_id: &str,
+        secrets: &Arc<Secrets>,
+    ) -> Candidate {
+        let missing_key = match keys.lookup(m.provider).0 {
+            KeyStatus::Missing(vars) if vars.is_empty() => {
+                Some(format!("add apiKeys.{} to config.json", m.provider.id))
+            }
+            KeyStatus::Missing(vars) => Some(format!("set {}", vars.join(" or "))),
+            _ => None,
+        };
+        let target = Target::resolve(m, keys, session_id, secrets);
+        Candidate {
+            metered: Metered::new(m, &target.keys),
+            target,
+            tier: tier_rank(&m.model.tier),
+            swe: m.model.swe_bench.unwrap_or(-1.0),
+            missing_key,
+            context: m.model.context,
+            shared_quota: m.provider.shared_quota,
+            capabilities: m.model.capabilities.clone(),
+            family: family(&m.model.id),
+        }
+    }
+
     pub(crate) fn key(&self) -> &str {
         &self.target.key
     }
@@ -55,11 +85,10 @@ impl Candidate {
         v
     }
 
-    /// The provider this failure keeps the rest of the request away from: a rejected key,
-    /// unless the provider has other keys to try.
-    pub(crate) fn blocked_provider(&self, f: &crate::answers::failure::Failure) -> Option<&str> {
-        (f.verdict.blocks_provider && self.metered.key_count() < 2)
-            .then_some(self.target.provider_id.as_str())
+    /// Whether this failure keeps the rest of the request away from the provider: a
+    /// rejected key, unless the provider has other keys to try.
+    pub(crate) fn blocks_provider(&self, f: &crate::answers::failure::Failure) -> bool {
+        f.verdict.blocks_provider && self.metered.key_count() < 2
     }
 
     /// The skip for a quota-paused model, naming the provider when the pause is account-wide.
@@ -115,27 +144,7 @@ impl Candidates {
     ) -> Candidates {
         let all: Vec<Candidate> = catalog
             .models()
-            .map(|m| {
-                let missing_key = match keys.lookup(m.provider).0 {
-                    KeyStatus::Missing(vars) if vars.is_empty() => {
-                        Some(format!("add apiKeys.{} to config.json", m.provider.id))
-                    }
-                    KeyStatus::Missing(vars) => Some(format!("set {}", vars.join(" or "))),
-                    _ => None,
-                };
-                let target = Target::resolve(m, keys, session_id, secrets);
-                Candidate {
-                    metered: Metered::new(m, &target.keys),
-                    target,
-                    tier: tier_rank(&m.model.tier),
-                    swe: m.model.swe_bench.unwrap_or(-1.0),
-                    missing_key,
-                    context: m.model.context,
-                    shared_quota: m.provider.shared_quota,
-                    capabilities: m.model.capabilities.clone(),
-                    family: family(&m.model.id),
-                }
-            })
+            .map(|m| Candidate::of(m, keys, session_id, secrets))
             .collect();
         let index = all
             .iter()
@@ -206,16 +215,9 @@ impl Candidates {
         for (n, i) in routable.iter().enumerate() {
             let c = &self.all[*i];
             let (state, pause) = states[n];
-            if c.context < needed_tokens {
-                skipped.push(Skip::new(c.key(), SkipReason::ContextTooSmall));
-                continue;
-            }
-            if let Some(pause) = pause {
-                skipped.push(c.pause_skip(pause));
-                continue;
-            }
-            if state == BreakerState::Open {
-                skipped.push(Skip::new(c.key(), SkipReason::CircuitOpen));
+            let breaker = BreakerSays::of_state(state, pause);
+            if let Some(skip) = c.barred(needed_tokens, false, breaker) {
+                skipped.push(skip);
                 continue;
             }
             let headroom = match &budgets[n] {

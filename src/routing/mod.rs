@@ -1,21 +1,30 @@
-//! The router: picks candidates for a request, tries them in order, and explains itself.
+//! Routing: which model serves a request, in what order the others are tried, and what
+//! each attempt's outcome does to them. It owns the router and its per-request state; it
+//! reads and writes `state` (breakers, ledger, history), calls models through `answers`,
+//! and never speaks a client's protocol (that is `edge` and `protocol`).
 //!
 //! The files below are the request's path through it:
-//! - [`candidates`]: who may serve (keys, skips before dispatch, set and capability order);
-//! - [`live`]: what real traffic and the last bench say of each model;
-//! - [`failover`]: the loop over candidates within the budget, and the one place an
-//!   attempt's outcome is recorded (after a stream's commit too);
+//! - this file: the [`Router`], built from its [`Parts`], and what a request's model name
+//!   means ([`Route`]);
+//! - [`candidates`]: who may serve (keys, skips before dispatch, set and capability order),
+//!   ranked by [`rank`] with what [`live`] knows of each model;
+//! - [`failover`]: the request's loop over its candidates within the budget;
+//! - [`attempt`]: one attempt's steps (admit, reserve, send, settle) and the one place its
+//!   outcome is recorded, after a stream's commit too;
+//! - [`race`] and [`fusion`]: a set's first candidates side by side;
+//! - [`trim`]: a conversation's middle dropped to fit the largest window left;
 //! - [`refusal`]: the status and message when no model could serve;
-//! - [`race`]: a `race` set's first candidates sent the request at once;
-//! - [`fusion`]: a `fusion` set's panel asked in parallel and its judge's merge;
-//! - [`probe`]: opt-in trials of models whose cooldown ended.
+//! - [`ping`] and [`probe`]: small real questions (the bench's, `fcm check`'s, and opt-in
+//!   trials of models whose cooldown ended), recorded like any attempt.
 //!
 //! A pinned model (`fcm:provider/modelId`) gets one attempt, whatever its breaker says.
 
+mod attempt;
 mod candidates;
 mod failover;
 mod fusion;
 mod live;
+pub(crate) mod ping;
 mod probe;
 mod race;
 pub(crate) mod rank;
@@ -30,7 +39,6 @@ use std::time::{Duration, Instant};
 use crate::answers::limits::Limits;
 use crate::providers::catalog::{Catalog, KeySource};
 use crate::providers::exchange::Exchange;
-use crate::providers::upstream::Upstream;
 use crate::secrets::Secrets;
 use crate::state::breaker::Breakers;
 use crate::state::config::{FailoverConfig, ModelSet, ReasoningConfig, RouterConfig};
@@ -38,12 +46,13 @@ use crate::state::ledger::Ledger;
 use crate::state::sets::Strategy;
 use crate::state::trace::{History, Trace};
 
+pub(crate) use attempt::{Delivery, Recorder, Served};
 pub(crate) use candidates::Candidate;
-pub(crate) use failover::{Ask, Delivery, Served};
+pub(crate) use candidates::Candidates;
+pub(crate) use failover::Ask;
 pub(crate) use live::LIVE_WINDOW;
 pub(crate) use refusal::Refused;
 
-use candidates::Candidates;
 use live::Evidence;
 
 /// Largest non-stream answer the router accepts from a provider.
@@ -118,6 +127,25 @@ pub(crate) struct Router {
     secrets: Arc<Secrets>,
 }
 
+/// What a router is built from.
+pub(crate) struct Parts<'a> {
+    pub catalog: &'a Catalog,
+    pub keys: &'a KeySource<'a>,
+    pub config: &'a RouterConfig,
+    pub breakers: Breakers,
+    pub ledger: Ledger,
+    pub history: History,
+    /// `bench.json`: the only file the router reads itself (see [`Router::refresh_bench`]).
+    pub bench: Option<PathBuf>,
+    /// Sent to providers that ask for a session id.
+    pub session_id: &'a str,
+    /// Removed from everything a provider says before a client, a log or the history sees it.
+    pub secrets: Arc<Secrets>,
+    /// The exchange with providers: [`Upstream`](crate::providers::upstream::Upstream), or
+    /// a test's script.
+    pub exchange: Box<dyn Exchange>,
+}
+
 /// Where a model fcm does not know is named: a set, or a capability pool.
 pub(crate) enum NamedIn {
     Set(String),
@@ -125,39 +153,28 @@ pub(crate) enum NamedIn {
 }
 
 impl Router {
-    /// Builds the candidate table and loads `bench.json` (the only file the router reads
-    /// itself; [`Router::refresh_bench`] reloads it off the request path). `secrets` are
-    /// removed from everything a provider says before a client, a log or the history sees it.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        catalog: &Catalog,
-        keys: &KeySource<'_>,
-        cfg: &RouterConfig,
-        breakers: Breakers,
-        ledger: Ledger,
-        history: History,
-        bench_path: Option<PathBuf>,
-        session_id: &str,
-        secrets: Arc<Secrets>,
-    ) -> Router {
-        let pool = Candidates::new(catalog, keys, session_id, &secrets);
-        let evidence = Evidence::new(pool.all().map(Candidate::key), bench_path);
+    /// Builds the candidate table and loads `bench.json` (reloaded off the request path by
+    /// [`Router::refresh_bench`]).
+    pub fn new(p: Parts<'_>) -> Router {
+        let pool = Candidates::new(p.catalog, p.keys, p.session_id, &p.secrets);
+        let evidence = Evidence::new(pool.all().map(Candidate::key), p.bench);
+        let cfg = p.config;
         Router {
             pool,
             sets: cfg.sets.clone(),
             active_set: cfg.active_set.clone(),
             set_counters: Mutex::new(HashMap::new()),
             evidence,
-            breakers,
-            ledger,
-            history,
+            breakers: p.breakers,
+            ledger: p.ledger,
+            history: p.history,
             failover: cfg.failover.clone(),
             reasoning: cfg.reasoning.clone(),
-            capability_pools: capability_pools(catalog, &cfg.capability_pools),
+            capability_pools: capability_pools(p.catalog, &cfg.capability_pools),
             trim_history: cfg.context.trim_history,
-            upstream: Box::new(Upstream::new()),
+            upstream: p.exchange,
             race_clients: race::RaceClients::default(),
-            secrets,
+            secrets: p.secrets,
         }
     }
 

@@ -1,13 +1,13 @@
 //! Opt-in probes (`router.probe.intervalSec`): each model whose cooldown has ended gets one
 //! small request as its HALF_OPEN trial, so a recovered model is back in rotation before a
-//! real request has to find out. Off by default: probes spend free quota.
+//! real request has to find out. Off by default: probes spend free quota. A probe is a
+//! [`ping`](super::ping::ping), recorded as any request's attempt is.
 
 use std::time::Duration;
 
-use crate::answers::classify::Verdict;
-use crate::bench::{metered_ping, Ping, Question};
 use crate::state::breaker::{Admission, BreakerState};
 
+use super::ping::{ping, Ping, Question, Spend};
 use super::Router;
 
 impl Router {
@@ -23,34 +23,21 @@ impl Router {
                 continue;
             }
             // A probe never spends the last tenth of a daily budget, nor a spent one.
-            let question = Question::Sum;
-            let sent = metered_ping(
+            let sent = ping(
+                self.recorder(),
                 self.upstream.as_ref(),
-                &c.target,
-                &c.metered,
-                &self.ledger,
-                question,
+                c,
+                Question::Sum,
                 timeout,
+                Spend::Probe,
                 true,
-                None,
             );
-            let ok = match sent {
-                Err(_) => {
-                    self.breakers.release_trial(c.key());
-                    continue;
-                }
-                Ok((Ping::Ok { ttft_ms, .. }, _)) => {
-                    self.record_success(c.key(), Duration::from_millis(ttft_ms));
-                    true
-                }
-                Ok((Ping::Failed { kind, pause, .. }, _)) => {
-                    let verdict = c.breaker_verdict(&Verdict::of(kind, pause));
-                    self.breakers
-                        .record_failure(c.key(), &verdict, crate::time::now_ms(), true);
-                    false
-                }
-            };
-            out.push((c.key().to_string(), ok));
+            match sent {
+                Ok((Ping::Ok { .. }, _)) => out.push((c.key().to_string(), true)),
+                Ok((Ping::Failed { .. }, _)) => out.push((c.key().to_string(), false)),
+                // Not sent: its trial slot is back.
+                Err(_) => {}
+            }
         }
         out
     }

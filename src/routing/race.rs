@@ -9,18 +9,15 @@
 //! winner's comes back when its answer is delivered, a failed racer's at once; a shut
 //! client (a loser's) is never reused.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::answers::call::Answer;
 use crate::answers::failure::Failure;
 use crate::providers::exchange::Exchange;
-use crate::state::ledger::{Grant, Tokens};
-use crate::state::trace::{AttemptRecord, Trace};
 
-use super::failover::{Job, Missed, Won};
-use super::refusal::FailedAttempt;
+use super::attempt::{Job, Missed, Sent, Turn, Won};
 use super::Router;
 
 /// Idle racer clients kept per provider.
@@ -68,11 +65,10 @@ pub(super) enum RaceEnd {
     Lost { stop: bool },
 }
 
-/// One racer: its candidate, key, trial slot and client.
+/// One racer: its candidate, what it is sent with, and its client.
 struct Racer {
     candidate: usize,
-    grant: Grant,
-    trial: bool,
+    sent: Sent,
     upstream: Box<dyn Exchange>,
 }
 
@@ -175,33 +171,32 @@ impl Router {
     /// Races the first `width` candidates of `queue` that may be tried now (taking them off
     /// the queue). When none could be sent or every racer failed, the caller goes on
     /// through the rest of the queue one by one.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn race<'s>(
-        &'s self,
+    pub(super) fn race<'r>(
+        &'r self,
         queue: &mut VecDeque<usize>,
         width: usize,
         job: &Job<'_>,
-        needed: u64,
-        blocked: &mut HashSet<&'s str>,
-        trace: &mut Trace,
-        details: &mut Vec<FailedAttempt>,
+        turn: &mut Turn<'r>,
     ) -> RaceEnd {
         let mut racers = Vec::new();
         while racers.len() < width {
             let Some(i) = queue.pop_front() else { break };
-            if self.pool.get(i).context < needed && self.trim_history {
+            if self.pool.get(i).context < turn.needed && self.trim_history {
                 // It may yet take the request trimmed: the one-by-one loop decides.
                 queue.push_front(i);
                 break;
             }
-            let Some(trial) = self.admit_now(i, needed, blocked, trace) else {
+            let Some(trial) = self.admit(i, turn) else {
                 continue;
             };
-            if let Ok(grant) = self.reserve(i, job, trial, trace) {
+            if let Ok(grant) = self.reserve(i, job.prompt_tokens, trial, &mut turn.trace) {
                 racers.push(Racer {
                     candidate: i,
-                    grant,
-                    trial,
+                    sent: Sent {
+                        grant,
+                        trial,
+                        prompt_tokens: job.prompt_tokens,
+                    },
                     upstream: self
                         .race_clients
                         .take(&self.pool.get(i).target.provider_id, self.upstream.as_ref()),
@@ -211,9 +206,9 @@ impl Router {
         if racers.is_empty() {
             return RaceEnd::Lost { stop: false };
         }
-        trace.notes.push(format!("race:{}", racers.len()));
+        turn.trace.notes.push(format!("race:{}", racers.len()));
         let finishes = run(&racers, |r| {
-            self.send(r.upstream.as_ref(), r.candidate, &r.grant, job)
+            self.send(r.upstream.as_ref(), r.candidate, &r.sent.grant, job)
         });
         let mut winner: Option<Won> = None;
         let mut stop = false;
@@ -225,34 +220,15 @@ impl Router {
             }
             if finish.after_win {
                 // Answered or interrupted after the race was won: cancelled either way.
-                self.raced_out(r, finish.result, job, trace);
+                self.raced_out(r.candidate, &r.sent, finish.result, &mut turn.trace);
                 continue;
             }
-            let settled = self.settle(
-                r.candidate,
-                r.grant.clone(),
-                finish.result,
-                job,
-                trace,
-                details,
-                r.trial,
-            );
-            match settled {
-                Ok((answer, grant)) => {
+            match self.settle(r.candidate, r.sent.clone(), finish.result, turn) {
+                Ok((answer, sent)) => {
                     fates[finish.racer] = Fate::Won;
-                    winner = Some(Won {
-                        answer,
-                        grant,
-                        candidate: r.candidate,
-                        trial: r.trial,
-                        prompt_tokens: job.prompt_tokens,
-                        client: None,
-                    });
+                    winner = Some(Won::new(answer, sent, r.candidate));
                 }
-                Err(Missed::Failed(f)) => {
-                    blocked.extend(self.pool.get(r.candidate).blocked_provider(&f));
-                    stop |= !f.verdict.failover;
-                }
+                Err(Missed::Failed(f)) => stop |= !f.verdict.failover,
                 Err(Missed::Blocked(_)) => {}
             }
         }
@@ -278,46 +254,6 @@ impl Router {
             }
             _ => RaceEnd::Lost { stop },
         }
-    }
-
-    /// A racer cancelled because another won: no failure, no health damage; its key's
-    /// request is answered (what it spent stays spent), its trial slot freed.
-    fn raced_out(
-        &self,
-        r: &Racer,
-        result: Result<Answer, Failure>,
-        job: &Job<'_>,
-        trace: &mut Trace,
-    ) {
-        let c = self.pool.get(r.candidate);
-        let now = crate::time::now_ms();
-        let (rate, latency) = match &result {
-            Ok(Answer::Full {
-                rate,
-                elapsed,
-                stats,
-                ..
-            }) => {
-                // It answered in full just too late: those tokens were spent.
-                let tokens = Tokens::of(stats, job.prompt_tokens);
-                self.ledger.tokens(&c.metered, &r.grant, tokens, now);
-                (rate.clone(), *elapsed)
-            }
-            Ok(Answer::Stream(s)) => (s.rate.clone(), s.ttft),
-            Err(f) => (f.rate.to_vec(), f.elapsed),
-        };
-        self.ledger.answered(&c.metered, &r.grant, &rate, now);
-        if r.trial {
-            self.breakers.release_trial(c.key());
-        }
-        trace.attempts.push(AttemptRecord {
-            model: c.key().to_string(),
-            status: None,
-            kind: None,
-            latency_ms: latency.as_millis() as u64,
-            key: r.grant.label.clone(),
-            raced_out: true,
-        });
     }
 }
 

@@ -13,7 +13,8 @@ use argh::FromArgs;
 
 use crate::commands::{process_id_token, usage, Setup};
 use crate::edge::{self, App};
-use crate::routing::Router;
+use crate::providers::upstream::Upstream;
+use crate::routing::{Parts, Router};
 use crate::state::breaker::{BreakerBook, Breakers};
 use crate::state::files;
 use crate::state::ledger::Ledger;
@@ -200,17 +201,18 @@ pub fn run(args: ServeArgs) -> Result<i32> {
     let history: HistoryFile = files::load_json(&paths.history)?;
     let breakers = Breakers::new(book, setup.config.router.breaker.clone(), now);
     let ledger = Ledger::load(&paths.usage, now, setup.config.router.keys.sticky)?;
-    let router = Router::new(
-        &setup.catalog,
-        &setup.keys(),
-        &setup.config.router,
+    let router = Router::new(Parts {
+        catalog: &setup.catalog,
+        keys: &setup.keys(),
+        config: &setup.config.router,
         breakers,
         ledger,
-        History::new(history),
-        Some(files::state_file("bench.json")?),
-        &process_id_token(),
-        setup.secrets(args.token.as_deref()),
-    );
+        history: History::new(history),
+        bench: Some(files::state_file("bench.json")?),
+        session_id: &process_id_token(),
+        secrets: setup.secrets(args.token.as_deref()),
+        exchange: Box::new(Upstream::new()),
+    });
     let listener = bind(SocketAddr::new(ip, port))?;
     let address = listener.local_addr()?;
     let routable = router.routable().count();

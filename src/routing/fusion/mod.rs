@@ -8,17 +8,15 @@
 pub(crate) mod bodies;
 
 use std::borrow::Cow;
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use serde_json::Value;
 
 use crate::answers::call::Answer;
 use crate::state::config::ModelSet;
-use crate::state::ledger::Grant;
-use crate::state::trace::Trace;
 
-use super::failover::{Job, Missed, Won};
-use super::refusal::FailedAttempt;
+use super::attempt::{Job, Sent, Turn, Won};
+use super::race::side_by_side;
 use super::Router;
 
 /// A panel member's answer and what served it.
@@ -31,16 +29,12 @@ struct Answered {
 impl Router {
     /// Fuses the answers of `set`'s panel (its members left in `queue`, taken off it).
     /// `None` when no panel member answered.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn fuse(
-        &self,
+    pub(in crate::routing) fn fuse<'r>(
+        &'r self,
         set: &ModelSet,
         queue: &mut VecDeque<usize>,
         job: &Job<'_>,
-        needed: u64,
-        blocked: &HashSet<&str>,
-        trace: &mut Trace,
-        details: &mut Vec<FailedAttempt>,
+        turn: &mut Turn<'r>,
     ) -> Option<Won> {
         let panel: Vec<usize> = set
             .members()
@@ -55,24 +49,28 @@ impl Router {
             limits: job.limits.clone(),
             prompt_tokens: job.prompt_tokens,
         };
-        let mut members: Vec<(usize, Grant, bool)> = Vec::new();
+        let mut members: Vec<(usize, Sent)> = Vec::new();
         for i in panel {
-            let Some(trial) = self.admit_now(i, needed, blocked, trace) else {
+            let Some(trial) = self.admit(i, turn) else {
                 continue;
             };
-            if let Ok(grant) = self.reserve(i, &ask, trial, trace) {
-                members.push((i, grant, trial));
+            if let Ok(grant) = self.reserve(i, ask.prompt_tokens, trial, &mut turn.trace) {
+                let sent = Sent {
+                    grant,
+                    trial,
+                    prompt_tokens: ask.prompt_tokens,
+                };
+                members.push((i, sent));
             }
         }
         let asked = members.len();
-        let results = super::race::side_by_side(members.len(), |n| {
-            let (i, grant, _) = &members[n];
-            self.send(self.upstream.as_ref(), *i, grant, &ask)
+        let results = side_by_side(members.len(), |n| {
+            let (i, sent) = &members[n];
+            self.send(self.upstream.as_ref(), *i, &sent.grant, &ask)
         });
         let mut answered: Vec<Answered> = Vec::new();
-        for ((i, grant, trial), result) in members.into_iter().zip(results) {
-            if let Ok((answer, grant)) = self.settle(i, grant, result, &ask, trace, details, trial)
-            {
+        for ((i, sent), result) in members.into_iter().zip(results) {
+            if let Ok((answer, sent)) = self.settle(i, sent, result, turn) {
                 let text = match &answer {
                     Answer::Full { body, parsed, .. } => {
                         parsed.as_ref().map(bodies::answer_text).unwrap_or_else(|| {
@@ -84,37 +82,29 @@ impl Router {
                     Answer::Stream(_) => None,
                 };
                 answered.push(Answered {
-                    won: Won {
-                        answer,
-                        grant,
-                        candidate: i,
-                        trial,
-                        prompt_tokens: ask.prompt_tokens,
-                        client: None,
-                    },
+                    won: Won::new(answer, sent, i),
                     text,
                 });
             }
         }
+        let notes = &mut turn.trace.notes;
         if answered.is_empty() {
-            trace
-                .notes
-                .push(format!("fusion:no_panel_answer:0_of_{asked}"));
+            notes.push(format!("fusion:no_panel_answer:0_of_{asked}"));
             return None;
         }
         let texts: Vec<&str> = answered.iter().filter_map(|a| a.text.as_deref()).collect();
         let count = format!("{}_of_{asked}", answered.len());
         if texts.len() < 2 {
-            trace.notes.push(format!("fusion:passed_through:{count}"));
+            notes.push(format!("fusion:passed_through:{count}"));
             return Some(first(answered));
         }
-        match self.judge(set, job, &texts, blocked, trace, details) {
+        match self.judge(set, job, &texts, turn) {
             Some(w) => {
-                trace.notes.push(format!("fusion:judged:{count}"));
+                turn.trace.notes.push(format!("fusion:judged:{count}"));
                 Some(w)
             }
             None => {
-                trace
+                turn.trace
                     .notes
                     .push(format!("fusion:judge_failed:passed_through:{count}"));
                 Some(first(answered))
@@ -124,14 +114,12 @@ impl Router {
 
     /// The judge's merge of `texts`; `None` when the judge is unknown, has no key, may not
     /// be sent a request now, or fails (each in the trace like any candidate's).
-    fn judge(
-        &self,
+    fn judge<'r>(
+        &'r self,
         set: &ModelSet,
         job: &Job<'_>,
         texts: &[&str],
-        blocked: &HashSet<&str>,
-        trace: &mut Trace,
-        details: &mut Vec<FailedAttempt>,
+        turn: &mut Turn<'r>,
     ) -> Option<Won> {
         let j = self.pool.position(set.judge.as_deref()?)?;
         if self.pool.get(j).missing_key.is_some() {
@@ -139,25 +127,20 @@ impl Router {
         }
         let body = bodies::judge_body(&job.body, texts);
         let prompt_tokens = crate::tokens::prompt(&body);
-        let needed = crate::tokens::with_answer(prompt_tokens, &body);
         let merge = Job {
             prompt_tokens,
             body: Cow::Owned(body),
             stream: job.stream,
             limits: job.limits.clone(),
         };
-        let trial = self.admit_now(j, needed, blocked, trace)?;
-        match self.try_one(j, &merge, trace, details, trial) {
-            Ok((answer, grant)) => Some(Won {
-                answer,
-                grant,
-                candidate: j,
-                trial,
-                prompt_tokens: merge.prompt_tokens,
-                client: None,
-            }),
-            Err(Missed::Blocked(_) | Missed::Failed(_)) => None,
-        }
+        // The judge's window must hold the conversation and the panel's answers.
+        let needed = std::mem::replace(
+            &mut turn.needed,
+            crate::tokens::with_answer(prompt_tokens, &merge.body),
+        );
+        let admitted = self.admit(j, turn);
+        turn.needed = needed;
+        self.try_one(j, &merge, admitted?, turn).ok()
     }
 }
 
