@@ -311,3 +311,8 @@ impl Router {
         self.history.push(trace);
     }
 }
+
+#[cfg(test)]
+mod script;
+#[cfg(test)]
+mod tests;
