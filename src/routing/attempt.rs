@@ -23,14 +23,14 @@ use crate::answers::limits::Limits;
 use crate::answers::stream::{OpenStream, StreamEnd};
 use crate::providers::exchange::Exchange;
 use crate::providers::quota::Window;
-use crate::state::breaker::{Admission, BreakerState, Breakers, Pause};
+use crate::state::breaker::{Admission, Breakers};
 use crate::state::ledger::{Blocked, Grant, Ledger, Tokens};
-use crate::state::trace::{AttemptRecord, Outcome, Skip, SkipReason, Trace};
+use crate::state::trace::{AttemptRecord, Outcome, Trace};
 
-use super::candidates::{Candidate, Candidates};
+use super::candidates::{BreakerSays, Candidate, Candidates};
 use super::live::Evidence;
 use super::refusal::FailedAttempt;
-use super::Router;
+use super::router::Router;
 
 /// What every attempt of one request sends.
 pub(crate) struct Job<'a> {
@@ -117,60 +117,6 @@ impl Committed<'_> {
     pub(crate) fn finish(self, end: &StreamEnd, trace: &mut Trace) {
         let Committed { stream, ticket } = self;
         ticket.settle(end, stream.ttft, stream.stats(), trace);
-    }
-}
-
-/// What a breaker says of a candidate for the question "may it be tried now".
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum BreakerSays {
-    /// CLOSED, DEGRADED, or HALF_OPEN with its trial slot to take.
-    Tryable,
-    Open,
-    Paused(Pause),
-}
-
-impl BreakerSays {
-    /// From a state read for planning.
-    pub(crate) fn of_state(state: BreakerState, pause: Option<Pause>) -> BreakerSays {
-        match (pause, state) {
-            (Some(p), _) => BreakerSays::Paused(p),
-            (None, BreakerState::Open) => BreakerSays::Open,
-            (None, _) => BreakerSays::Tryable,
-        }
-    }
-
-    /// From an admission just asked for (which may have taken a trial slot).
-    fn of_admission(a: Admission) -> BreakerSays {
-        match a {
-            Admission::Yes | Admission::Trial => BreakerSays::Tryable,
-            Admission::CircuitOpen { .. } => BreakerSays::Open,
-            Admission::Paused(p) => BreakerSays::Paused(p),
-        }
-    }
-}
-
-impl Candidate {
-    /// The one rule for "may this candidate be tried now", for planning and for each
-    /// attempt alike: not when its provider's only key was just rejected
-    /// (`provider_blocked`), its window is smaller than `needed`, or its breaker is paused
-    /// or OPEN. The skip says why.
-    pub(crate) fn barred(
-        &self,
-        needed: u64,
-        provider_blocked: bool,
-        breaker: BreakerSays,
-    ) -> Option<Skip> {
-        if provider_blocked {
-            return Some(Skip::new(self.key(), SkipReason::ProviderBlocked));
-        }
-        if self.context < needed {
-            return Some(Skip::new(self.key(), SkipReason::ContextTooSmall));
-        }
-        match breaker {
-            BreakerSays::Tryable => None,
-            BreakerSays::Paused(p) => Some(self.pause_skip(p)),
-            BreakerSays::Open => Some(Skip::new(self.key(), SkipReason::CircuitOpen)),
-        }
     }
 }
 

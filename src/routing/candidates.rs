@@ -10,11 +10,10 @@ use crate::capability::Needs;
 use crate::providers::catalog::{tier_rank, Catalog, KeySource, KeyStatus, ModelRef};
 use crate::providers::target::Target;
 use crate::secrets::Secrets;
-use crate::state::breaker::{Breakers, Pause};
+use crate::state::breaker::{Admission, BreakerState, Breakers, Pause};
 use crate::state::ledger::{Blocked, Ledger, Metered, Why};
 use crate::state::trace::{Skip, SkipReason, Trace};
 
-use super::attempt::BreakerSays;
 use super::live::Evidence;
 use crate::routing::rank::{compare, Standing};
 
@@ -125,6 +124,60 @@ impl Candidate {
             Skip::new(self.target.key.clone(), SkipReason::OverloadPaused)
         } else {
             self.quota_skip()
+        }
+    }
+}
+
+/// What a breaker says of a candidate for the question "may it be tried now".
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum BreakerSays {
+    /// CLOSED, DEGRADED, or HALF_OPEN with its trial slot to take.
+    Tryable,
+    Open,
+    Paused(Pause),
+}
+
+impl BreakerSays {
+    /// From a state read for planning.
+    pub(crate) fn of_state(state: BreakerState, pause: Option<Pause>) -> BreakerSays {
+        match (pause, state) {
+            (Some(p), _) => BreakerSays::Paused(p),
+            (None, BreakerState::Open) => BreakerSays::Open,
+            (None, _) => BreakerSays::Tryable,
+        }
+    }
+
+    /// From an admission just asked for (which may have taken a trial slot).
+    pub(crate) fn of_admission(a: Admission) -> BreakerSays {
+        match a {
+            Admission::Yes | Admission::Trial => BreakerSays::Tryable,
+            Admission::CircuitOpen { .. } => BreakerSays::Open,
+            Admission::Paused(p) => BreakerSays::Paused(p),
+        }
+    }
+}
+
+impl Candidate {
+    /// The one rule for "may this candidate be tried now", for planning and for each
+    /// attempt alike: not when its provider's only key was just rejected
+    /// (`provider_blocked`), its window is smaller than `needed`, or its breaker is paused
+    /// or OPEN. The skip says why.
+    pub(crate) fn barred(
+        &self,
+        needed: u64,
+        provider_blocked: bool,
+        breaker: BreakerSays,
+    ) -> Option<Skip> {
+        if provider_blocked {
+            return Some(Skip::new(self.key(), SkipReason::ProviderBlocked));
+        }
+        if self.context < needed {
+            return Some(Skip::new(self.key(), SkipReason::ContextTooSmall));
+        }
+        match breaker {
+            BreakerSays::Tryable => None,
+            BreakerSays::Paused(p) => Some(self.pause_skip(p)),
+            BreakerSays::Open => Some(Skip::new(self.key(), SkipReason::CircuitOpen)),
         }
     }
 }

@@ -21,7 +21,7 @@ use crate::tokens;
 use super::attempt::{Job, Missed, Served, Turn, Won};
 use super::race::RaceEnd;
 use super::refusal::Refused;
-use super::{Route, Router};
+use super::router::{Route, Router};
 
 /// A 502/503/504 with a `Retry-After` this short from the last candidate is waited out once.
 const SHORT_RETRY: Duration = Duration::from_secs(5);
@@ -93,7 +93,12 @@ impl Router {
             return Ok(self.serve(w, turn.trace));
         }
         let needed = turn.needed;
-        Err(Box::new(self.refuse_all(turn.trace, turn.details, needed)))
+        Err(Box::new(Refused::all(
+            self,
+            turn.trace,
+            turn.details,
+            needed,
+        )))
     }
 
     /// A pinned model: one attempt, sent even when OPEN or paused (the user asked for it by
@@ -112,16 +117,14 @@ impl Router {
             turn.trace
                 .skipped
                 .push(Skip::new(key, SkipReason::MissingKey));
-            return Err(Box::new(self.refuse_missing_key(turn.trace, key, how)));
+            return Err(Box::new(Refused::missing_key(turn.trace, key, how)));
         }
         let trial = self.breakers.admit(key, crate::time::now_ms()) == Admission::Trial;
         match self.try_one(i, job, trial, &mut turn) {
             Ok(w) => Ok(self.serve(w, turn.trace)),
-            Err(Missed::Failed(f)) => {
-                Err(Box::new(self.refuse_pinned(turn.trace, &f, turn.details)))
-            }
+            Err(Missed::Failed(f)) => Err(Box::new(Refused::pinned(turn.trace, &f, turn.details))),
             // Not sent: it would have been refused for its spent budget.
-            Err(Missed::Blocked(b)) => Err(Box::new(self.refuse_blocked(turn.trace, key, &b))),
+            Err(Missed::Blocked(b)) => Err(Box::new(Refused::blocked(turn.trace, key, &b))),
         }
     }
 
@@ -174,13 +177,13 @@ impl Router {
                 turn.trace
                     .notes
                     .push("fusion:not_fused:tools_offered".into());
-            } else if let Some(w) = self.fuse(set, &mut queue.order, job, turn) {
+            } else if let Some(w) = super::fusion::fuse(self, set, &mut queue.order, job, turn) {
                 return Some(Ok(w));
             }
         }
         let width = self.race_width(route)?;
         let width = width.min(self.ordinary_attempts(queue.last_resort.is_some()));
-        match self.race(&mut queue.order, width, job, turn) {
+        match super::race::race(self, &mut queue.order, width, job, turn) {
             RaceEnd::Won(w) => Some(Ok(*w)),
             RaceEnd::Lost { stop: true } => Some(Err(())),
             RaceEnd::Lost { stop: false } => None,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::state::breaker::{Admission, BreakerState};
 
 use super::ping::{ping, Ping, Question, Spend};
-use super::Router;
+use super::router::Router;
 
 impl Router {
     /// Probes each model whose cooldown has ended. Returns (model, ok) per probe.

@@ -9,7 +9,7 @@
 //! winner's comes back when its answer is delivered, a failed racer's at once; a shut
 //! client (a loser's) is never reused.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -18,43 +18,7 @@ use crate::answers::failure::Failure;
 use crate::providers::exchange::Exchange;
 
 use super::attempt::{Job, Missed, Sent, Turn, Won};
-use super::Router;
-
-/// Idle racer clients kept per provider.
-const KEPT_PER_PROVIDER: usize = 4;
-
-/// Racers' clients between races, per provider id.
-#[derive(Default)]
-pub(crate) struct RaceClients {
-    idle: Mutex<HashMap<String, Vec<Box<dyn Exchange>>>>,
-}
-
-impl RaceClients {
-    /// A client for a racer on `provider`: a kept one (its connection likely warm), else a
-    /// new one sharing `shared`'s name cache.
-    fn take(&self, provider: &str, shared: &dyn Exchange) -> Box<dyn Exchange> {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        idle.get_mut(provider)
-            .and_then(Vec::pop)
-            .unwrap_or_else(|| shared.sibling())
-    }
-
-    /// Keeps a client that was not shut down, for the next race on `provider`.
-    pub(crate) fn give(&self, provider: &str, client: Box<dyn Exchange>) {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        let kept = idle.entry(provider.to_string()).or_default();
-        if kept.len() < KEPT_PER_PROVIDER {
-            kept.push(client);
-        }
-    }
-
-    /// Clients kept for `provider` (tests).
-    #[cfg(test)]
-    fn kept(&self, provider: &str) -> usize {
-        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        idle.get(provider).map_or(0, Vec::len)
-    }
-}
+use super::router::Router;
 
 /// How a race ended.
 pub(super) enum RaceEnd {
@@ -167,113 +131,91 @@ fn run(racers: &[Racer], send: impl Fn(&Racer) -> Result<Answer, Failure> + Sync
     out
 }
 
-impl Router {
-    /// Races the first `width` candidates of `queue` that may be tried now (taking them off
-    /// the queue). When none could be sent or every racer failed, the caller goes on
-    /// through the rest of the queue one by one.
-    pub(super) fn race<'r>(
-        &'r self,
-        queue: &mut VecDeque<usize>,
-        width: usize,
-        job: &Job<'_>,
-        turn: &mut Turn<'r>,
-    ) -> RaceEnd {
-        let mut racers = Vec::new();
-        while racers.len() < width {
-            let Some(i) = queue.pop_front() else { break };
-            if self.pool.get(i).context < turn.needed && self.trim_history {
-                // It may yet take the request trimmed: the one-by-one loop decides.
-                queue.push_front(i);
-                break;
-            }
-            let Some(trial) = self.admit(i, turn) else {
-                continue;
-            };
-            if let Ok(grant) = self.reserve(i, job.prompt_tokens, trial, &mut turn.trace) {
-                racers.push(Racer {
-                    candidate: i,
-                    sent: Sent {
-                        grant,
-                        trial,
-                        prompt_tokens: job.prompt_tokens,
-                    },
-                    upstream: self
-                        .race_clients
-                        .take(&self.pool.get(i).target.provider_id, self.upstream.as_ref()),
-                });
-            }
+/// Races the first `width` candidates of `queue` that may be tried now (taking them off
+/// the queue). When none could be sent or every racer failed, the caller goes on
+/// through the rest of the queue one by one.
+pub(super) fn race<'r>(
+    router: &'r Router,
+    queue: &mut VecDeque<usize>,
+    width: usize,
+    job: &Job<'_>,
+    turn: &mut Turn<'r>,
+) -> RaceEnd {
+    let mut racers = Vec::new();
+    while racers.len() < width {
+        let Some(i) = queue.pop_front() else { break };
+        if router.pool.get(i).context < turn.needed && router.trim_history {
+            // It may yet take the request trimmed: the one-by-one loop decides.
+            queue.push_front(i);
+            break;
         }
-        if racers.is_empty() {
-            return RaceEnd::Lost { stop: false };
-        }
-        turn.trace.notes.push(format!("race:{}", racers.len()));
-        let finishes = run(&racers, |r| {
-            self.send(r.upstream.as_ref(), r.candidate, &r.sent.grant, job)
-        });
-        let mut winner: Option<Won> = None;
-        let mut stop = false;
-        let mut fates: Vec<Fate> = racers.iter().map(|_| Fate::Finished).collect();
-        for finish in finishes {
-            let r = &racers[finish.racer];
-            if finish.cancelled {
-                fates[finish.racer] = Fate::Cancelled;
-            }
-            if finish.after_win {
-                // Answered or interrupted after the race was won: cancelled either way.
-                self.raced_out(r.candidate, &r.sent, finish.result, &mut turn.trace);
-                continue;
-            }
-            match self.settle(r.candidate, r.sent.clone(), finish.result, turn) {
-                Ok((answer, sent)) => {
-                    fates[finish.racer] = Fate::Won;
-                    winner = Some(Won::new(answer, sent, r.candidate));
-                }
-                Err(Missed::Failed(f)) => stop |= !f.verdict.failover,
-                Err(Missed::Blocked(_)) => {}
-            }
-        }
-        let mut won_client = None;
-        for (r, fate) in racers.into_iter().zip(fates) {
-            let provider = &self.pool.get(r.candidate).target.provider_id;
-            match fate {
-                Fate::Cancelled => {}
-                Fate::Finished => self.race_clients.give(provider, r.upstream),
-                Fate::Won => won_client = Some(r.upstream),
-            }
-        }
-        match (winner, won_client) {
-            (Some(mut w), Some(client)) => {
-                if matches!(w.answer, Answer::Full { .. }) {
-                    // The answer is read whole: its connection is idle already.
-                    let provider = &self.pool.get(w.candidate).target.provider_id;
-                    self.race_clients.give(provider, client);
-                } else {
-                    w.client = Some(client);
-                }
-                RaceEnd::Won(Box::new(w))
-            }
-            _ => RaceEnd::Lost { stop },
+        let Some(trial) = router.admit(i, turn) else {
+            continue;
+        };
+        if let Ok(grant) = router.reserve(i, job.prompt_tokens, trial, &mut turn.trace) {
+            racers.push(Racer {
+                candidate: i,
+                sent: Sent {
+                    grant,
+                    trial,
+                    prompt_tokens: job.prompt_tokens,
+                },
+                upstream: router.race_clients.take(
+                    &router.pool.get(i).target.provider_id,
+                    router.upstream.as_ref(),
+                ),
+            });
         }
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn clients_are_kept_per_provider_up_to_a_bound() {
-        let clients = RaceClients::default();
-        let shared = crate::providers::upstream::Upstream::new();
-        let a = clients.take("groq", &shared);
-        clients.give("groq", a);
-        assert_eq!(clients.kept("groq"), 1);
-        let _again = clients.take("groq", &shared);
-        assert_eq!(clients.kept("groq"), 0, "taken back out");
-        for _ in 0..10 {
-            clients.give("cerebras", shared.sibling());
+    if racers.is_empty() {
+        return RaceEnd::Lost { stop: false };
+    }
+    turn.trace.notes.push(format!("race:{}", racers.len()));
+    let finishes = run(&racers, |r| {
+        router.send(r.upstream.as_ref(), r.candidate, &r.sent.grant, job)
+    });
+    let mut winner: Option<Won> = None;
+    let mut stop = false;
+    let mut fates: Vec<Fate> = racers.iter().map(|_| Fate::Finished).collect();
+    for finish in finishes {
+        let r = &racers[finish.racer];
+        if finish.cancelled {
+            fates[finish.racer] = Fate::Cancelled;
         }
-        assert_eq!(clients.kept("cerebras"), KEPT_PER_PROVIDER);
-        assert_eq!(clients.kept("groq"), 0);
+        if finish.after_win {
+            // Answered or interrupted after the race was won: cancelled either way.
+            router.raced_out(r.candidate, &r.sent, finish.result, &mut turn.trace);
+            continue;
+        }
+        match router.settle(r.candidate, r.sent.clone(), finish.result, turn) {
+            Ok((answer, sent)) => {
+                fates[finish.racer] = Fate::Won;
+                winner = Some(Won::new(answer, sent, r.candidate));
+            }
+            Err(Missed::Failed(f)) => stop |= !f.verdict.failover,
+            Err(Missed::Blocked(_)) => {}
+        }
+    }
+    let mut won_client = None;
+    for (r, fate) in racers.into_iter().zip(fates) {
+        let provider = &router.pool.get(r.candidate).target.provider_id;
+        match fate {
+            Fate::Cancelled => {}
+            Fate::Finished => router.race_clients.give(provider, r.upstream),
+            Fate::Won => won_client = Some(r.upstream),
+        }
+    }
+    match (winner, won_client) {
+        (Some(mut w), Some(client)) => {
+            if matches!(w.answer, Answer::Full { .. }) {
+                // The answer is read whole: its connection is idle already.
+                let provider = &router.pool.get(w.candidate).target.provider_id;
+                router.race_clients.give(provider, client);
+            } else {
+                w.client = Some(client);
+            }
+            RaceEnd::Won(Box::new(w))
+        }
+        _ => RaceEnd::Lost { stop },
     }
 }

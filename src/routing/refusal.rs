@@ -11,7 +11,7 @@ use crate::state::breaker::BreakerRow;
 use crate::state::ledger::{Blocked, Why};
 use crate::state::trace::{Outcome, SkipReason, Trace};
 
-use super::Router;
+use super::router::Router;
 
 /// One failed attempt, as error bodies list it.
 #[derive(Debug, Clone)]
@@ -34,8 +34,9 @@ pub(crate) struct Refused {
     pub details: Vec<FailedAttempt>,
 }
 
-impl Router {
-    pub(super) fn refuse_missing_key(&self, mut trace: Trace, key: &str, how: &str) -> Refused {
+impl Refused {
+    /// A pinned model without a key: 401, naming the variable to set.
+    pub(super) fn missing_key(mut trace: Trace, key: &str, how: &str) -> Refused {
         trace.outcome = Outcome::AllFailed;
         Refused {
             trace,
@@ -48,7 +49,7 @@ impl Router {
 
     /// A pinned model none of whose keys may be sent a request now: 429 with when it
     /// frees up, and nothing sent (it would have been refused).
-    pub(super) fn refuse_blocked(&self, mut trace: Trace, key: &str, b: &Blocked) -> Refused {
+    pub(super) fn blocked(mut trace: Trace, key: &str, b: &Blocked) -> Refused {
         trace.outcome = Outcome::AllFailed;
         let now = crate::time::now_ms();
         let why = match &b.why {
@@ -68,12 +69,8 @@ impl Router {
         }
     }
 
-    pub(super) fn refuse_pinned(
-        &self,
-        mut trace: Trace,
-        f: &Failure,
-        details: Vec<FailedAttempt>,
-    ) -> Refused {
+    /// A pinned model that failed: the status that fits its failure kind.
+    pub(super) fn pinned(mut trace: Trace, f: &Failure, details: Vec<FailedAttempt>) -> Refused {
         use FailureKind::*;
         trace.outcome = if f.verdict.blame == Blame::Client {
             Outcome::ClientError
@@ -106,8 +103,10 @@ impl Router {
         }
     }
 
-    pub(super) fn refuse_all(
-        &self,
+    /// No candidate served: the request's own 4xx when every failure was its fault, 400
+    /// when it fits no window, else 503 with the earliest moment a model comes back.
+    pub(super) fn all(
+        router: &Router,
         mut trace: Trace,
         details: Vec<FailedAttempt>,
         needed: u64,
@@ -139,7 +138,7 @@ impl Router {
                 .all(|s| s.reason == SkipReason::ContextTooSmall)
         {
             trace.outcome = Outcome::ClientError;
-            let largest = self.routable().map(|c| c.context).max().unwrap_or(0);
+            let largest = router.routable().map(|c| c.context).max().unwrap_or(0);
             let message = format!(
                 "the request needs about {needed} tokens (characters / 4, plus max_tokens); the largest routable context window is {largest}"
             );
@@ -153,11 +152,10 @@ impl Router {
         }
         trace.outcome = Outcome::AllFailed;
         let now = crate::time::now_ms();
-        let retry = self
-            .earliest_return_ms(now)
+        let retry = earliest_return_ms(router, now)
             .map(|t| t.saturating_sub(now).div_ceil(1000).max(1))
             .unwrap_or(1);
-        let message = if details.is_empty() && self.routable().next().is_none() {
+        let message = if details.is_empty() && router.routable().next().is_none() {
             "no model can be routed to: no provider key is set (`fcm models` lists the variables)"
                 .to_string()
         } else if details.is_empty() {
@@ -192,25 +190,25 @@ impl Router {
             details,
         }
     }
+}
 
-    /// The earliest moment any routable model can be tried again (ms since epoch).
-    fn earliest_return_ms(&self, now: u64) -> Option<u64> {
-        let rows = self.breakers.rows(now);
-        let by_model: HashMap<&str, &BreakerRow> =
-            rows.iter().map(|r| (r.model.as_str(), r)).collect();
-        // One ledger lock for all of them.
-        let budgets = self
-            .ledger
-            .assess(self.routable().map(|c| &c.metered), 0, now);
-        self.routable()
-            .zip(budgets)
-            .map(|(c, budget)| {
-                let breaker = match by_model.get(c.key()) {
-                    Some(r) => now + r.cooldown_ms_left.max(r.quota_pause_ms_left),
-                    None => now,
-                };
-                breaker.max(budget.err().map_or(now, |b| b.until_ms))
-            })
-            .min()
-    }
+/// The earliest moment any routable model can be tried again (ms since epoch).
+fn earliest_return_ms(router: &Router, now: u64) -> Option<u64> {
+    let rows = router.breakers.rows(now);
+    let by_model: HashMap<&str, &BreakerRow> = rows.iter().map(|r| (r.model.as_str(), r)).collect();
+    // One ledger lock for all of them.
+    let budgets = router
+        .ledger
+        .assess(router.routable().map(|c| &c.metered), 0, now);
+    router
+        .routable()
+        .zip(budgets)
+        .map(|(c, budget)| {
+            let breaker = match by_model.get(c.key()) {
+                Some(r) => now + r.cooldown_ms_left.max(r.quota_pause_ms_left),
+                None => now,
+            };
+            breaker.max(budget.err().map_or(now, |b| b.until_ms))
+        })
+        .min()
 }
