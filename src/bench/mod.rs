@@ -21,10 +21,6 @@ const MAX_PING_WAIT: Duration = Duration::from_secs(5);
 /// A known budget that frees within this is waited for between pings (a per-minute
 /// limit); a longer one (a daily limit) ends the model's pings.
 const MAX_BUDGET_WAIT: Duration = Duration::from_secs(61);
-/// Median time to first token at or under which a fully successful model is `Perfect`.
-pub const PERFECT_TTFT_MS: u64 = 1000;
-/// Median time to first token from which a fully successful model is `Slow`.
-pub const SLOW_TTFT_MS: u64 = 2000;
 
 /// What one model is asked, in order: `pings` sums, each followed by a tool ping with
 /// `tools`, so a rate limit that ends a model's pings early cuts both questions alike.

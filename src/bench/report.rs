@@ -7,8 +7,12 @@ use crate::routing::rank::{compare, Standing, FAILING, PROVEN};
 pub use crate::state::bench_file::{BenchReport, BenchVerdict, ModelResult};
 use crate::state::breaker::BreakerState;
 
-use super::{PERFECT_TTFT_MS, SLOW_TTFT_MS};
 use crate::routing::ping::{Ping, Question};
+
+/// Median time to first token at or under which a fully successful model is `Perfect`.
+pub const PERFECT_TTFT_MS: u64 = 1000;
+/// Median time to first token from which a fully successful model is `Slow`.
+pub const SLOW_TTFT_MS: u64 = 2000;
 
 /// What one model's tool pings showed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

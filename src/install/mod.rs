@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::state::files::{self, StateError};
 use doc::{Doc, DocError};
-use tools::{Setting, Tool, ToolContext};
+use tools::{Setting, Tool, ToolContext, LOOPBACK_BASE};
 
 /// What fcm wrote into one tool's file, and what was there before.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -329,9 +329,6 @@ pub(crate) fn pointing(tool: &Tool, ctx: &ToolContext) -> Option<Pointing> {
         token_matches,
     })
 }
-
-/// How fcm's base URL in a tool's config starts (written and read back).
-const LOOPBACK_BASE: &str = "http://127.0.0.1:";
 
 /// The port of an `http://127.0.0.1:PORT...` URL.
 pub(crate) fn loopback_port(url: &str) -> Option<u16> {

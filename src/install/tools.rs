@@ -6,6 +6,9 @@ use serde_json::{json, Value};
 
 use super::doc::Format;
 
+/// How every tool is pointed at `fcm serve`: loopback, then the port.
+pub(crate) const LOOPBACK_BASE: &str = "http://127.0.0.1:";
+
 /// What a tool's settings depend on.
 pub(crate) struct ToolContext {
     /// The user's home directory.
@@ -19,7 +22,7 @@ pub(crate) struct ToolContext {
 
 impl ToolContext {
     fn base(&self) -> String {
-        format!("{}{}", super::LOOPBACK_BASE, self.port)
+        format!("{}{}", LOOPBACK_BASE, self.port)
     }
 }
 
