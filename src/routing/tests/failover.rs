@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::super::script::Reply;
-use super::{chat, ranked, Model, Setup};
+use super::{chat, ranked, status, Model, Setup};
 use crate::providers::exchange::TransportFailure;
 
 /// One request over `models` (tried in the order given) with `replies` per model and
@@ -32,10 +32,6 @@ fn run(cases: Vec<Case>) {
         assert_eq!(got.decision, case.decision, "{}", case.name);
         assert_eq!(got.status, case.status, "{}: {:?}", case.name, got.trace);
     }
-}
-
-fn status(code: u16, message: &'static str) -> Reply {
-    Reply::Status(code, message, Vec::new())
 }
 
 #[test]

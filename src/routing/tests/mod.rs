@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::script::Script;
+use super::script::{Reply, Script};
 use super::{Ask, Delivery, Parts, Router};
 use crate::answers::stream::{StreamEnd, StreamItem};
 use crate::providers::catalog::{Catalog, KeySource};
@@ -140,6 +140,11 @@ pub(super) struct Answered {
     pub status: u16,
     pub retry_after: Option<u64>,
     pub trace: Trace,
+}
+
+/// An error status with this message and no headers.
+pub(super) fn status(code: u16, message: &'static str) -> Reply {
+    Reply::Status(code, message, Vec::new())
 }
 
 /// A plain chat request.

@@ -6,12 +6,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::super::script::Reply;
-use super::{ranked, Setup};
+use super::{ranked, status, Setup};
 use crate::state::breaker::BreakerState;
-
-fn status(code: u16, message: &'static str) -> Reply {
-    Reply::Status(code, message, Vec::new())
-}
 
 #[test]
 fn repeated_failures_open_a_breaker_and_the_next_request_skips_it() {
