@@ -11,7 +11,7 @@ use crate::commands::admin::{admin_get, admin_post};
 use crate::commands::{usage, Setup};
 use crate::state::breaker::{rows, BreakerBook, BreakerRow, BreakerState};
 use crate::state::files;
-use crate::state::persist::live_server;
+use crate::state::serve_info::live_server;
 use crate::table;
 use crate::time::human_ms;
 

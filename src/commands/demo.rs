@@ -203,7 +203,7 @@ fn route_in(dir: &std::path::Path, base_url: &str) -> Result<Routed> {
 fn ask(home: &std::path::Path) -> Result<Routed> {
     let started = std::time::Instant::now();
     let base = loop {
-        if let Some(info) = crate::state::persist::read_serve_info(&home.join("serve.json")) {
+        if let Some(info) = crate::state::serve_info::read_serve_info(&home.join("serve.json")) {
             break info.base_url();
         }
         if started.elapsed() > Duration::from_secs(5) {

@@ -15,7 +15,7 @@ use crate::commands::Setup;
 use crate::providers::catalog::Catalog;
 use crate::state::config::Config;
 use crate::state::files;
-use crate::state::persist::{live_server, ServeInfo};
+use crate::state::serve_info::{live_server, ServeInfo};
 
 #[derive(FromArgs)]
 #[argh(subcommand, name = "doctor")]

@@ -6,7 +6,7 @@ use argh::FromArgs;
 use crate::commands::admin::admin_get;
 use crate::commands::{usage, Setup};
 use crate::state::files;
-use crate::state::persist::live_server;
+use crate::state::serve_info::live_server;
 use crate::state::trace::{summarize, HistoryFile, Trace};
 use crate::table;
 

@@ -13,7 +13,7 @@ use crate::install::tools::TOOLS;
 use crate::install::{self as inst};
 use crate::state::breaker::{rows, BreakerBook, BreakerRow, Counts};
 use crate::state::files;
-use crate::state::persist::{live_server, ServeInfo};
+use crate::state::serve_info::{live_server, ServeInfo};
 use crate::state::trace::{HistoryFile, Trace};
 
 #[derive(FromArgs)]

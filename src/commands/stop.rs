@@ -8,7 +8,7 @@ use argh::FromArgs;
 
 use crate::commands::admin::admin_post;
 use crate::commands::Setup;
-use crate::state::persist::live_server;
+use crate::state::serve_info::live_server;
 
 #[derive(FromArgs)]
 #[argh(subcommand, name = "stop")]
@@ -55,7 +55,7 @@ pub(crate) fn run(_args: StopArgs) -> Result<i32> {
             info.address, info.pid
         );
     } else {
-        if let Ok(path) = crate::state::persist::serve_info_path() {
+        if let Ok(path) = crate::state::serve_info::serve_info_path() {
             let _ = std::fs::remove_file(path);
         }
         println!(

@@ -10,7 +10,7 @@ use crate::commands::{usage, Setup};
 use crate::state::files;
 use crate::state::ledger::report::{report, UsageLine, UsageReport};
 use crate::state::ledger::UsageBook;
-use crate::state::persist::live_server;
+use crate::state::serve_info::live_server;
 use crate::table;
 use crate::time;
 

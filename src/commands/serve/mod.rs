@@ -17,7 +17,8 @@ use crate::routing::Router;
 use crate::state::breaker::{BreakerBook, Breakers};
 use crate::state::files;
 use crate::state::ledger::Ledger;
-use crate::state::persist::{self, Flusher, ServeInfo, StatePaths, WriteCounts};
+use crate::state::persist::{self, Flusher, StatePaths, WriteCounts};
+use crate::state::serve_info::{self, ServeInfo};
 use crate::state::trace::{History, HistoryFile};
 
 #[derive(FromArgs)]
@@ -237,8 +238,8 @@ pub fn run(args: ServeArgs) -> Result<i32> {
         stop_key: stop_key.clone(),
         writes: WriteCounts::default(),
     });
-    let info_path = persist::serve_info_path()?;
-    persist::write_serve_info(
+    let info_path = serve_info::serve_info_path()?;
+    serve_info::write_serve_info(
         &info_path,
         &ServeInfo {
             pid: std::process::id(),

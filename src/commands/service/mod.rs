@@ -200,7 +200,7 @@ fn status(manager: Manager, home: &Path) -> Result<i32> {
             cmd.join(" ")
         );
     }
-    match crate::state::persist::live_server() {
+    match crate::state::serve_info::live_server() {
         Some(info) => println!(
             "fcm serve: running at http://{}/v1 (pid {})",
             info.address, info.pid
