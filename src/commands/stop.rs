@@ -7,6 +7,7 @@ use anyhow::{bail, Result};
 use argh::FromArgs;
 
 use crate::commands::admin::admin_post;
+use crate::commands::exit::ExitCode;
 use crate::commands::Setup;
 use crate::state::serve_info::live_server;
 
@@ -18,14 +19,14 @@ pub(crate) struct StopArgs {}
 /// How long a stopping server may take: its streams get 5 s, then it saves its state.
 const STOP_WAIT: Duration = Duration::from_secs(20);
 
-pub(crate) fn run(_args: StopArgs) -> Result<i32> {
+pub(crate) fn run(_args: StopArgs) -> Result<ExitCode> {
     let setup = Setup::load()?;
     let Some(info) = live_server() else {
         eprintln!(
             "fcm: no fcm serve is running for {} (no live server in its serve.json)",
             crate::state::files::fcm_home()?.display()
         );
-        return Ok(1);
+        return Ok(ExitCode::Failure);
     };
     // Through the server's admin endpoint, with the stop key from its serve.json (or this
     // shell's access token, for a server from before stop keys); when that is unreachable,
@@ -63,5 +64,5 @@ pub(crate) fn run(_args: StopArgs) -> Result<i32> {
             info.address, info.pid
         );
     }
-    Ok(0)
+    Ok(ExitCode::Ok)
 }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use argh::FromArgs;
 
+use crate::commands::exit::ExitCode;
 use crate::commands::{process_id_token, usage, Setup};
 use crate::edge::{self, App};
 use crate::routing::Router;
@@ -49,7 +50,7 @@ pub(crate) struct ServeArgs {
 }
 
 /// `fcm serve --detach`: the same server in the background; prints where it listens.
-fn detach(args: &ServeArgs) -> Result<i32> {
+fn detach(args: &ServeArgs) -> Result<ExitCode> {
     let mut forwarded = vec![
         "--host".to_string(),
         args.host.clone(),
@@ -76,7 +77,7 @@ fn detach(args: &ServeArgs) -> Result<i32> {
         info.pid,
         log.display()
     );
-    Ok(0)
+    Ok(ExitCode::Ok)
 }
 
 /// Binds with TCP_NODELAY on the listening socket (accepted sockets inherit it on Linux;
@@ -162,7 +163,7 @@ fn start_prober(app: Arc<App>, interval: Duration) {
     });
 }
 
-pub fn run(args: ServeArgs) -> Result<i32> {
+pub fn run(args: ServeArgs) -> Result<ExitCode> {
     if args.detach {
         return detach(&args);
     }
@@ -280,5 +281,5 @@ pub fn run(args: ServeArgs) -> Result<i32> {
             .parent()
             .map_or(String::new(), |p| p.display().to_string())
     );
-    Ok(0)
+    Ok(ExitCode::Ok)
 }
