@@ -1,14 +1,11 @@
-//! The top-level command (argh), dispatch and exit codes. Each subcommand's flags live beside
-//! its code in `cmd/<name>.rs`; no logic lives here.
+//! The top-level command (argh), dispatch, and which exit code an error or an early exit
+//! gives (the codes themselves are `commands::exit`'s). Each subcommand's flags live beside
+//! its code in `commands/<name>.rs`; no logic lives here.
 
 use argh::FromArgs;
 
+use crate::commands::exit::ExitCode;
 use crate::commands::{self, UsageError};
-
-/// Exit code for a usage error (bad flag, unknown provider or model).
-pub(crate) const EXIT_USAGE: i32 = 2;
-/// Exit code for a runtime failure.
-pub(crate) const EXIT_FAILURE: i32 = 1;
 
 #[derive(FromArgs)]
 /// fcm: find, benchmark and route between free coding LLMs. `fcm --version` (`-V`, with
@@ -74,7 +71,7 @@ pub fn run() -> i32 {
     let rest: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
     if let Some(text) = version(&rest) {
         println!("{text}");
-        return 0;
+        return ExitCode::Ok.code();
     }
     let fcm = match Fcm::from_args(&[name], &rest) {
         Ok(f) => f,
@@ -82,11 +79,11 @@ pub fn run() -> i32 {
             return match early.status {
                 Ok(()) => {
                     print!("{}", early.output);
-                    0
+                    ExitCode::Ok.code()
                 }
                 Err(()) => {
                     eprint!("{}", early.output);
-                    EXIT_USAGE
+                    ExitCode::Usage.code()
                 }
             };
         }
@@ -112,15 +109,16 @@ pub fn run() -> i32 {
         Command::Service(a) => commands::service::run(a),
         Command::FakeProvider(a) => commands::fake_provider::run(a),
     };
-    match result {
+    let code = match result {
         Ok(code) => code,
         Err(e) if e.downcast_ref::<UsageError>().is_some() => {
             eprintln!("fcm: {e}");
-            EXIT_USAGE
+            ExitCode::Usage
         }
         Err(e) => {
             eprintln!("fcm: {e:#}");
-            EXIT_FAILURE
+            ExitCode::Failure
         }
-    }
+    };
+    code.code()
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::commands::Setup;
 use crate::edge::access::{STOP_KEY_HEADER, STOP_PATH};
-use crate::state::persist::ServeInfo;
+use crate::state::serve_info::ServeInfo;
 
 fn call(info: &ServeInfo, setup: &Setup, method: &str, path: &str) -> Result<Value> {
     let agent = ureq::Agent::config_builder()

@@ -13,6 +13,7 @@ use rayon::prelude::*;
 use crate::bench::{
     merge, over_budget, probe, questions, rank, summarize, BenchReport, BenchVerdict, ModelResult,
 };
+use crate::commands::exit::ExitCode;
 use crate::commands::{process_id_token, require_provider, usage, Setup};
 use crate::providers::catalog::{Catalog, KeySource, ModelRef};
 use crate::providers::upstream::Upstream;
@@ -68,7 +69,7 @@ pub struct ProbePlan {
     pub progress: bool,
 }
 
-pub fn run(args: BenchArgs) -> Result<i32> {
+pub fn run(args: BenchArgs) -> Result<ExitCode> {
     let plan = validate(&args)?;
     let setup = Setup::load()?;
     let models = select(&setup.catalog, &args.provider, &args.model)?;
@@ -289,11 +290,11 @@ pub fn budget_plan(
 }
 
 /// 0 when at least one model is usable, 1 when none is.
-pub fn exit_code(report: &BenchReport) -> i32 {
+pub fn exit_code(report: &BenchReport) -> ExitCode {
     if report.models.iter().any(|m| m.usable) {
-        0
+        ExitCode::Ok
     } else {
-        1
+        ExitCode::Failure
     }
 }
 

@@ -8,10 +8,11 @@ use argh::FromArgs;
 use comfy_table::{Cell, Color};
 
 use crate::commands::admin::{admin_get, admin_post};
+use crate::commands::exit::ExitCode;
 use crate::commands::{usage, Setup};
 use crate::state::breaker::{rows, BreakerBook, BreakerRow, BreakerState};
 use crate::state::files;
-use crate::state::persist::live_server;
+use crate::state::serve_info::live_server;
 use crate::table;
 use crate::time::human_ms;
 
@@ -27,7 +28,7 @@ pub(crate) struct BreakersArgs {
     pub(crate) reset: Option<String>,
 }
 
-pub(crate) fn run(args: BreakersArgs) -> Result<i32> {
+pub(crate) fn run(args: BreakersArgs) -> Result<ExitCode> {
     let setup = Setup::load()?;
     if let Some(model) = &args.reset {
         if model != "all" && setup.catalog.find(model).is_none() {
@@ -78,11 +79,11 @@ pub(crate) fn run(args: BreakersArgs) -> Result<i32> {
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(0);
+        return Ok(ExitCode::Ok);
     }
     if rows.is_empty() {
         println!("No breaker has seen a failure yet: every model is CLOSED.");
-        return Ok(0);
+        return Ok(ExitCode::Ok);
     }
     let colour = std::io::stdout().is_terminal();
     let mut t = table::new(&[
@@ -137,5 +138,5 @@ pub(crate) fn run(args: BreakersArgs) -> Result<i32> {
         None => "from breakers.json (no server running)".to_string(),
     };
     println!("{} models with history, {source}", rows.len());
-    Ok(0)
+    Ok(ExitCode::Ok)
 }

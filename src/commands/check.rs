@@ -7,6 +7,7 @@ use argh::FromArgs;
 use serde_json::json;
 
 use crate::answers::classify::FailureKind;
+use crate::commands::exit::ExitCode;
 use crate::commands::usage;
 use crate::commands::{process_id_token, require_provider, Setup};
 use crate::providers::catalog::{key_hint, tier_rank, KeyStatus, ModelRef};
@@ -49,26 +50,19 @@ pub(crate) struct CheckArgs {
     pub(crate) json: bool,
 }
 
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_NO_KEY: i32 = 3;
-pub const EXIT_KEY_REJECTED: i32 = 4;
-pub const EXIT_RATE_LIMITED: i32 = 5;
-pub const EXIT_UNUSABLE: i32 = 6;
-pub const EXIT_UNREACHABLE: i32 = 7;
-
 /// The exit code a failure kind maps to.
-pub fn exit_code_for(kind: FailureKind) -> i32 {
+pub fn exit_code_for(kind: FailureKind) -> ExitCode {
     use FailureKind::*;
     match kind {
-        AuthError => EXIT_KEY_REJECTED,
-        RateLimit | QuotaExhausted => EXIT_RATE_LIMITED,
+        AuthError => ExitCode::KeyRejected,
+        RateLimit | QuotaExhausted => ExitCode::RateLimited,
         InvalidRequest | HtmlMaintenance | InvalidJson | EmptyChoices | EmptyContent
         | ErrorPayload | EmptyStream | ContextOverflow | InvalidToolCall | ModelNotFound => {
-            EXIT_UNUSABLE
+            ExitCode::Unusable
         }
-        ProviderUrlUnresolvable => EXIT_NO_KEY,
+        ProviderUrlUnresolvable => ExitCode::NoKey,
         ModelOverloaded | Timeout | StreamStall | NetworkError | ProviderServerError => {
-            EXIT_UNREACHABLE
+            ExitCode::Unreachable
         }
     }
 }
@@ -130,7 +124,7 @@ pub(crate) fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>>
     }
 }
 
-pub fn run(args: CheckArgs) -> Result<i32> {
+pub fn run(args: CheckArgs) -> Result<ExitCode> {
     if args.timeout == 0 || args.timeout > 600 {
         return usage(format!(
             "--timeout must be between 1 and 600 seconds (got {})",
@@ -157,17 +151,21 @@ pub(crate) fn check(
     only_key: Option<&str>,
     timeout: Duration,
     json: bool,
-) -> Result<i32> {
+) -> Result<ExitCode> {
     let c = checked(setup, m, only_key, timeout)?;
     // The one place check writes: nothing a provider echoed of a secret gets through.
     let secrets = setup.secrets(None);
     let line = format!(
         "{}{}",
-        if c.code == EXIT_OK { "ok   " } else { "FAIL " },
+        if c.code == ExitCode::Ok {
+            "ok   "
+        } else {
+            "FAIL "
+        },
         c.line
     );
     if json {
-        let v = json!({"model": m.key(), "ok": c.code == EXIT_OK, "exitCode": c.code,
+        let v = json!({"model": m.key(), "ok": c.code == ExitCode::Ok, "exitCode": c.code.code(),
                        "kind": c.kind, "status": c.http, "latencyMs": c.ms, "key": c.key_note,
                        "message": line, "remaining": c.left});
         println!("{}", secrets.redact(&v.to_string()));
@@ -184,14 +182,14 @@ pub(crate) fn outcome(
     m: ModelRef<'_>,
     only_key: Option<&str>,
     timeout: Duration,
-) -> Result<(i32, String)> {
+) -> Result<(ExitCode, String)> {
     let c = checked(setup, m, only_key, timeout)?;
     Ok((c.code, setup.secrets(None).redact(&c.line).into_owned()))
 }
 
 /// What one check found.
 struct Checked {
-    code: i32,
+    code: ExitCode,
     kind: Option<FailureKind>,
     http: Option<u16>,
     ms: Option<u64>,
@@ -231,7 +229,7 @@ fn checked(
         };
         let line = format!("{}: key not set; {how}", m.key());
         return Ok(done(
-            EXIT_NO_KEY,
+            ExitCode::NoKey,
             None,
             None,
             None,
@@ -280,7 +278,7 @@ fn checked(
             let kind = Some(FailureKind::QuotaExhausted);
             let key_note = status.describe();
             return Ok(done(
-                EXIT_RATE_LIMITED,
+                ExitCode::RateLimited,
                 kind,
                 None,
                 None,
@@ -316,7 +314,7 @@ fn checked(
                 m.key()
             );
             done(
-                EXIT_OK,
+                ExitCode::Ok,
                 None,
                 Some(200),
                 Some(total_ms),
@@ -382,13 +380,56 @@ mod tests {
     #[test]
     fn every_kind_has_an_exit_code() {
         for kind in FailureKind::ALL {
-            let code = exit_code_for(kind);
+            let code = exit_code_for(kind).code();
             assert!((3..=7).contains(&code), "{kind}");
             assert!(!what(kind).is_empty());
         }
-        assert_eq!(exit_code_for(FailureKind::AuthError), 4);
-        assert_eq!(exit_code_for(FailureKind::RateLimit), 5);
-        assert_eq!(exit_code_for(FailureKind::EmptyChoices), 6);
-        assert_eq!(exit_code_for(FailureKind::Timeout), 7);
+        assert_eq!(exit_code_for(FailureKind::AuthError).code(), 4);
+        assert_eq!(exit_code_for(FailureKind::RateLimit).code(), 5);
+        assert_eq!(exit_code_for(FailureKind::EmptyChoices).code(), 6);
+        assert_eq!(exit_code_for(FailureKind::Timeout).code(), 7);
+    }
+
+    /// The codes `fcm check --help` lists (argh's `error_code` attribute, literals) are the
+    /// exit table's, in its words; only success is worded for check.
+    #[test]
+    fn the_help_lists_the_exit_table() {
+        let help = CheckArgs::from_args(&["fcm", "check"], &["--help"])
+            .err()
+            .expect("--help exits early")
+            .output;
+        let listed: Vec<(ExitCode, &str)> = help
+            .split_once("Error codes:\n")
+            .expect("an error code list")
+            .1
+            .lines()
+            .filter_map(|l| l.trim().split_once(' '))
+            .map(|(n, text)| {
+                let code = n.parse().ok().and_then(ExitCode::from_code);
+                (
+                    code.unwrap_or_else(|| panic!("{n}: not in the exit table")),
+                    text,
+                )
+            })
+            .collect();
+        let codes: Vec<ExitCode> = listed.iter().map(|(c, _)| *c).collect();
+        assert_eq!(
+            codes,
+            [
+                ExitCode::Ok,
+                ExitCode::Usage,
+                ExitCode::NoKey,
+                ExitCode::KeyRejected,
+                ExitCode::RateLimited,
+                ExitCode::Unusable,
+                ExitCode::Unreachable,
+            ]
+        );
+        for (code, text) in listed {
+            match code {
+                ExitCode::Ok => assert_eq!(text, "ok: the model answered with real content"),
+                _ => assert_eq!(text, code.description(), "{code:?}"),
+            }
+        }
     }
 }

@@ -12,6 +12,7 @@ use argh::FromArgs;
 use serde_json::json;
 
 use crate::commands::bench::{execute, print_table, ProbePlan};
+use crate::commands::exit::ExitCode;
 use crate::commands::usage;
 use crate::fake_provider::{Behavior, FakeProvider};
 use crate::providers::catalog::{Catalog, KeySource};
@@ -55,7 +56,7 @@ fn models() -> Vec<(&'static str, &'static str, Behavior)> {
     ]
 }
 
-pub(crate) fn run(args: DemoArgs) -> Result<i32> {
+pub(crate) fn run(args: DemoArgs) -> Result<ExitCode> {
     if args.pings == 0 || args.pings > 10 {
         return usage(format!(
             "--pings must be between 1 and 10 (got {})",
@@ -107,7 +108,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<i32> {
             Err(e) => json!({"error": format!("{e:#}")}),
         };
         println!("{}", serde_json::to_string_pretty(&doc)?);
-        return Ok(0);
+        return Ok(ExitCode::Ok);
     }
     print_table(&report, &secrets);
     println!();
@@ -142,7 +143,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<i32> {
     println!();
     println!("Next: set a provider key (`fcm keys set PROVIDER`), run `fcm bench`, then");
     println!("`fcm serve --detach` and `fcm install <tool>`.");
-    Ok(0)
+    Ok(ExitCode::Ok)
 }
 
 /// What the router did with the demo's one request.
@@ -203,7 +204,7 @@ fn route_in(dir: &std::path::Path, base_url: &str) -> Result<Routed> {
 fn ask(home: &std::path::Path) -> Result<Routed> {
     let started = std::time::Instant::now();
     let base = loop {
-        if let Some(info) = crate::state::persist::read_serve_info(&home.join("serve.json")) {
+        if let Some(info) = crate::state::serve_info::read_serve_info(&home.join("serve.json")) {
             break info.base_url();
         }
         if started.elapsed() > Duration::from_secs(5) {

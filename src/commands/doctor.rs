@@ -10,12 +10,12 @@ use anyhow::Result;
 use argh::FromArgs;
 
 use crate::commands::admin::admin_get;
-use crate::commands::check::{EXIT_KEY_REJECTED, EXIT_NO_KEY, EXIT_RATE_LIMITED};
+use crate::commands::exit::ExitCode;
 use crate::commands::Setup;
 use crate::providers::catalog::Catalog;
 use crate::state::config::Config;
 use crate::state::files;
-use crate::state::persist::{live_server, ServeInfo};
+use crate::state::serve_info::{live_server, ServeInfo};
 
 #[derive(FromArgs)]
 #[argh(subcommand, name = "doctor")]
@@ -69,7 +69,7 @@ fn fail(what: impl Into<String>, fix: impl Into<String>) -> Check {
     }
 }
 
-pub(crate) fn run(args: DoctorArgs) -> Result<i32> {
+pub(crate) fn run(args: DoctorArgs) -> Result<ExitCode> {
     if args.timeout == 0 || args.timeout > 600 {
         return crate::commands::usage(format!(
             "--timeout must be between 1 and 600 seconds (got {})",
@@ -209,7 +209,7 @@ pub(crate) fn run(args: DoctorArgs) -> Result<i32> {
 }
 
 /// Prints the report; the exit code: 0 when nothing failed.
-fn print(checks: &[Check]) -> i32 {
+fn print(checks: &[Check]) -> ExitCode {
     for c in checks {
         let tag = match c.outcome {
             Outcome::Pass => "ok  ",
@@ -224,10 +224,10 @@ fn print(checks: &[Check]) -> i32 {
     let failed = checks.iter().filter(|c| c.outcome == Outcome::Fail).count();
     if failed == 0 {
         println!("fcm doctor: all {} checks passed", checks.len());
-        0
+        ExitCode::Ok
     } else {
         println!("fcm doctor: {failed} of {} checks failed", checks.len());
-        1
+        ExitCode::Failure
     }
 }
 
@@ -367,15 +367,15 @@ fn key_checks(setup: &Setup, online: bool, timeout: Duration) -> Vec<Check> {
         };
         // fcm check's own line, as a child process would print it, is captured here.
         match check_quietly(setup, m, timeout) {
-            (0, line) => out.push(pass(format!("key {}: {line}", p.id))),
+            (ExitCode::Ok, line) => out.push(pass(format!("key {}: {line}", p.id))),
             (code, line) => out.push(fail(
                 format!("key {}: {line}", p.id),
                 match code {
-                    EXIT_NO_KEY | EXIT_KEY_REJECTED => format!(
+                    ExitCode::NoKey | ExitCode::KeyRejected => format!(
                         "`fcm keys set {}` with a working key ({})",
                         p.id, p.signup_url
                     ),
-                    EXIT_RATE_LIMITED => {
+                    ExitCode::RateLimited => {
                         "wait for the quota to come back (`fcm usage` shows when)".to_string()
                     }
                     _ => format!(
@@ -394,10 +394,10 @@ fn check_quietly(
     setup: &Setup,
     m: crate::providers::catalog::ModelRef<'_>,
     timeout: Duration,
-) -> (i32, String) {
+) -> (ExitCode, String) {
     match crate::commands::check::outcome(setup, m, None, timeout) {
         Ok(outcome) => outcome,
-        Err(e) => (1, format!("{e:#}")),
+        Err(e) => (ExitCode::Failure, format!("{e:#}")),
     }
 }
 

@@ -6,6 +6,7 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use argh::FromArgs;
 
+use crate::commands::exit::ExitCode;
 use crate::fake_provider::FakeProvider;
 
 #[derive(FromArgs)]
@@ -20,7 +21,7 @@ pub(crate) struct FakeProviderArgs {
     pub(crate) no_record: bool,
 }
 
-pub(crate) fn run(args: FakeProviderArgs) -> Result<i32> {
+pub(crate) fn run(args: FakeProviderArgs) -> Result<ExitCode> {
     let fake = FakeProvider::start_with(args.port, HashMap::new(), !args.no_record)
         .with_context(|| format!("cannot listen on 127.0.0.1:{}", args.port))?;
     println!("{}", fake.base_url());

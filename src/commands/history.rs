@@ -4,9 +4,10 @@ use anyhow::{Context, Result};
 use argh::FromArgs;
 
 use crate::commands::admin::admin_get;
+use crate::commands::exit::ExitCode;
 use crate::commands::{usage, Setup};
 use crate::state::files;
-use crate::state::persist::live_server;
+use crate::state::serve_info::live_server;
 use crate::state::trace::{summarize, HistoryFile, Trace};
 use crate::table;
 
@@ -22,7 +23,7 @@ pub(crate) struct HistoryArgs {
     pub(crate) json: bool,
 }
 
-pub(crate) fn run(args: HistoryArgs) -> Result<i32> {
+pub(crate) fn run(args: HistoryArgs) -> Result<ExitCode> {
     if args.n == 0 {
         return usage("-n must be at least 1");
     }
@@ -44,11 +45,11 @@ pub(crate) fn run(args: HistoryArgs) -> Result<i32> {
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&entries)?);
-        return Ok(0);
+        return Ok(ExitCode::Ok);
     }
     if entries.is_empty() {
         println!("No requests yet. Point a client at http://127.0.0.1:19280/v1 with model \"fcm\" after `fcm serve`.");
-        return Ok(0);
+        return Ok(ExitCode::Ok);
     }
     let mut t = table::new(&[
         "Time",
@@ -82,5 +83,5 @@ pub(crate) fn run(args: HistoryArgs) -> Result<i32> {
         "{} requests: {:.1}% served, {:.1}% failed over, {:.2} attempts on average",
         s.requests, s.served_pct, s.failover_pct, s.avg_attempts
     );
-    Ok(0)
+    Ok(ExitCode::Ok)
 }

@@ -5,6 +5,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use argh::FromArgs;
 
+use crate::commands::exit::ExitCode;
 use crate::commands::{edit_config, usage, Setup};
 use crate::install::cursor;
 use crate::install::doc::DocError;
@@ -62,7 +63,7 @@ pub(crate) fn tool_context(
     }
 }
 
-pub(crate) fn run(args: InstallArgs) -> Result<i32> {
+pub(crate) fn run(args: InstallArgs) -> Result<ExitCode> {
     let setup = Setup::load()?;
     let home =
         crate::state::files::home_dir().context("cannot find your home directory (set HOME)")?;
@@ -122,7 +123,7 @@ pub(crate) fn run(args: InstallArgs) -> Result<i32> {
                 tool.label,
                 file.display()
             );
-            return Ok(0);
+            return Ok(ExitCode::Ok);
         };
         let plan = inst::plan_uninstall(tool, &text, record).map_err(refused)?;
         if args.dry_run {
@@ -139,7 +140,7 @@ pub(crate) fn run(args: InstallArgs) -> Result<i32> {
             tool.label,
             file.display()
         );
-        return Ok(0);
+        return Ok(ExitCode::Ok);
     }
     let settings = (tool.settings)(&ctx);
     let plan = inst::plan_install(tool, &text, &settings, records.get(tool.name), &file)
@@ -150,7 +151,7 @@ pub(crate) fn run(args: InstallArgs) -> Result<i32> {
             tool.label,
             file.display()
         );
-        return Ok(0);
+        return Ok(ExitCode::Ok);
     }
     if args.dry_run {
         return preview(&plan, &file);
@@ -176,12 +177,12 @@ pub(crate) fn run(args: InstallArgs) -> Result<i32> {
         "Next: start the proxy with `fcm serve`, then {}.",
         tool.next
     );
-    Ok(0)
+    Ok(ExitCode::Ok)
 }
 
 /// Cursor: a tunnel URL, an access token, and its SQLite settings (see `install::cursor`).
 /// `existing` is the access token already configured, if any.
-fn cursor(args: &InstallArgs, ctx: &ToolContext, existing: Option<String>) -> Result<i32> {
+fn cursor(args: &InstallArgs, ctx: &ToolContext, existing: Option<String>) -> Result<ExitCode> {
     let db = cursor::db_path(&ctx.home);
     let mut records = inst::load_records()?;
     if args.uninstall {
@@ -190,7 +191,7 @@ fn cursor(args: &InstallArgs, ctx: &ToolContext, existing: Option<String>) -> Re
                 "fcm is not installed in Cursor ({}); nothing to remove.",
                 db.display()
             );
-            return Ok(0);
+            return Ok(ExitCode::Ok);
         };
         cursor::ensure_closed(&db, args.cursor_closed, |is| crate::process::running(is))?;
         if args.dry_run {
@@ -199,7 +200,7 @@ fn cursor(args: &InstallArgs, ctx: &ToolContext, existing: Option<String>) -> Re
                 record.settings.len(),
                 db.display()
             );
-            return Ok(0);
+            return Ok(ExitCode::Ok);
         }
         let n = cursor::uninstall(&db, record)?;
         records.remove("cursor");
@@ -208,7 +209,7 @@ fn cursor(args: &InstallArgs, ctx: &ToolContext, existing: Option<String>) -> Re
             "Restored {n} setting(s) in {}; Cursor uses its own models again.",
             db.display()
         );
-        return Ok(0);
+        return Ok(ExitCode::Ok);
     }
     let Some(url) = args.url.as_deref() else {
         return usage(
@@ -240,12 +241,12 @@ fn cursor(args: &InstallArgs, ctx: &ToolContext, existing: Option<String>) -> Re
             "Cursor already points at fcm ({}); nothing changed.",
             db.display()
         );
-        return Ok(0);
+        return Ok(ExitCode::Ok);
     }
     if args.dry_run {
         println!("Would set in {} (dry run, nothing written):", db.display());
         changes.iter().for_each(|c| println!("+ {c}"));
-        return Ok(0);
+        return Ok(ExitCode::Ok);
     }
     if let Some(backup) = inst::backup_once(&db)? {
         println!("Backed up {} to {}", db.display(), backup.display());
@@ -281,7 +282,7 @@ fn cursor(args: &InstallArgs, ctx: &ToolContext, existing: Option<String>) -> Re
         "  3. start Cursor and pick the model {} in the chat's model list",
         args.model
     );
-    Ok(0)
+    Ok(ExitCode::Ok)
 }
 
 /// Stores a new access token as `serve.token` in the user's config.json.
@@ -297,7 +298,7 @@ fn save_token(token: &str) -> Result<()> {
     Ok(())
 }
 
-fn preview(plan: &Plan, file: &Path) -> Result<i32> {
+fn preview(plan: &Plan, file: &Path) -> Result<ExitCode> {
     if plan.changes() {
         println!(
             "Would change {} (dry run, nothing written):",
@@ -307,10 +308,10 @@ fn preview(plan: &Plan, file: &Path) -> Result<i32> {
     } else {
         println!("{} would not change.", file.display());
     }
-    Ok(0)
+    Ok(ExitCode::Ok)
 }
 
-fn list(ctx: &ToolContext) -> Result<i32> {
+fn list(ctx: &ToolContext) -> Result<ExitCode> {
     let records = inst::load_records()?;
     let mut t = table::new(&["Tool", "Config file", "fcm"]);
     for tool in TOOLS {
@@ -332,7 +333,7 @@ fn list(ctx: &ToolContext) -> Result<i32> {
         cursor_status.to_string(),
     ]);
     println!("{t}");
-    Ok(0)
+    Ok(ExitCode::Ok)
 }
 
 fn status(tool: &Tool, ctx: &ToolContext, recorded: bool) -> String {

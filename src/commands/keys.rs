@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use argh::FromArgs;
 use serde_json::Value;
 
+use crate::commands::exit::ExitCode;
 use crate::commands::{edit_config, require_provider, usage, Setup};
 use crate::providers::catalog::{KeyStatus, Provider};
 use crate::table;
@@ -64,7 +65,7 @@ pub(crate) struct RmArgs {
     pub(crate) provider: String,
 }
 
-pub(crate) fn run(args: KeysArgs) -> Result<i32> {
+pub(crate) fn run(args: KeysArgs) -> Result<ExitCode> {
     match args.action {
         KeysAction::Set(a) => set(a),
         KeysAction::List(a) => list(a),
@@ -104,7 +105,7 @@ fn read_key(provider: &Provider) -> Result<String> {
     Ok(key)
 }
 
-fn set(a: SetArgs) -> Result<i32> {
+fn set(a: SetArgs) -> Result<ExitCode> {
     if a.timeout == 0 || a.timeout > 600 {
         return usage(format!(
             "--timeout must be between 1 and 600 seconds (got {})",
@@ -157,7 +158,7 @@ fn set(a: SetArgs) -> Result<i32> {
         }
     }
     if a.no_check {
-        return Ok(0);
+        return Ok(ExitCode::Ok);
     }
     let m = crate::commands::check::choose(&setup, &provider.id)?;
     println!(
@@ -167,7 +168,7 @@ fn set(a: SetArgs) -> Result<i32> {
     crate::commands::check::check(&setup, m, Some(&key), Duration::from_secs(a.timeout), false)
 }
 
-fn list(a: ListArgs) -> Result<i32> {
+fn list(a: ListArgs) -> Result<ExitCode> {
     let setup = Setup::load()?;
     let keys = setup.keys();
     let mut rows = Vec::new();
@@ -198,7 +199,7 @@ fn list(a: ListArgs) -> Result<i32> {
             })
             .collect();
         println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(0);
+        return Ok(ExitCode::Ok);
     }
     let mut t = table::new(&["Provider", "Key", "From", "Sign up"]);
     for (p, state, sources) in &rows {
@@ -222,10 +223,10 @@ fn list(a: ListArgs) -> Result<i32> {
     println!("{t}");
     let set = rows.iter().filter(|(_, s, _)| *s == "set").count();
     println!("{set} of {} providers have a key.", rows.len());
-    Ok(0)
+    Ok(ExitCode::Ok)
 }
 
-fn rm(a: RmArgs) -> Result<i32> {
+fn rm(a: RmArgs) -> Result<ExitCode> {
     let setup = Setup::load()?;
     let provider = require_provider(&setup.catalog, &a.provider)?;
     if !setup.config.api_keys.contains_key(&provider.id) {
@@ -259,5 +260,5 @@ fn rm(a: RmArgs) -> Result<i32> {
             provider.id
         );
     }
-    Ok(0)
+    Ok(ExitCode::Ok)
 }

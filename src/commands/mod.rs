@@ -1,6 +1,7 @@
 //! One module per command: each declares its flags, loads what it needs, does its job and
 //! prints the result. This file holds what several of them share: the usage error, the
-//! catalog and config they start from, editing config.json, and provider lookup.
+//! catalog and config they start from, editing config.json, and provider lookup; `exit`
+//! holds the exit codes every command returns.
 
 pub(crate) mod admin;
 pub(crate) mod bench;
@@ -8,6 +9,7 @@ pub(crate) mod breakers;
 pub(crate) mod check;
 pub(crate) mod demo;
 pub(crate) mod doctor;
+pub(crate) mod exit;
 pub(crate) mod fake_provider;
 pub(crate) mod history;
 pub(crate) mod install;

@@ -4,6 +4,7 @@ use anyhow::Result;
 use argh::FromArgs;
 use serde_json::{json, Value};
 
+use crate::commands::exit::ExitCode;
 use crate::providers::overlay::{Listing, Overlay};
 
 use crate::commands::{require_provider, usage, Setup};
@@ -34,7 +35,7 @@ const LIST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// `fcm models --refresh`: `GET /models` at each provider with a key (or none needed),
 /// the differences printed and saved for every later command to lay over the catalog.
-fn refresh(args: &ModelsArgs) -> Result<i32> {
+fn refresh(args: &ModelsArgs) -> Result<ExitCode> {
     // The catalog without the last overlay: differences are always from the catalog itself.
     let setup = Setup::load_without_overlay()?;
     if let Some(p) = &args.provider {
@@ -126,7 +127,11 @@ fn refresh(args: &ModelsArgs) -> Result<i32> {
             path.display()
         );
     }
-    Ok(if answered > 0 { 0 } else { 1 })
+    Ok(if answered > 0 {
+        ExitCode::Ok
+    } else {
+        ExitCode::Failure
+    })
 }
 
 /// One provider's `GET /models`, with its key and headers; why not, in one line.
@@ -163,7 +168,7 @@ fn list_models(
     Listing::parse(&body).ok_or_else(|| "no model list in the answer".to_string())
 }
 
-pub(crate) fn run(args: ModelsArgs) -> Result<i32> {
+pub(crate) fn run(args: ModelsArgs) -> Result<ExitCode> {
     if args.refresh {
         return refresh(&args);
     }
@@ -206,7 +211,7 @@ pub(crate) fn run(args: ModelsArgs) -> Result<i32> {
             })
             .collect();
         println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(0);
+        return Ok(ExitCode::Ok);
     }
     let mut t = table::new(&[
         "Provider", "Model", "Label", "Tier", "SWE %", "Context", "Key",
@@ -240,5 +245,5 @@ pub(crate) fn run(args: ModelsArgs) -> Result<i32> {
         "{} models, {ready} usable with the keys set now",
         rows.len()
     );
-    Ok(0)
+    Ok(ExitCode::Ok)
 }

@@ -4,6 +4,7 @@ use anyhow::Result;
 use argh::FromArgs;
 use serde_json::json;
 
+use crate::commands::exit::ExitCode;
 use crate::commands::{edit_config, usage, Setup};
 use crate::state::sets::Strategy;
 use crate::table;
@@ -69,7 +70,7 @@ pub(crate) struct SetsUse {
     pub(crate) name: String,
 }
 
-pub(crate) fn run(args: SetsArgs) -> Result<i32> {
+pub(crate) fn run(args: SetsArgs) -> Result<ExitCode> {
     let setup = Setup::load()?;
     match args.action {
         None => list(&setup),
@@ -102,7 +103,7 @@ pub(crate) fn run(args: SetsArgs) -> Result<i32> {
                 a.models.join(" -> ")
             };
             println!("Set {:?} saved: {models} ({how}). Use it as model \"fcm:{}\", or make it the default with `fcm sets use {}`.", a.name, a.name, a.name);
-            Ok(0)
+            Ok(ExitCode::Ok)
         }
         Some(SetsAction::Rm(a)) => {
             if !setup.config.router.sets.contains_key(&a.name) {
@@ -125,7 +126,7 @@ pub(crate) fn run(args: SetsArgs) -> Result<i32> {
                     ""
                 }
             );
-            Ok(0)
+            Ok(ExitCode::Ok)
         }
         Some(SetsAction::Use(a)) if a.name == "none" => {
             edit_config(|doc| {
@@ -133,7 +134,7 @@ pub(crate) fn run(args: SetsArgs) -> Result<i32> {
                 Ok(())
             })?;
             println!("Model \"fcm\" routes over all models by ranking.");
-            Ok(0)
+            Ok(ExitCode::Ok)
         }
         Some(SetsAction::Use(a)) => {
             if !setup.config.router.sets.contains_key(&a.name) {
@@ -147,7 +148,7 @@ pub(crate) fn run(args: SetsArgs) -> Result<i32> {
                 "Model \"fcm\" now routes with set {:?} first (restart a running `fcm serve`).",
                 a.name
             );
-            Ok(0)
+            Ok(ExitCode::Ok)
         }
     }
 }
@@ -204,11 +205,11 @@ fn strategy(value: &str) -> std::result::Result<Strategy, String> {
     })
 }
 
-fn list(setup: &Setup) -> Result<i32> {
+fn list(setup: &Setup) -> Result<ExitCode> {
     let sets = &setup.config.router.sets;
     if sets.is_empty() {
         println!("No sets yet. Add one with `fcm sets add NAME provider/modelId...`; use it as model \"fcm:NAME\".");
-        return Ok(0);
+        return Ok(ExitCode::Ok);
     }
     let keys = setup.keys();
     let mut t = table::new(&["Set", "Strategy", "Options", "Models", "Default"]);
@@ -238,5 +239,5 @@ fn list(setup: &Setup) -> Result<i32> {
         ]);
     }
     println!("{t}");
-    Ok(0)
+    Ok(ExitCode::Ok)
 }

@@ -8,12 +8,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::commands::admin::admin_get;
+use crate::commands::exit::ExitCode;
 use crate::commands::Setup;
 use crate::install::tools::TOOLS;
 use crate::install::{self as inst};
 use crate::state::breaker::{rows, BreakerBook, BreakerRow, Counts};
 use crate::state::files;
-use crate::state::persist::{live_server, ServeInfo};
+use crate::state::serve_info::{live_server, ServeInfo};
 use crate::state::trace::{HistoryFile, Trace};
 
 #[derive(FromArgs)]
@@ -106,7 +107,7 @@ pub(crate) struct LastFailure {
     pub(crate) kind: String,
 }
 
-pub(crate) fn run(args: StatusArgs) -> Result<i32> {
+pub(crate) fn run(args: StatusArgs) -> Result<ExitCode> {
     let setup = Setup::load()?;
     let status = gather(&setup)?;
     if args.json {
@@ -114,7 +115,7 @@ pub(crate) fn run(args: StatusArgs) -> Result<i32> {
     } else {
         print!("{}", text(&status));
     }
-    Ok(0)
+    Ok(ExitCode::Ok)
 }
 
 /// Everything `fcm status` shows, from the running server when there is one, else from the

@@ -7,8 +7,9 @@ use anyhow::{bail, Result};
 use argh::FromArgs;
 
 use crate::commands::admin::admin_post;
+use crate::commands::exit::ExitCode;
 use crate::commands::Setup;
-use crate::state::persist::live_server;
+use crate::state::serve_info::live_server;
 
 #[derive(FromArgs)]
 #[argh(subcommand, name = "stop")]
@@ -18,14 +19,14 @@ pub(crate) struct StopArgs {}
 /// How long a stopping server may take: its streams get 5 s, then it saves its state.
 const STOP_WAIT: Duration = Duration::from_secs(20);
 
-pub(crate) fn run(_args: StopArgs) -> Result<i32> {
+pub(crate) fn run(_args: StopArgs) -> Result<ExitCode> {
     let setup = Setup::load()?;
     let Some(info) = live_server() else {
         eprintln!(
             "fcm: no fcm serve is running for {} (no live server in its serve.json)",
             crate::state::files::fcm_home()?.display()
         );
-        return Ok(1);
+        return Ok(ExitCode::Failure);
     };
     // Through the server's admin endpoint, with the stop key from its serve.json (or this
     // shell's access token, for a server from before stop keys); when that is unreachable,
@@ -55,7 +56,7 @@ pub(crate) fn run(_args: StopArgs) -> Result<i32> {
             info.address, info.pid
         );
     } else {
-        if let Ok(path) = crate::state::persist::serve_info_path() {
+        if let Ok(path) = crate::state::serve_info::serve_info_path() {
             let _ = std::fs::remove_file(path);
         }
         println!(
@@ -63,5 +64,5 @@ pub(crate) fn run(_args: StopArgs) -> Result<i32> {
             info.address, info.pid
         );
     }
-    Ok(0)
+    Ok(ExitCode::Ok)
 }

@@ -6,11 +6,12 @@ use anyhow::{Context, Result};
 use argh::FromArgs;
 
 use crate::commands::admin::admin_get;
+use crate::commands::exit::ExitCode;
 use crate::commands::{usage, Setup};
 use crate::state::files;
 use crate::state::ledger::report::{report, UsageLine, UsageReport};
 use crate::state::ledger::UsageBook;
-use crate::state::persist::live_server;
+use crate::state::serve_info::live_server;
 use crate::table;
 use crate::time;
 
@@ -32,7 +33,7 @@ pub(crate) struct UsageArgs {
 /// The ledger keeps this many days.
 const MAX_DAYS: u64 = crate::state::ledger::book::KEEP_DAYS;
 
-pub(crate) fn run(args: UsageArgs) -> Result<i32> {
+pub(crate) fn run(args: UsageArgs) -> Result<ExitCode> {
     if args.days == 0 || args.days > MAX_DAYS {
         return usage(format!(
             "--days must be between 1 and {MAX_DAYS} (the ledger keeps {MAX_DAYS} days; got {})",
@@ -67,11 +68,11 @@ pub(crate) fn run(args: UsageArgs) -> Result<i32> {
     let r = report(&book, &setup.catalog, &configured, now, args.days);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
-        return Ok(0);
+        return Ok(ExitCode::Ok);
     }
     print!("{}", text(&r, args.verbose, now));
     println!("{source}");
-    Ok(0)
+    Ok(ExitCode::Ok)
 }
 
 /// The tables and the notes under them.

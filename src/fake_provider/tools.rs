@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::behavior::{chunk, completion, ok_answer, stream_deltas};
-use super::SseWriter;
+use super::wire::{chunk, completion, content_pieces, ok_answer, stream_deltas, SseWriter};
 
 pub(super) fn tool_call_answer(
     out: &mut TcpStream,
@@ -158,10 +157,7 @@ pub(super) fn text_answer_in_pieces(
             "stop",
         );
     }
-    let chars: Vec<char> = text.chars().collect();
-    let pieces = chars
-        .chunks(5)
-        .map(|piece| json!({"content": piece.iter().collect::<String>()}));
+    let pieces = content_pieces(text, 5);
     stream_deltas(
         out,
         id,
@@ -246,5 +242,34 @@ pub(super) fn sample_value(schema: Option<&Value>) -> Value {
         Some("array") => json!([]),
         Some("object") => json!({}),
         _ => json!("Paris"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake_provider::Behavior;
+
+    #[test]
+    fn offered_calls_hold_the_required_properties() {
+        let body = json!({"tools": [{"type": "function", "function": {"name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                "days": {"type": "integer"}, "hourly": {"type": "boolean"}},
+            "required": ["city", "unit", "days"]}}}]});
+        assert_eq!(
+            offered_call(&body),
+            Some((
+                "get_weather".to_string(),
+                json!({"city": "Paris", "unit": "celsius", "days": 1})
+            ))
+        );
+        let bare = json!({"tools": [{"type": "function", "function": {"name": "now"}}]});
+        assert_eq!(offered_call(&bare), Some(("now".to_string(), json!({}))));
+        assert_eq!(offered_call(&json!({"messages": []})), None);
+        assert_eq!(
+            Behavior::parse("calls_offered_tool#2"),
+            Some(Behavior::CallsOfferedTool)
+        );
     }
 }

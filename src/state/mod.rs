@@ -1,7 +1,8 @@
 //! State: what fcm keeps between requests and between runs. The user's settings
 //! (`config`), per-model breakers (`breaker`), the usage ledger (`ledger`), decision traces
 //! and the history ring (`trace`), their files under `$FCM_HOME` (`files`: paths, atomic
-//! writes, tolerant loads) and a running server's debounced writes (`persist`).
+//! writes, tolerant loads), a running server's debounced writes (`persist`) and its
+//! `serve.json` record (`serve_info`).
 //!
 //! Nothing here decides which model to try (`routing`) or talks to a provider.
 
@@ -11,5 +12,6 @@ pub(crate) mod config;
 pub(crate) mod files;
 pub(crate) mod ledger;
 pub(crate) mod persist;
+pub(crate) mod serve_info;
 pub(crate) mod sets;
 pub(crate) mod trace;

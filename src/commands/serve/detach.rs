@@ -1,6 +1,6 @@
 //! A server in the background: starting `fcm serve` detached from the terminal with its
 //! log in `$FCM_HOME/serve.log`, waiting until it answers, and keeping that log from
-//! growing without end. Finding and stopping the running server is `persist::live_server`
+//! growing without end. Finding and stopping the running server is `serve_info::live_server`
 //! and `fcm stop`'s; the server itself is the same `fcm serve` as in the foreground.
 
 use std::fs::{self, File, OpenOptions};
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::state::persist::{live_server, ServeInfo};
+use crate::state::serve_info::{live_server, ServeInfo};
 
 /// The log is rotated (to `serve.log.1`) once it is larger than this.
 pub const LOG_ROTATE_BYTES: u64 = 10 * 1024 * 1024;

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use argh::FromArgs;
 
+use crate::commands::exit::ExitCode;
 use crate::commands::{process_id_token, usage, Setup};
 use crate::edge::{self, App};
 use crate::providers::upstream::Upstream;
@@ -18,7 +19,8 @@ use crate::routing::{Parts, Router};
 use crate::state::breaker::{BreakerBook, Breakers};
 use crate::state::files;
 use crate::state::ledger::Ledger;
-use crate::state::persist::{self, Flusher, ServeInfo, StatePaths, WriteCounts};
+use crate::state::persist::{self, Flusher, StatePaths, WriteCounts};
+use crate::state::serve_info::{self, ServeInfo};
 use crate::state::trace::{History, HistoryFile};
 
 #[derive(FromArgs)]
@@ -49,7 +51,7 @@ pub(crate) struct ServeArgs {
 }
 
 /// `fcm serve --detach`: the same server in the background; prints where it listens.
-fn detach(args: &ServeArgs) -> Result<i32> {
+fn detach(args: &ServeArgs) -> Result<ExitCode> {
     let mut forwarded = vec![
         "--host".to_string(),
         args.host.clone(),
@@ -76,7 +78,7 @@ fn detach(args: &ServeArgs) -> Result<i32> {
         info.pid,
         log.display()
     );
-    Ok(0)
+    Ok(ExitCode::Ok)
 }
 
 /// Binds with TCP_NODELAY on the listening socket (accepted sockets inherit it on Linux;
@@ -162,7 +164,7 @@ fn start_prober(app: Arc<App>, interval: Duration) {
     });
 }
 
-pub fn run(args: ServeArgs) -> Result<i32> {
+pub fn run(args: ServeArgs) -> Result<ExitCode> {
     if args.detach {
         return detach(&args);
     }
@@ -239,8 +241,8 @@ pub fn run(args: ServeArgs) -> Result<i32> {
         stop_key: stop_key.clone(),
         writes: WriteCounts::default(),
     });
-    let info_path = persist::serve_info_path()?;
-    persist::write_serve_info(
+    let info_path = serve_info::serve_info_path()?;
+    serve_info::write_serve_info(
         &info_path,
         &ServeInfo {
             pid: std::process::id(),
@@ -281,5 +283,5 @@ pub fn run(args: ServeArgs) -> Result<i32> {
             .parent()
             .map_or(String::new(), |p| p.display().to_string())
     );
-    Ok(0)
+    Ok(ExitCode::Ok)
 }

@@ -12,6 +12,7 @@ use anyhow::{bail, Context, Result};
 use argh::FromArgs;
 use serde::{Deserialize, Serialize};
 
+use crate::commands::exit::ExitCode;
 use crate::commands::service::unit::{Manager, MARK};
 use crate::commands::Setup;
 use crate::state::files;
@@ -62,7 +63,7 @@ struct ServiceRecord {
     installed_at: String,
 }
 
-pub(crate) fn run(args: ServiceArgs) -> Result<i32> {
+pub(crate) fn run(args: ServiceArgs) -> Result<ExitCode> {
     let Some(manager) = Manager::here() else {
         bail!("fcm service knows systemd (Linux) and launchd (macOS), not this system; start `fcm serve --detach` at login instead");
     };
@@ -83,7 +84,7 @@ fn fingerprint(text: &str) -> String {
     crate::providers::catalog::key_id(text)
 }
 
-fn install(manager: Manager, home: &Path, a: InstallArgs) -> Result<i32> {
+fn install(manager: Manager, home: &Path, a: InstallArgs) -> Result<ExitCode> {
     let setup = Setup::load()?;
     let port = a.port.unwrap_or(setup.config.port);
     let exe = std::env::current_exe()
@@ -113,7 +114,7 @@ fn install(manager: Manager, home: &Path, a: InstallArgs) -> Result<i32> {
     files::write_json_atomic(&record_path()?, &record)?;
     run_or_print(manager, &manager.start_commands(&file))?;
     println!("Keys from your shell's environment are not seen by the service: `fcm keys set PROVIDER` stores them where it reads them.");
-    Ok(0)
+    Ok(ExitCode::Ok)
 }
 
 /// What `fcm service install` recorded of the file it wrote, if it can be read.
@@ -123,7 +124,7 @@ fn load_record() -> Result<Option<ServiceRecord>> {
         .and_then(|t| serde_json::from_str(&t).ok()))
 }
 
-fn uninstall(manager: Manager, home: &Path) -> Result<i32> {
+fn uninstall(manager: Manager, home: &Path) -> Result<ExitCode> {
     let record = load_record()?;
     let file = record
         .as_ref()
@@ -136,7 +137,7 @@ fn uninstall(manager: Manager, home: &Path) -> Result<i32> {
                 file.display()
             );
             let _ = std::fs::remove_file(record_path()?);
-            return Ok(0);
+            return Ok(ExitCode::Ok);
         }
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
     };
@@ -164,10 +165,10 @@ fn uninstall(manager: Manager, home: &Path) -> Result<i32> {
             ]],
         )?;
     }
-    Ok(0)
+    Ok(ExitCode::Ok)
 }
 
-fn status(manager: Manager, home: &Path) -> Result<i32> {
+fn status(manager: Manager, home: &Path) -> Result<ExitCode> {
     let file = manager.file(home);
     let record = load_record()?;
     match std::fs::read_to_string(&file) {
@@ -200,14 +201,14 @@ fn status(manager: Manager, home: &Path) -> Result<i32> {
             cmd.join(" ")
         );
     }
-    match crate::state::persist::live_server() {
+    match crate::state::serve_info::live_server() {
         Some(info) => println!(
             "fcm serve: running at http://{}/v1 (pid {})",
             info.address, info.pid
         ),
         None => println!("fcm serve: not running"),
     }
-    Ok(0)
+    Ok(ExitCode::Ok)
 }
 
 /// Whether the service manager answers for this user (a systemd user instance needs a

@@ -1,7 +1,8 @@
 //! The ledger's decisions with plain values: budgets, key rotation, holds, storms, saving.
 
 use super::*;
-use crate::providers::catalog::{Catalog, KeyList, KeySource};
+use crate::answers::gate::AnswerStats;
+use crate::providers::catalog::{ApiKey, Catalog, KeyList, KeySource};
 use crate::providers::quota::{Period, Unit};
 use std::collections::BTreeMap;
 

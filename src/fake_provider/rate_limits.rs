@@ -6,8 +6,9 @@ use std::io;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use super::{ok_answer_with, Said};
-use crate::fake_provider::{send_fixed, RecordedRequest, Shared};
+use super::behavior::LimitStyle;
+use super::state::{RecordedRequest, Shared};
+use super::wire::{ok_answer_with, send_fixed, Said};
 
 /// How long one window lasts before the count starts again (short, so tests see a reset).
 pub const WINDOW: Duration = Duration::from_secs(2);
@@ -16,31 +17,8 @@ const TOKEN_LIMIT: u64 = 12_000;
 /// Tokens each request costs in those windows.
 const TOKENS_PER_REQUEST: u64 = 20;
 
-/// Whose headers the answers carry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LimitStyle {
-    /// `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, resets as Go durations
-    /// (`1.2s`, `185ms`).
-    Groq,
-    /// `X-RateLimit-{Limit,Remaining,Reset}`, the reset as a Unix time in ms.
-    OpenRouter,
-    /// `x-ratelimit-*-requests-day` and `-tokens-minute`, resets in seconds.
-    Cerebras,
-    /// `x-ratelimit-{limit,remaining}-req-minute`, no reset header.
-    Mistral,
-}
-
+/// What each style writes (the styles and their names are `behavior`'s).
 impl LimitStyle {
-    pub fn parse(name: &str) -> Option<LimitStyle> {
-        Some(match name {
-            "groq" => LimitStyle::Groq,
-            "openrouter" => LimitStyle::OpenRouter,
-            "cerebras" => LimitStyle::Cerebras,
-            "mistral" => LimitStyle::Mistral,
-            _ => return None,
-        })
-    }
-
     /// The headers saying `used` of `limit` requests are gone and all come back in
     /// `resets_in`.
     fn headers(self, limit: u64, used: u64, resets_in: Duration) -> Vec<(&'static str, String)> {
@@ -100,7 +78,7 @@ fn count(shared: &Shared, model: &str, key: &str) -> (u64, Duration) {
     (w.1, WINDOW.saturating_sub(now.duration_since(w.0)))
 }
 
-/// See [`Behavior::CountsDown`](super::Behavior::CountsDown).
+/// See [`Behavior::CountsDown`](super::behavior::Behavior::CountsDown).
 pub(super) fn counts_down(
     req: &RecordedRequest,
     shared: &Shared,

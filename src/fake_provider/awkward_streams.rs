@@ -7,13 +7,12 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::chunk;
-use crate::fake_provider::SseWriter;
+use super::wire::{chunk, SseWriter};
 
 /// Between the writes of a stream meant to arrive in separate reads.
 const WRITE_PAUSE: Duration = Duration::from_millis(30);
 
-/// See [`Behavior::SseBlankLinesThenSplit`](super::Behavior::SseBlankLinesThenSplit).
+/// See [`Behavior::SseBlankLinesThenSplit`](super::behavior::Behavior::SseBlankLinesThenSplit).
 pub(super) fn blank_lines_then_split(
     out: &mut TcpStream,
     id: &str,
@@ -49,7 +48,7 @@ pub(super) fn blank_lines_then_split(
     w.done()
 }
 
-/// See [`Behavior::SseHugeEvent`](super::Behavior::SseHugeEvent).
+/// See [`Behavior::SseHugeEvent`](super::behavior::Behavior::SseHugeEvent).
 pub(super) fn huge_event(
     out: &mut TcpStream,
     id: &str,

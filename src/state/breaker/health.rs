@@ -1,30 +1,15 @@
-//! Circuit breakers: per-model health that keeps failing models out of rotation.
-//!
-//! States: CLOSED (healthy), DEGRADED (some consecutive failures: still routed, ranked after
-//! healthy ones), OPEN (too many: skipped until the cooldown ends), HALF_OPEN (cooldown over:
-//! exactly one trial request at a time). OPEN → HALF_OPEN is computed from the clock when
-//! asked, so no timer thread exists. Cooldowns escalate with each trip and trips are
-//! forgotten after a quiet day. Pauses are kept beside the breaker: quota pauses (429s) and
-//! an overloaded model's short back-off skip a model without counting the pause against its
-//! health. [`Health`] is the pure state machine; the [`Breakers`] store wraps the book in a
-//! mutex and tracks whether it needs saving.
-//!
-//! Times are fcm's clock in ms (`time::now_ms`, which never runs backwards within a run). A
-//! book loaded from disk may have been written under a clock that was ahead: its cooldowns
-//! and pauses are cut to the longest fcm would set from now ([`BreakerBook::clamp`]), so a
-//! clock set back never keeps a model out for longer than `maxCooldownMs`.
-
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+//! One model's breaker as a pure state machine: [`Health`] (what `breakers.json` stores
+//! per model), its [`BreakerState`], and whether a request may go now ([`Admission`]):
+//! failures trip it OPEN with escalating cooldowns, one HALF_OPEN trial at a time, trips
+//! forgotten after a quiet day, pauses (a quota, an overloaded model's back-off) kept
+//! beside it. Plain values in and out; the shared store and the file are `store`'s and
+//! `book`'s.
 
 use serde::{Deserialize, Serialize};
 
 use crate::answers::classify::{FailureKind, Verdict, MAX_QUOTA_PAUSE, MODEL_NOT_FOUND_PAUSE};
 use crate::state::config::BreakerConfig;
 
-/// Entries not updated for this long are dropped when the file is loaded.
-pub const FORGET_AFTER_MS: u64 = 30 * 86_400_000;
 /// A HALF_OPEN trial that never reported back frees its slot after this long.
 const TRIAL_LEASE_MS: u64 = 5 * 60_000;
 
@@ -138,7 +123,7 @@ impl Health {
     }
 
     /// Pauses until `until` unless a longer pause is already set; `why` is what set it.
-    fn pause_until(&mut self, until: u64, why: Option<FailureKind>) {
+    pub(super) fn pause_until(&mut self, until: u64, why: Option<FailureKind>) {
         if self.quota_until_ms.is_none_or(|t| t < until) {
             self.quota_until_ms = Some(until);
             self.paused_for = why;
@@ -243,223 +228,6 @@ impl Health {
             self.last_trip_ms = Some(now);
             self.open_until_ms = Some(now + cooldown_ms(cfg, trips));
         }
-    }
-}
-
-/// The file format of `breakers.json`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct BreakerBook {
-    pub version: u32,
-    pub models: HashMap<String, Health>,
-}
-
-impl BreakerBook {
-    /// Drops entries not updated for 30 days.
-    pub fn forget_stale(&mut self, now: u64) {
-        self.models
-            .retain(|_, h| now.saturating_sub(h.updated_at_ms) < FORGET_AFTER_MS);
-    }
-
-    /// [`Health::clamp`] for every model: a book written under a clock that was ahead.
-    pub fn clamp(&mut self, now: u64, cfg: &BreakerConfig) {
-        for h in self.models.values_mut() {
-            h.clamp(now, cfg);
-        }
-    }
-}
-
-/// How many models are in each state, as a server's `/health` and `fcm status` count them:
-/// of the `routable` models, those without a row or with a CLOSED breaker are healthy;
-/// rows of models fcm no longer knows are left out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Counts {
-    pub routable: usize,
-    pub closed: usize,
-    pub degraded: usize,
-    pub half_open: usize,
-    pub open: usize,
-    pub quota_paused: usize,
-}
-
-impl Counts {
-    pub fn of(rows: &[BreakerRow], routable: usize, known: impl Fn(&str) -> bool) -> Counts {
-        let count = |s: BreakerState| {
-            rows.iter()
-                .filter(|r| r.state == s && known(&r.model))
-                .count()
-        };
-        let unhealthy = rows
-            .iter()
-            .filter(|r| r.state != BreakerState::Closed && known(&r.model))
-            .count();
-        Counts {
-            routable,
-            closed: routable.saturating_sub(unhealthy),
-            degraded: count(BreakerState::Degraded),
-            half_open: count(BreakerState::HalfOpen),
-            open: count(BreakerState::Open),
-            quota_paused: rows.iter().filter(|r| r.quota_pause_ms_left > 0).count(),
-        }
-    }
-}
-
-/// One model's row for `fcm breakers --json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BreakerRow {
-    pub model: String,
-    pub state: BreakerState,
-    pub consecutive_failures: u32,
-    pub trip_count: u32,
-    pub cooldown_ms_left: u64,
-    /// Left of the current pause: a quota's, or an overloaded model's back-off.
-    pub quota_pause_ms_left: u64,
-    /// Why the model is paused (`model_overloaded` for a back-off); absent when it is not,
-    /// or for a quota.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub paused_for: Option<FailureKind>,
-    pub last_failure_kind: Option<FailureKind>,
-    pub updated_at: String,
-}
-
-pub fn row(model: &str, h: &Health, now: u64, cfg: &BreakerConfig) -> BreakerRow {
-    BreakerRow {
-        model: model.to_string(),
-        state: h.state(now, cfg),
-        consecutive_failures: h.consecutive_failures,
-        trip_count: h.trips(now, cfg),
-        cooldown_ms_left: h.cooldown_left_ms(now),
-        quota_pause_ms_left: h.quota_left_ms(now),
-        paused_for: h.pause(now).and(h.paused_for),
-        last_failure_kind: h.last_failure_kind,
-        updated_at: crate::time::rfc3339(h.updated_at_ms),
-    }
-}
-
-/// Rows for every model in the book, worst first.
-pub fn rows(book: &BreakerBook, now: u64, cfg: &BreakerConfig) -> Vec<BreakerRow> {
-    let mut rows: Vec<BreakerRow> = book
-        .models
-        .iter()
-        .map(|(k, h)| row(k, h, now, cfg))
-        .collect();
-    rows.sort_by(|a, b| {
-        b.state
-            .cmp(&a.state)
-            .then(b.consecutive_failures.cmp(&a.consecutive_failures))
-            .then(a.model.cmp(&b.model))
-    });
-    rows
-}
-
-/// The shared, mutable breaker book of a running server.
-pub struct Breakers {
-    book: Mutex<BreakerBook>,
-    pub cfg: BreakerConfig,
-    dirty: AtomicBool,
-}
-
-impl Breakers {
-    pub fn new(mut book: BreakerBook, cfg: BreakerConfig, now: u64) -> Breakers {
-        book.version = 1;
-        book.forget_stale(now);
-        book.clamp(now, &cfg);
-        Breakers {
-            book: Mutex::new(book),
-            cfg,
-            dirty: AtomicBool::new(false),
-        }
-    }
-
-    fn with<T>(&self, model: &str, f: impl FnOnce(&mut Health) -> T) -> T {
-        let mut book = self.book.lock().unwrap_or_else(|e| e.into_inner());
-        f(book.models.entry(model.to_string()).or_default())
-    }
-
-    /// State and whether the model is tried now; see [`Health::admit`].
-    pub fn admit(&self, model: &str, now: u64) -> Admission {
-        let mut book = self.book.lock().unwrap_or_else(|e| e.into_inner());
-        match book.models.get_mut(model) {
-            Some(h) => h.admit(now, &self.cfg),
-            None => Admission::Yes,
-        }
-    }
-
-    pub fn state(&self, model: &str, now: u64) -> BreakerState {
-        let book = self.book.lock().unwrap_or_else(|e| e.into_inner());
-        book.models
-            .get(model)
-            .map_or(BreakerState::Closed, |h| h.state(now, &self.cfg))
-    }
-
-    /// States and pauses of many models under one lock (ranking).
-    pub fn states(&self, models: &[&str], now: u64) -> Vec<(BreakerState, Option<Pause>)> {
-        let book = self.book.lock().unwrap_or_else(|e| e.into_inner());
-        models
-            .iter()
-            .map(|m| match book.models.get(*m) {
-                Some(h) => (h.state(now, &self.cfg), h.pause(now)),
-                None => (BreakerState::Closed, None),
-            })
-            .collect()
-    }
-
-    pub fn record_success(&self, model: &str, now: u64) {
-        self.with(model, |h| h.record_success(now));
-        self.dirty.store(true, Ordering::Release);
-    }
-
-    pub fn record_failure(&self, model: &str, verdict: &Verdict, now: u64, trial: bool) {
-        let cfg = self.cfg.clone();
-        self.with(model, |h| h.record_failure(verdict, now, &cfg, trial));
-        self.dirty.store(true, Ordering::Release);
-    }
-
-    /// Pauses a model until `until_ms` (a provider-wide quota ran out).
-    pub fn pause(&self, model: &str, until_ms: u64) {
-        self.with(model, |h| h.pause_until(until_ms, None));
-        self.dirty.store(true, Ordering::Release);
-    }
-
-    pub fn release_trial(&self, model: &str) {
-        self.with(model, Health::release_trial);
-    }
-
-    /// Resets one model (or all with `None`) to CLOSED; returns how many were reset.
-    pub fn reset(&self, model: Option<&str>) -> usize {
-        let mut book = self.book.lock().unwrap_or_else(|e| e.into_inner());
-        let n = match model {
-            None => {
-                let n = book.models.len();
-                book.models.clear();
-                n
-            }
-            Some(m) => usize::from(book.models.remove(m).is_some()),
-        };
-        self.dirty.store(true, Ordering::Release);
-        n
-    }
-
-    pub fn rows(&self, now: u64) -> Vec<BreakerRow> {
-        rows(
-            &self.book.lock().unwrap_or_else(|e| e.into_inner()),
-            now,
-            &self.cfg,
-        )
-    }
-
-    /// A copy to save, if anything changed since the last call.
-    pub fn take_dirty(&self) -> Option<BreakerBook> {
-        if !self.dirty.swap(false, Ordering::AcqRel) {
-            return None;
-        }
-        Some(self.book.lock().unwrap_or_else(|e| e.into_inner()).clone())
-    }
-
-    /// Marks the book unsaved again (a write failed).
-    pub fn mark_dirty(&self) {
-        self.dirty.store(true, Ordering::Release);
     }
 }
 
@@ -736,27 +504,6 @@ mod tests {
     }
 
     #[test]
-    fn a_clock_set_back_keeps_no_model_open_past_the_longest_cooldown() {
-        let c = cfg();
-        // Tripped while the clock read an hour later than it does now.
-        let later = 50 * 3_600_000;
-        let mut h = Health::default();
-        for _ in 0..3 {
-            fail(&mut h, Timeout, later);
-        }
-        let mut book = BreakerBook::default();
-        book.models.insert("a/m".into(), h);
-        let now = later - 3_600_000;
-        let b = Breakers::new(book, c.clone(), now);
-        assert_eq!(b.state("a/m", now), BreakerState::Open);
-        assert_eq!(
-            b.admit("a/m", now + c.max_cooldown_ms),
-            Admission::Trial,
-            "HALF_OPEN once maxCooldownMs has passed"
-        );
-    }
-
-    #[test]
     fn abandoned_trial_is_released() {
         let c = cfg();
         let mut h = Health {
@@ -771,55 +518,5 @@ mod tests {
             Admission::Trial,
             "an expired lease frees the slot"
         );
-    }
-
-    #[test]
-    fn stale_entries_are_dropped_and_store_tracks_dirt() {
-        let mut book = BreakerBook::default();
-        book.models.insert(
-            "old/m".into(),
-            Health {
-                updated_at_ms: 0,
-                ..Default::default()
-            },
-        );
-        book.models.insert(
-            "new/m".into(),
-            Health {
-                updated_at_ms: FORGET_AFTER_MS,
-                ..Default::default()
-            },
-        );
-        let b = Breakers::new(book, cfg(), FORGET_AFTER_MS + 1);
-        assert_eq!(b.rows(FORGET_AFTER_MS + 1).len(), 1);
-        assert!(b.take_dirty().is_none());
-        b.record_failure(
-            "new/m",
-            &Verdict::of(Timeout, None),
-            FORGET_AFTER_MS + 2,
-            false,
-        );
-        assert!(b.take_dirty().is_some());
-        assert!(b.take_dirty().is_none());
-        assert_eq!(b.reset(None), 1);
-    }
-
-    #[test]
-    fn book_round_trips_without_trial_slot() {
-        let mut book = BreakerBook::default();
-        book.models.insert(
-            "a/b".into(),
-            Health {
-                trip_count: 2,
-                trial_since_ms: Some(5),
-                open_until_ms: Some(9),
-                ..Default::default()
-            },
-        );
-        let text = serde_json::to_string(&book).unwrap();
-        assert!(text.contains("openUntilMs") && !text.contains("trial"));
-        let back: BreakerBook = serde_json::from_str(&text).unwrap();
-        assert_eq!(back.models["a/b"].trip_count, 2);
-        assert_eq!(back.models["a/b"].trial_since_ms, None);
     }
 }

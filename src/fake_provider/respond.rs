@@ -1,0 +1,385 @@
+//! Answering one request: `GET /models` lists models; a chat completion gets what the
+//! behaviour its model names says, written through `wire` or by the answer files beside
+//! this one (`tools`, `thinking`, `rate_limits`, `awkward_streams`).
+
+use std::io;
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::behavior::Behavior;
+use super::state::{RecordedRequest, Shared};
+use super::tools::{
+    call_answer, offered_tool_answer, repeated_call_ids, shell_tool, text_answer_in_pieces,
+    text_then_cut_call, tool_call_answer, ToolMove,
+};
+use super::wire::{
+    chunk, completion, ok_answer, send_fixed, stream_deltas, stream_words, Said, SseWriter,
+};
+use super::{awkward_streams, rate_limits, thinking};
+
+/// How long `hang` holds a connection at most, so a forgotten test cannot hang forever.
+const HANG_LIMIT: Duration = Duration::from_secs(120);
+
+/// Waits `d` before answering, like a slow model, but stops with an error as soon as the
+/// client closes the connection (a server noticing a cancelled request): it counts as an
+/// aborted answer.
+fn wait_for_client(out: &mut TcpStream, d: Duration) -> io::Result<()> {
+    let end = Instant::now() + d;
+    let mut byte = [0u8; 1];
+    while let Some(left) = end
+        .checked_duration_since(Instant::now())
+        .filter(|l| !l.is_zero())
+    {
+        out.set_read_timeout(Some(left.min(Duration::from_millis(50))))?;
+        let peeked = out.peek(&mut byte);
+        out.set_read_timeout(None)?;
+        match peeked {
+            Ok(0) => return Err(io::ErrorKind::ConnectionAborted.into()),
+            // A pipelined request waiting: keep waiting out the delay.
+            Ok(_) => std::thread::sleep(left.min(Duration::from_millis(50))),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn respond(
+    req: &RecordedRequest,
+    shared: &Shared,
+    out: &mut TcpStream,
+) -> io::Result<bool> {
+    let n = shared.counter.fetch_add(1, Ordering::Relaxed);
+    if req.method == "GET" && req.path.ends_with("/models") {
+        // The scripted models, else a fixed list: a few behaviours and one model no test
+        // catalog has, so that a refresh finds something retired and something new.
+        let mut ids: Vec<&str> = shared.script.keys().map(String::as_str).collect();
+        if ids.is_empty() {
+            ids = LISTED.to_vec();
+        }
+        ids.sort_unstable();
+        let data: Vec<Value> = ids
+            .iter()
+            .map(|id| match *id {
+                "newcomer-coder" => json!({"id": id, "object": "model", "context_window": 262144}),
+                _ => json!({"id": id, "object": "model"}),
+            })
+            .collect();
+        let body = json!({"object": "list", "data": data});
+        return send_fixed(
+            out,
+            200,
+            "application/json",
+            &[],
+            body.to_string().as_bytes(),
+        );
+    }
+    if req.method != "POST" || !req.path.ends_with("/chat/completions") {
+        return send_fixed(
+            out,
+            404,
+            "application/json",
+            &[],
+            br#"{"error":{"message":"no such route"}}"#,
+        );
+    }
+    let body = req.json();
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let usage = body
+        .pointer("/stream_options/include_usage")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let behavior = shared.behavior_for(&model);
+    let id = format!("chatcmpl-fake-{n}");
+    let answer = format!("Hello from {model}.");
+    let json_ct = "application/json";
+    let error =
+        |msg: &str, kind: &str| json!({"error": {"message": msg, "type": kind}}).to_string();
+    match behavior {
+        Behavior::Slow(d) => {
+            wait_for_client(out, d)?;
+            ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO)
+        }
+        Behavior::Ok => ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO),
+        Behavior::OkStream => ok_answer(out, &id, &model, &answer, stream, usage, Duration::from_millis(5)),
+        Behavior::EmptyChoices if !stream => {
+            let b = json!({"id": id, "object": "chat.completion", "model": model, "choices": []});
+            send_fixed(out, 200, json_ct, &[], b.to_string().as_bytes())
+        }
+        Behavior::EmptyChoices => {
+            let mut w = SseWriter::start(out);
+            w.data(&json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": []}))?;
+            w.done()
+        }
+        Behavior::EmptyContent if !stream => {
+            completion(out, &id, &model, json!({"role": "assistant", "content": ""}), "stop")
+        }
+        Behavior::EmptyContent => {
+            let mut w = SseWriter::start(out);
+            w.data(&chunk(&id, &model, json!({"role": "assistant", "content": ""}), None))?;
+            w.data(&chunk(&id, &model, json!({"content": ""}), Some("stop")))?;
+            w.done()
+        }
+        Behavior::ErrorPayload200 => {
+            send_fixed(out, 200, json_ct, &[], error("upstream model failed", "server_error").as_bytes())
+        }
+        Behavior::InvalidJson => send_fixed(out, 200, json_ct, &[], b"{\"choices\": [{\"message\": "),
+        Behavior::Html => send_fixed(
+            out,
+            200,
+            "text/html",
+            &[],
+            b"<!DOCTYPE html><html><head><title>Maintenance</title></head><body>We'll be back soon.</body></html>",
+        ),
+        Behavior::SseEmpty => {
+            let mut w = SseWriter::start(out);
+            w.data(&chunk(&id, &model, json!({"role": "assistant"}), None))?;
+            w.done()
+        }
+        Behavior::SseErrorFirst => {
+            let mut w = SseWriter::start(out);
+            w.data(&json!({"error": {"message": "provider stream failed", "type": "server_error"}}))?;
+            w.done()
+        }
+        Behavior::SseErrorAfterContent => {
+            let mut w = SseWriter::start(out);
+            w.data(&chunk(&id, &model, json!({"role": "assistant", "content": "Partial answer from "}), None))?;
+            w.data(&chunk(&id, &model, json!({"content": model}), None))?;
+            // A pause, so the content reaches the client before the error does.
+            std::thread::sleep(Duration::from_millis(100));
+            w.data(&json!({"error": {"message": "stream broke mid-answer", "type": "server_error"}}))?;
+            w.done()
+        }
+        Behavior::SseKeepaliveThenOk if !stream => ok_answer(out, &id, &model, &answer, false, usage, Duration::ZERO),
+        Behavior::SseKeepaliveThenOk => {
+            let mut w = SseWriter::start(out);
+            for _ in 0..5 {
+                w.raw(": keep-alive\n\n")?;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            stream_words(w, &id, &model, &answer, usage, Duration::ZERO)
+        }
+        Behavior::RateLimit(secs) => send_fixed(
+            out,
+            429,
+            json_ct,
+            &[("retry-after", secs.to_string())],
+            error("Rate limit exceeded: too many requests", "rate_limit_error").as_bytes(),
+        ),
+        Behavior::RateLimitReset(secs) => send_fixed(
+            out,
+            429,
+            json_ct,
+            &[("x-ratelimit-reset-requests", format!("{}m{}s", secs / 60, secs % 60))],
+            error("Too many requests", "rate_limit_error").as_bytes(),
+        ),
+        Behavior::BusyOnce => {
+            let first = {
+                let mut seen = shared.seen.lock().unwrap();
+                let n = seen.entry(model.clone()).or_insert(0);
+                *n += 1;
+                *n == 1
+            };
+            if first {
+                send_fixed(out, 503, json_ct, &[("retry-after", "1".to_string())], error("warming up", "server_error").as_bytes())
+            } else {
+                ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO)
+            }
+        }
+        Behavior::ContextOverflow => send_fixed(
+            out,
+            400,
+            json_ct,
+            &[],
+            error("This model's maximum context length is 8192 tokens; your messages resulted in 9000 tokens", "invalid_request_error").as_bytes(),
+        ),
+        Behavior::Auth401 => send_fixed(out, 401, json_ct, &[], error("Invalid API key", "authentication_error").as_bytes()),
+        Behavior::BadRequest400 => send_fixed(out, 400, json_ct, &[], error("unsupported parameter: foo", "invalid_request_error").as_bytes()),
+        Behavior::Server500 => send_fixed(out, 500, json_ct, &[], error("internal error", "server_error").as_bytes()),
+        Behavior::Hang => {
+            let start = Instant::now();
+            while start.elapsed() < HANG_LIMIT && !shared.stop.load(Ordering::SeqCst) {
+                // Ends early when the client goes away.
+                if out.peek(&mut [0u8; 1]).is_ok_and(|n| n == 0) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Ok(false)
+        }
+        Behavior::DropConnection => Ok(false),
+        Behavior::SseNoUseful256k => {
+            let mut w = SseWriter::start(out);
+            let frame = format!("data: {}\n\n", chunk(&id, &model, json!({"role": "assistant", "content": ""}), None));
+            let mut sent = 0;
+            while sent <= 300 * 1024 {
+                w.raw(&frame.repeat(16))?;
+                sent += frame.len() * 16;
+            }
+            w.done()
+        }
+        Behavior::ReasoningOnly if !stream => {
+            completion(out, &id, &model, json!({"role": "assistant", "content": "", "reasoning_content": "Thinking it over."}), "stop")
+        }
+        Behavior::ReasoningOnly => {
+            let mut w = SseWriter::start(out);
+            w.data(&chunk(&id, &model, json!({"role": "assistant", "reasoning_content": "Thinking it over."}), None))?;
+            w.data(&chunk(&id, &model, json!({}), Some("stop")))?;
+            w.done()
+        }
+        Behavior::ToolCallsOnly => tool_call_answer(out, &id, &model, stream),
+        Behavior::Thinks(thinker) => thinking::thinking_answer(out, &id, &model, thinker, stream),
+        Behavior::RepeatedCallIds => repeated_call_ids(out, &id, &model, stream),
+        Behavior::CutToolArgs => call_answer(out, &id, &model, stream, "Bash", r#"{"command":"ec"#),
+        Behavior::UnknownTool => call_answer(out, &id, &model, stream, "launch_rockets", "{}"),
+        Behavior::TextThenCutToolArgs => text_then_cut_call(out, &id, &model, stream),
+        Behavior::HermesTextCall | Behavior::KimiTextCall => {
+            let (name, args) = shell_tool(&body).unwrap_or(("Bash".into(), json!({"command": "echo fcm-tool-ok"})));
+            let text = if behavior == Behavior::HermesTextCall {
+                format!("Running it.<tool_call>{}</tool_call>", json!({"name": name, "arguments": args}))
+            } else {
+                format!("Running it.<|tool_calls_section_begin|><|tool_call_begin|>functions.{name}:0<|tool_call_argument_begin|>{args}<|tool_call_end|><|tool_calls_section_end|>")
+            };
+            text_answer_in_pieces(out, &id, &model, &text, stream)
+        }
+        Behavior::ToolFinishWithoutCalls if !stream => {
+            completion(out, &id, &model, json!({"role": "assistant", "content": "Nothing to run."}), "tool_calls")
+        }
+        Behavior::ToolFinishWithoutCalls => {
+            stream_deltas(out, &id, &model, [json!({"content": "Nothing to run."})], "tool_calls")
+        }
+        Behavior::ToolRoundTrip => {
+            let messages = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+            let last = messages.last().cloned().unwrap_or(Value::Null);
+            match (last.get("role").and_then(Value::as_str), shell_tool(&body)) {
+                (Some("tool"), _) => {
+                    let output = last.get("content").map(|c| match c {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    });
+                    let text = if output.unwrap_or_default().contains("fcm-tool-ok") {
+                        "The tool said fcm-tool-ok."
+                    } else {
+                        "The tool ran, but its output did not come back."
+                    };
+                    ok_answer(out, &id, &model, text, stream, usage, Duration::ZERO)
+                }
+                (_, Some((name, args))) => call_answer(out, &id, &model, stream, &name, &args.to_string()),
+                (_, None) => ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO),
+            }
+        }
+        Behavior::Garbage(n) => {
+            let garbage: Vec<u8> = (0..n).map(|i| b"x7#\xff{"[i % 5]).collect();
+            send_fixed(out, 200, json_ct, &[], &garbage)
+        }
+        Behavior::SlowFail(d) => {
+            std::thread::sleep(d);
+            send_fixed(out, 500, json_ct, &[], error("slow and broken", "server_error").as_bytes())
+        }
+        Behavior::LongStream(d) => {
+            let mut w = SseWriter::start(out);
+            w.data(&chunk(&id, &model, json!({"role": "assistant", "content": "Long "}), None))?;
+            let start = Instant::now();
+            while start.elapsed() < d {
+                std::thread::sleep(Duration::from_millis(100));
+                w.data(&chunk(&id, &model, json!({"content": "word "}), None))?;
+            }
+            w.data(&chunk(&id, &model, json!({}), Some("stop")))?;
+            w.done()
+        }
+        Behavior::StallAfterContent(d) => {
+            let mut w = SseWriter::start(out);
+            w.data(&chunk(&id, &model, json!({"role": "assistant", "content": answer}), None))?;
+            std::thread::sleep(d);
+            w.data(&chunk(&id, &model, json!({}), Some("stop")))?;
+            w.done()
+        }
+        Behavior::CallsOfferedTool => offered_tool_answer(out, &id, &model, stream, usage, &body, ToolMove::Call),
+        Behavior::DescribesOfferedTool => offered_tool_answer(out, &id, &model, stream, usage, &body, ToolMove::Describe),
+        Behavior::BreaksOfferedTool => offered_tool_answer(out, &id, &model, stream, usage, &body, ToolMove::Break),
+        Behavior::Overloaded200(retry) => {
+            let extra: Vec<(&str, String)> = retry.map(|r| ("retry-after", r.to_string())).into_iter().collect();
+            let body = error("The model is overloaded. Please try again later.", "overloaded_error");
+            send_fixed(out, 200, json_ct, &extra, body.as_bytes())
+        }
+        Behavior::EchoMaskedKey { status } => {
+            let sent = req.header("authorization").or_else(|| req.header("x-api-key"));
+            let masked = masked_key(sent.unwrap_or(""));
+            if (200..300).contains(&status) {
+                let text = format!("Your key is {masked} today.");
+                ok_answer(out, &id, &model, &text, stream, usage, Duration::ZERO)
+            } else {
+                let msg = format!("Incorrect API key provided: {masked}. You can find your API key in your account settings.");
+                send_fixed(out, status, json_ct, &[], error(&msg, "invalid_request_error").as_bytes())
+            }
+        }
+        Behavior::SseBlankLinesThenSplit => awkward_streams::blank_lines_then_split(out, &id, &model),
+        Behavior::SseHugeEvent(len) => awkward_streams::huge_event(out, &id, &model, len),
+        Behavior::CountsDown { style, limit } => {
+            let said = Said { id: &id, model: &model, answer: &answer, stream, usage };
+            rate_limits::counts_down(req, shared, out, &said, style, limit)
+        }
+        Behavior::ModelNotFound => {
+            let body = json!({"error": {"code": "model_not_found", "type": "invalid_request_error",
+                "message": format!("The model `{model}` does not exist or you do not have access to it.")}});
+            send_fixed(out, 404, json_ct, &[], body.to_string().as_bytes())
+        }
+        Behavior::RejectsRevoked => {
+            let sent = req.header("authorization").unwrap_or("");
+            if sent.contains("REVOKED") {
+                send_fixed(out, 401, json_ct, &[], error("Invalid API key: this key was revoked", "authentication_error").as_bytes())
+            } else {
+                ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO)
+            }
+        }
+    }
+}
+
+/// What `GET /models` lists when no model is scripted.
+pub const LISTED: [&str; 5] = [
+    "calls_offered_tool",
+    "newcomer-coder",
+    "ok",
+    "ok_stream",
+    "slow",
+];
+
+/// A key as providers show it back: its first 8 and last 4 characters around `****`.
+fn masked_key(authorization: &str) -> String {
+    let key: Vec<char> = authorization
+        .trim_start_matches("Bearer ")
+        .chars()
+        .collect();
+    if key.len() < 12 {
+        return "****".to_string();
+    }
+    let head: String = key[..8].iter().collect();
+    let tail: String = key[key.len() - 4..].iter().collect();
+    format!("{head}****{tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_masked_as_providers_show_them() {
+        assert_eq!(
+            masked_key("Bearer sk-SECRET-1234567890"),
+            "sk-SECRE****7890"
+        );
+        assert_eq!(masked_key("Bearer short"), "****");
+    }
+}

@@ -1,0 +1,102 @@
+//! What the ledger hands out and is told: a reservation's answer (a [`Grant`] with its key,
+//! or [`Blocked`] until when and [`Why`]), the [`Room`] a model has left for probes today,
+//! and what an answer cost ([`Tokens`]). Plain values.
+
+use crate::answers::gate::AnswerStats;
+use crate::providers::catalog::ApiKey;
+use crate::providers::quota::Exhausted;
+
+/// Permission to send one request, with the key to send it with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// Index into the provider's keys (0 for a provider without one).
+    pub key: usize,
+    /// `groq#2`, for traces; `None` without a key.
+    pub label: Option<String>,
+    /// When it was granted (ms since epoch): figures seen since then may be newer than
+    /// the ones its own answer brings.
+    pub sent_at_ms: u64,
+}
+
+impl Grant {
+    /// The key to send, out of the target's keys.
+    pub fn api_key<'a>(&self, keys: &'a [ApiKey]) -> Option<&'a ApiKey> {
+        keys.get(self.key)
+    }
+}
+
+/// Why no key of a model may be sent a request now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Why {
+    /// A known budget is spent (the catalog's limit, or what the provider said is left).
+    Budget(String),
+    /// Paused after 429s.
+    Paused,
+    /// The provider rejected the key.
+    Rejected,
+}
+
+/// No key of a model may be sent a request before `until_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocked {
+    pub until_ms: u64,
+    pub why: Why,
+}
+
+impl Blocked {
+    /// A spent budget, as a block.
+    pub(super) fn budget(e: Exhausted) -> Blocked {
+        Blocked {
+            until_ms: e.until_ms,
+            why: Why::Budget(e.what),
+        }
+    }
+
+    /// Keeps in `earliest` whichever of it and this block ends first (the first of equals).
+    pub(super) fn keep_earliest(self, earliest: &mut Option<Blocked>) {
+        if earliest.as_ref().is_none_or(|e| self.until_ms < e.until_ms) {
+            *earliest = Some(self);
+        }
+    }
+}
+
+/// Tokens one answer cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tokens {
+    pub prompt: u64,
+    pub completion: u64,
+    /// How many of them are fcm's estimate.
+    pub estimated: u64,
+}
+
+impl Tokens {
+    /// From the answer's `usage`, else estimated: the prompt as the router estimated it,
+    /// the completion from the characters that came back.
+    pub fn of(stats: &AnswerStats, prompt_estimate: u64) -> Tokens {
+        let (prompt, prompt_estimated) = match stats.prompt_tokens {
+            Some(n) => (n, 0),
+            None => (prompt_estimate, prompt_estimate),
+        };
+        let completion = stats.output_tokens();
+        let completion_estimated = if stats.completion_tokens.is_some() {
+            0
+        } else {
+            completion
+        };
+        Tokens {
+            prompt,
+            completion,
+            estimated: prompt_estimated + completion_estimated,
+        }
+    }
+}
+
+/// How many more probe requests a model may be sent today, from the tightest known daily
+/// limit (summed over its provider's keys).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Room {
+    /// The counter that limits it: the model, or its provider for a provider-wide limit.
+    pub counter: String,
+    pub left: u64,
+    pub daily_limit: u64,
+}
