@@ -3,7 +3,7 @@
 
 use crate::answers::classify::FailureKind;
 use crate::providers::catalog::{tier_rank, ModelRef};
-use crate::routing::rank::{compare, Standing, FAILING, PROVEN};
+use crate::routing::rank::{Policy, Standing, FAILING, PROVEN};
 pub use crate::state::bench_file::{BenchReport, BenchVerdict, ModelResult};
 use crate::state::breaker::BreakerState;
 
@@ -188,12 +188,13 @@ pub fn over_budget(m: ModelRef<'_>, measured_at: &str) -> ModelResult {
     }
 }
 
-/// Sorts best first and numbers the ranks. Order: usable models first; then by verdict
-/// (Perfect, Normal, Slow, Unstable, Rate limited, Empty answers, Down, Auth failed, No
-/// key, Over budget); then success rate (higher first); then median time to first token; then catalog
-/// tier and SWE-bench score; then the model key, so equal results keep a stable order.
-pub fn rank(results: &mut [ModelResult]) {
-    results.sort_by(|a, b| compare(&standing(a), &standing(b)));
+/// Sorts best first, in the router's own order (`policy`), and numbers the ranks: usable
+/// models first; with `quality`, too slow ones behind the rest, then the catalog's tier and
+/// SWE-bench score, then the verdict (Perfect, Normal, Slow, Unstable, ...), success rate
+/// and median time to first token; with `speed`, verdict, success rate and time to first
+/// token before tier and score. Then the model key, so equal results keep a stable order.
+pub fn rank(results: &mut [ModelResult], policy: Policy) {
+    results.sort_by(|a, b| policy.compare(&standing(a), &standing(b)));
     for (i, r) in results.iter_mut().enumerate() {
         r.rank = i + 1;
     }
@@ -217,7 +218,7 @@ fn standing(r: &ModelResult) -> Standing<'_> {
 /// Merges a new run into the saved report: this run's models replace their old entries,
 /// models not probed this time keep theirs, and a model probed without tool pings keeps its
 /// last tool results. Ranks are recomputed over the whole.
-pub fn merge(previous: BenchReport, current: &BenchReport) -> BenchReport {
+pub fn merge(previous: BenchReport, current: &BenchReport, policy: Policy) -> BenchReport {
     let mut models = current.models.clone();
     for old in previous.models {
         match models.iter_mut().find(|m| m.model == old.model) {
@@ -227,7 +228,7 @@ pub fn merge(previous: BenchReport, current: &BenchReport) -> BenchReport {
             None => models.push(old),
         }
     }
-    rank(&mut models);
+    rank(&mut models, policy);
     BenchReport {
         generated_at: current.generated_at.clone(),
         models,
@@ -237,6 +238,12 @@ pub fn merge(previous: BenchReport, current: &BenchReport) -> BenchReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::config::Prefer;
+
+    const SPEED: Policy = Policy {
+        prefer: Prefer::Speed,
+        max_ttft_ms: 8_000,
+    };
     use crate::bench::*;
     use crate::providers::catalog::Provider;
     use serde_json::json;
@@ -369,7 +376,7 @@ mod tests {
             summarize(a, &sums(&[ok(2500, 2600), ok(2500, 2600)]), "t"),
         ];
         results[0].model = "p/nokey".into();
-        rank(&mut results);
+        rank(&mut results, SPEED);
         let order: Vec<(BenchVerdict, Option<u64>)> =
             results.iter().map(|r| (r.verdict, r.ttft_ms_p50)).collect();
         use BenchVerdict::*;
@@ -460,7 +467,7 @@ mod tests {
             generated_at: "new".into(),
             models: vec![summarize(a, &sums(&[ok(1, 1)]), "new")],
         };
-        let merged = merge(old.clone(), &plain);
+        let merged = merge(old.clone(), &plain, SPEED);
         let m = &merged.models[0];
         assert_eq!((m.measured_at.as_str(), m.tool_calls), ("new", Some(1)));
         assert_eq!(m.tools_measured_at.as_deref(), Some("old"));
@@ -473,7 +480,7 @@ mod tests {
                 "new",
             )],
         };
-        let m = &merge(old, &retested).models[0];
+        let m = &merge(old, &retested, SPEED).models[0];
         assert_eq!((m.tool_pings, m.tool_calls), (Some(1), Some(0)));
         assert_eq!(m.tools_measured_at.as_deref(), Some("new"));
         assert!(
@@ -514,7 +521,7 @@ mod tests {
             generated_at: "new".into(),
             models: vec![summarize(a, &sums(&[fail(FailureKind::Timeout)]), "new")],
         };
-        let merged = merge(old, &new);
+        let merged = merge(old, &new, SPEED);
         assert_eq!(merged.models.len(), 2);
         assert_eq!(merged.models[0].model, "p/b");
         assert_eq!(merged.models[1].measured_at, "new");

@@ -17,6 +17,7 @@ use crate::commands::exit::ExitCode;
 use crate::commands::{process_id_token, require_provider, usage, Setup};
 use crate::providers::catalog::{Catalog, KeySource, ModelRef};
 use crate::providers::upstream::Upstream;
+use crate::routing::rank::Policy;
 use crate::routing::{Candidate, Recorder};
 use crate::secrets::Secrets;
 use crate::state::files;
@@ -67,11 +68,13 @@ pub struct ProbePlan {
     pub timeout: Duration,
     pub concurrency: usize,
     pub progress: bool,
+    /// The one ordering of models (`router.prefer`, `router.maxTtftMs`).
+    pub policy: Policy,
 }
 
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
-    let plan = validate(&args)?;
     let setup = Setup::load()?;
+    let plan = validate(&args, Policy::of(&setup.config.router))?;
     let models = select(&setup.catalog, &args.provider, &args.model)?;
     let secrets = setup.secrets(None);
     // Where the results and the spending go, before a request is spent: a home that cannot
@@ -91,12 +94,12 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         print_table(&report, &secrets);
     }
     if !args.no_save {
-        save(&report, &secrets)?;
+        save(&report, &secrets, plan.policy)?;
     }
     Ok(exit_code(&report))
 }
 
-pub fn validate(args: &BenchArgs) -> Result<ProbePlan> {
+pub fn validate(args: &BenchArgs, policy: Policy) -> Result<ProbePlan> {
     if args.pings == 0 || args.pings > MAX_PINGS {
         return usage(format!(
             "--pings must be between 1 and {MAX_PINGS} (got {})",
@@ -121,6 +124,7 @@ pub fn validate(args: &BenchArgs) -> Result<ProbePlan> {
         timeout: Duration::from_secs(args.timeout),
         concurrency: args.concurrency,
         progress: !args.json && std::io::stderr().is_terminal(),
+        policy,
     })
 }
 
@@ -233,7 +237,7 @@ pub fn execute(
     bar.finish_and_clear();
     results.extend(no_key.iter().map(|m| summarize(**m, &[], &now)));
     results.extend(over.iter().map(|(m, _)| over_budget(*m, &now)));
-    rank(&mut results);
+    rank(&mut results, plan.policy);
     Ok(BenchReport {
         generated_at: now,
         models: results,
@@ -307,10 +311,10 @@ pub fn print_json(report: &BenchReport, secrets: &Secrets) -> Result<()> {
 
 /// Merges this run into `$FCM_HOME/bench.json`. The whole file is cleaned of secrets as it
 /// is written, so entries kept from earlier runs are too.
-pub fn save(report: &BenchReport, secrets: &Secrets) -> Result<()> {
+pub fn save(report: &BenchReport, secrets: &Secrets, policy: Policy) -> Result<()> {
     let path = files::state_file("bench.json")?;
     let previous: BenchReport = files::load_json(&path)?;
-    let text = serde_json::to_string_pretty(&merge(previous, report))?;
+    let text = serde_json::to_string_pretty(&merge(previous, report, policy))?;
     Ok(files::write_atomic(
         &path,
         secrets.redact(&text).as_bytes(),

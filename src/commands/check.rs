@@ -14,7 +14,7 @@ use crate::providers::catalog::{key_hint, tier_rank, KeyStatus, ModelRef};
 use crate::providers::quota::{Unit, Window};
 use crate::providers::upstream::Upstream;
 use crate::routing::ping::{ping, Ping, Question, Spend};
-use crate::routing::rank::{compare, Standing, UNKNOWN};
+use crate::routing::rank::{Policy, Standing, UNKNOWN};
 use crate::routing::{Candidate, Recorder};
 use crate::state::breaker::BreakerState;
 use crate::state::files;
@@ -102,6 +102,7 @@ pub(crate) fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>>
             "unknown model {target:?}; `fcm models --provider {pid}` lists its models"
         ));
     }
+    let policy = Policy::of(&setup.config.router);
     // Never contacted yet: only the catalog's tier and score decide; ties keep catalog order.
     let standing = |m: &crate::providers::catalog::Model| Standing {
         state: BreakerState::Closed,
@@ -117,7 +118,7 @@ pub(crate) fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>>
     let best = provider
         .models
         .iter()
-        .min_by(|a, b| compare(&standing(a), &standing(b)));
+        .min_by(|a, b| policy.compare(&standing(a), &standing(b)));
     match best {
         Some(model) => Ok(ModelRef { provider, model }),
         None => usage(format!("provider {pid} has no models")),

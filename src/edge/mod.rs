@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 
 use crate::edge::connections::{ClientReader, Connections, Slot};
 use crate::protocol::{self, BadRequest, ErrorReport, Protocol};
-use crate::routing::{Ask, Delivery, Refused, Router, Served};
+use crate::routing::{Ask, Delivery, Refused, Router, Served, SessionName};
 use crate::state::trace::{new_request_id, Outcome, Trace};
 use forward::ClientSink;
 use http::{chunk, Head, ReadError, Request, LAST_CHUNK};
@@ -77,6 +77,9 @@ impl crate::state::persist::StateSource for App {
     }
     fn ledger(&self) -> &crate::state::ledger::Ledger {
         &self.router.ledger
+    }
+    fn affinity(&self) -> Option<&crate::state::affinity::Affinity> {
+        self.router.affinity.as_ref()
     }
     fn writes(&self) -> &crate::state::persist::WriteCounts {
         &self.writes
@@ -516,7 +519,7 @@ fn health(app: &App) -> Value {
         },
         "inFlight": app.in_flight.load(Ordering::Acquire),
         "connections": app.connections.open(),
-        "stateWrites": {"breakers": app.writes.breakers.load(Ordering::Relaxed), "history": app.writes.history.load(Ordering::Relaxed), "usage": app.writes.usage.load(Ordering::Relaxed)},
+        "stateWrites": {"breakers": app.writes.breakers.load(Ordering::Relaxed), "history": app.writes.history.load(Ordering::Relaxed), "usage": app.writes.usage.load(Ordering::Relaxed), "affinity": app.writes.affinity.load(Ordering::Relaxed)},
     })
 }
 
@@ -552,6 +555,7 @@ fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
     // Needs are read from the client's own body: translation may drop what a chat provider
     // cannot take (a PDF document), but the choice of model must still know about it.
     let mut needs = crate::capability::Needs::default();
+    let mut session = None;
     let chat = serde_json::from_slice::<Value>(&req.body)
         .map_err(|e| BadRequest::NotJson(e.to_string()))
         .and_then(|parsed| {
@@ -564,6 +568,7 @@ fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
                 return Err(BadRequest::Shape("\"stream\" must be true or false"));
             }
             needs = crate::capability::detect(&parsed);
+            session = SessionName::of(|h| req.head.header(h), &parsed);
             proto.to_chat(parsed)
         });
     let chat = match chat {
@@ -597,6 +602,7 @@ fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
         stream,
         needs,
         tools: tools.clone(),
+        session,
     };
     let asked = Asked {
         proto,

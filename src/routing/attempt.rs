@@ -27,6 +27,7 @@ use crate::state::breaker::{Admission, Breakers};
 use crate::state::ledger::{Blocked, Grant, Ledger, Tokens};
 use crate::state::trace::{AttemptRecord, Outcome, Trace};
 
+use super::affinity::Keeping;
 use super::candidates::{BreakerSays, Candidate, Candidates};
 use super::live::Evidence;
 use super::refusal::FailedAttempt;
@@ -52,6 +53,10 @@ pub(crate) struct Turn<'r> {
     /// The window a candidate needs: the prompt and the answer's room, raised past a
     /// model whose window overflowed.
     pub needed: u64,
+    /// The request's conversation and the model it holds, when affinity applies.
+    pub keeping: Option<Keeping>,
+    /// Why the held model was passed over before any attempt (`capability`).
+    pub affinity_note: Option<String>,
 }
 
 impl Turn<'_> {
@@ -61,6 +66,8 @@ impl Turn<'_> {
             details: Vec::new(),
             blocked: HashSet::new(),
             needed,
+            keeping: None,
+            affinity_note: None,
         }
     }
 }
@@ -264,20 +271,31 @@ impl Router {
 
     /// A key and one request of budget for candidate `i`; when none may be sent a request
     /// now, its HALF_OPEN trial slot is given back and the trace says why it was skipped.
+    /// The held model of a conversation goes with the key that served it (its prompt cache
+    /// is kept per key) while that key may be sent a request.
     pub(super) fn reserve(
         &self,
         i: usize,
         prompt_tokens: u64,
         trial: bool,
-        trace: &mut Trace,
+        turn: &mut Turn<'_>,
     ) -> Result<Grant, Blocked> {
         let c = self.pool.get(i);
-        let granted = self
-            .ledger
-            .reserve(&c.metered, prompt_tokens, crate::time::now_ms(), false);
+        let now = crate::time::now_ms();
+        let kept_key = turn.keeping.as_ref().and_then(|k| k.key_for(i));
+        let granted = kept_key
+            .and_then(|k| {
+                self.ledger
+                    .reserve_key(&c.metered, k, prompt_tokens, now)
+                    .ok()
+            })
+            .map_or_else(
+                || self.ledger.reserve(&c.metered, prompt_tokens, now, false),
+                Ok,
+            );
         if let Err(b) = &granted {
             self.recorder().let_go(c, trial);
-            trace.skipped.push(c.ledger_skip(b));
+            turn.trace.skipped.push(c.ledger_skip(b));
         }
         granted
     }
@@ -374,7 +392,7 @@ impl Router {
         turn: &mut Turn<'r>,
     ) -> Result<Won, Missed> {
         let grant = self
-            .reserve(i, job.prompt_tokens, trial, &mut turn.trace)
+            .reserve(i, job.prompt_tokens, trial, turn)
             .map_err(Missed::Blocked)?;
         let result = self.send(self.upstream.as_ref(), i, &grant, job);
         let sent = Sent {

@@ -15,7 +15,7 @@ use crate::state::ledger::{Blocked, Ledger, Metered, Why};
 use crate::state::trace::{Skip, SkipReason, Trace};
 
 use super::live::Evidence;
-use crate::routing::rank::{compare, Standing};
+use crate::routing::rank::{Policy, Standing};
 
 /// A model the router can call.
 #[derive(Debug, Clone)]
@@ -182,6 +182,25 @@ impl Candidate {
     }
 }
 
+/// What is known of every model now, for planning a request.
+#[derive(Clone, Copy)]
+pub(crate) struct Known<'a> {
+    pub breakers: &'a Breakers,
+    pub ledger: &'a Ledger,
+    pub evidence: &'a Evidence,
+    pub policy: Policy,
+    pub now_ms: u64,
+}
+
+/// The routable models that may be tried now, best first, with where each stands, and
+/// the ones skipped.
+pub(crate) struct Plan<'a> {
+    pub order: Vec<usize>,
+    /// `standings[n]` is `order[n]`'s.
+    pub standings: Vec<Standing<'a>>,
+    pub skipped: Vec<Skip>,
+}
+
 /// Every catalog model as a candidate, indexed by key.
 pub(crate) struct Candidates {
     all: Vec<Candidate>,
@@ -245,13 +264,17 @@ impl Candidates {
     /// known budget is spent is skipped (`quota_budget`) with when it frees up.
     pub(crate) fn plan(
         &self,
-        breakers: &Breakers,
-        ledger: &Ledger,
-        evidence: &Evidence,
-        now_ms: u64,
+        known: &Known<'_>,
         needed_tokens: u64,
         prompt_tokens: u64,
-    ) -> (Vec<usize>, Vec<Skip>) {
+    ) -> Plan<'_> {
+        let Known {
+            breakers,
+            ledger,
+            evidence,
+            policy,
+            now_ms,
+        } = *known;
         let routable: Vec<usize> = (0..self.all.len())
             .filter(|i| self.all[*i].missing_key.is_none())
             .collect();
@@ -296,8 +319,13 @@ impl Candidates {
                 },
             ));
         }
-        ranked.sort_by(|(_, a), (_, b)| compare(a, b));
-        (ranked.into_iter().map(|(i, _)| i).collect(), skipped)
+        ranked.sort_by(|(_, a), (_, b)| policy.compare(a, b));
+        let (order, standings) = ranked.into_iter().unzip();
+        Plan {
+            order,
+            standings,
+            skipped,
+        }
     }
 
     /// Set members first in the set's order (`preferred`), everyone else in ranking order;

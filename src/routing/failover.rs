@@ -18,7 +18,9 @@ use crate::state::breaker::Admission;
 use crate::state::trace::{Skip, SkipReason, Trace};
 use crate::tokens;
 
+use super::affinity::{self, Keeping};
 use super::attempt::{Job, Missed, Served, Turn, Won};
+use super::conversation::SessionName;
 use super::race::RaceEnd;
 use super::refusal::Refused;
 use super::router::{Route, Router};
@@ -34,6 +36,8 @@ pub(crate) struct Ask<'a> {
     pub needs: Needs,
     /// The tools the request offers: tool calls are checked against them.
     pub tools: Option<std::sync::Arc<crate::answers::toolcall::Offered>>,
+    /// The session id the client sent, naming its conversation.
+    pub session: Option<SessionName>,
 }
 
 /// The one-by-one loop's state between candidates.
@@ -70,6 +74,7 @@ impl Router {
         if let Route::Pinned(key) = route {
             return self.route_pinned(key, &job, turn);
         }
+        turn.keeping = Keeping::of(self, route, ask.session.as_ref(), ask.body);
         let mut queue = Queue {
             order: self.plan(route, ask.needs, &job, &mut turn).into(),
             last_resort: self
@@ -81,17 +86,19 @@ impl Router {
             key_retries: Vec::new(),
             deadline,
         };
-        match self.side_by_side_first(route, &job, &mut queue, &mut turn) {
-            Some(Ok(w)) => return Ok(self.serve(w, turn.trace)),
-            Some(Err(())) => queue.order.clear(),
-            None => {}
-        }
-        if let Some(w) = self.one_by_one(&mut job, &mut queue, &mut turn) {
+        let won = match self.side_by_side_first(route, &job, &mut queue, &mut turn) {
+            Some(Ok(w)) => Some(w),
+            Some(Err(())) => None,
+            None => self
+                .one_by_one(&mut job, &mut queue, &mut turn)
+                .or_else(|| self.last_resort(&job, &queue, &mut turn)),
+        };
+        if let Some(w) = won {
+            let key = w.grant.label.clone();
+            affinity::settle(self, &mut turn, Some((w.candidate, key.as_deref())));
             return Ok(self.serve(w, turn.trace));
         }
-        if let Some(w) = self.last_resort(&job, &queue, &mut turn) {
-            return Ok(self.serve(w, turn.trace));
-        }
+        affinity::settle(self, &mut turn, None);
         let needed = turn.needed;
         Err(Box::new(Refused::all(
             self,
@@ -135,15 +142,15 @@ impl Router {
         // With trimming, windows are judged in the loop, where it is known whether a larger
         // window is left.
         let window = if self.trim_history { 0 } else { turn.needed };
-        let (mut order, skipped) = self.pool.plan(
-            &self.breakers,
-            &self.ledger,
-            &self.evidence,
-            crate::time::now_ms(),
-            window,
-            job.prompt_tokens,
-        );
-        turn.trace.skipped = skipped;
+        let plan = self.pool.plan(&self.known(), window, job.prompt_tokens);
+        let mut order = plan.order;
+        turn.trace.skipped = plan.skipped;
+        if let (Some(k), Some(held)) = (&turn.keeping, &self.affinity) {
+            if k.held.is_none() {
+                let active = held.active(crate::time::now_ms());
+                affinity::spread(self, &mut order, &plan.standings, &active);
+            }
+        }
         let mut preferred = Vec::new();
         if let Route::Set(name) = route {
             preferred = self.set_order(name);
@@ -158,6 +165,7 @@ impl Router {
             &self.capability_pools,
             &mut turn.trace,
         );
+        affinity::keep_first(self, &mut order, needs, turn);
         order
     }
 

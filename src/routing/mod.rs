@@ -20,8 +20,10 @@
 //!
 //! A pinned model (`fcm:provider/modelId`) gets one attempt, whatever its breaker says.
 
+mod affinity;
 mod attempt;
 mod candidates;
+mod conversation;
 mod failover;
 mod fusion;
 mod live;
@@ -36,6 +38,7 @@ pub(crate) mod trim;
 
 pub(crate) use attempt::{Delivery, Recorder, Served};
 pub(crate) use candidates::Candidate;
+pub(crate) use conversation::SessionName;
 pub(crate) use failover::Ask;
 pub(crate) use live::LIVE_WINDOW;
 pub(crate) use refusal::Refused;

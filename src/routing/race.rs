@@ -152,7 +152,7 @@ pub(super) fn race<'r>(
         let Some(trial) = router.admit(i, turn) else {
             continue;
         };
-        if let Ok(grant) = router.reserve(i, job.prompt_tokens, trial, &mut turn.trace) {
+        if let Ok(grant) = router.reserve(i, job.prompt_tokens, trial, turn) {
             racers.push(Racer {
                 candidate: i,
                 sent: Sent {

@@ -1,12 +1,20 @@
 //! The one ordering of models, best first, used by the router, the bench table and
-//! `fcm check`: health now, then evidence of working (live traffic or the last bench), then
-//! speed, then the catalog's tier and SWE-bench score, then headroom left in free-tier
-//! budgets. Each caller fills a [`Standing`]
-//! with what it knows; what it does not know it leaves equal, so that field never decides.
+//! `fcm check`. By default (`router.prefer: "quality"`) the strongest model that works:
+//! health now (the breaker), then recent failures (a model failing now goes back), then
+//! whether it answers in time for an agent (a first token slower than `router.maxTtftMs`
+//! goes behind every responsive model), then coding strength (the catalog's tier, then its
+//! SWE-bench score), then speed and budget headroom to break ties. A model with no evidence
+//! yet counts as one that works: a stronger model never tried, or just reset, is tried
+//! first, and a failure costs one failover. `"speed"` keeps the older order: health, then
+//! evidence, then the fastest first token, and strength only after speed.
+//!
+//! Each caller fills a [`Standing`] with what it knows; what it does not know it leaves
+//! equal, so that field never decides.
 
 use std::cmp::Ordering;
 
 use crate::state::breaker::BreakerState;
+use crate::state::config::Prefer;
 
 /// Evidence that a model works: proven by recent results, not known, or failing.
 pub(crate) const PROVEN: u8 = 0;
@@ -37,22 +45,70 @@ pub(crate) struct Standing<'a> {
     pub key: &'a str,
 }
 
-/// Best first.
-pub(crate) fn compare(a: &Standing<'_>, b: &Standing<'_>) -> Ordering {
-    a.state
-        .cmp(&b.state)
-        .then(a.evidence.cmp(&b.evidence))
-        .then(a.verdict.cmp(&b.verdict))
+/// How models are ordered: `router.prefer` and `router.maxTtftMs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Policy {
+    pub prefer: Prefer,
+    /// A median first token slower than this (ms) is too slow for an agent.
+    pub max_ttft_ms: u64,
+}
+
+impl Policy {
+    pub(crate) fn of(router: &crate::state::config::RouterConfig) -> Policy {
+        Policy {
+            prefer: router.prefer,
+            max_ttft_ms: router.max_ttft_ms,
+        }
+    }
+
+    /// Best first.
+    pub(crate) fn compare(&self, a: &Standing<'_>, b: &Standing<'_>) -> Ordering {
+        match self.prefer {
+            Prefer::Quality => self.strength_class(a, b).then_with(|| tie_break(a, b)),
+            Prefer::Speed => a
+                .state
+                .cmp(&b.state)
+                .then(a.evidence.cmp(&b.evidence))
+                .then(a.verdict.cmp(&b.verdict))
+                .then(b.success_rate.total_cmp(&a.success_rate))
+                .then(ttft(a).cmp(&ttft(b)))
+                .then(a.tier.cmp(&b.tier))
+                .then(b.swe.total_cmp(&a.swe))
+                .then(b.headroom.total_cmp(&a.headroom))
+                .then(a.key.cmp(b.key)),
+        }
+    }
+
+    /// Everything but the tie-breakers (quality): health, failing now, too slow, tier,
+    /// SWE-bench score. Models equal here are equally strong: a new conversation is spread
+    /// over them.
+    pub(crate) fn strength_class(&self, a: &Standing<'_>, b: &Standing<'_>) -> Ordering {
+        a.state
+            .cmp(&b.state)
+            .then((a.evidence == FAILING).cmp(&(b.evidence == FAILING)))
+            .then(self.too_slow(a).cmp(&self.too_slow(b)))
+            .then(a.tier.cmp(&b.tier))
+            .then(b.swe.total_cmp(&a.swe))
+    }
+
+    fn too_slow(&self, s: &Standing<'_>) -> bool {
+        s.ttft_ms.is_some_and(|t| t > self.max_ttft_ms)
+    }
+}
+
+/// Among equally strong models: the bench's finer verdict and success rate, then the
+/// faster first token, then the budget further from a 429, then the key.
+fn tie_break(a: &Standing<'_>, b: &Standing<'_>) -> Ordering {
+    a.verdict
+        .cmp(&b.verdict)
         .then(b.success_rate.total_cmp(&a.success_rate))
-        .then(
-            a.ttft_ms
-                .unwrap_or(u64::MAX)
-                .cmp(&b.ttft_ms.unwrap_or(u64::MAX)),
-        )
-        .then(a.tier.cmp(&b.tier))
-        .then(b.swe.total_cmp(&a.swe))
+        .then(ttft(a).cmp(&ttft(b)))
         .then(b.headroom.total_cmp(&a.headroom))
         .then(a.key.cmp(b.key))
+}
+
+fn ttft(s: &Standing<'_>) -> u64 {
+    s.ttft_ms.unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -78,6 +134,87 @@ mod tests {
             headroom: 1.0,
             key,
         }
+    }
+
+    const SPEED: Policy = Policy {
+        prefer: Prefer::Speed,
+        max_ttft_ms: 8_000,
+    };
+    const QUALITY: Policy = Policy {
+        prefer: Prefer::Quality,
+        max_ttft_ms: 8_000,
+    };
+
+    fn compare(a: &Standing<'_>, b: &Standing<'_>) -> Ordering {
+        SPEED.compare(a, b)
+    }
+
+    fn sorted<'a>(policy: Policy, mut v: Vec<Standing<'a>>) -> Vec<&'a str> {
+        v.sort_by(|a, b| policy.compare(a, b));
+        v.iter().map(|r| r.key).collect()
+    }
+
+    #[test]
+    fn quality_puts_the_strongest_working_model_first() {
+        use BreakerState::*;
+        let v = vec![
+            standing("b-fast-proven", Closed, PROVEN, Some(50), 5, 40.0),
+            standing("s-plus-slow-proven", Closed, PROVEN, Some(2_500), 0, 70.0),
+            standing("s-plus-never-tried", Closed, UNKNOWN, None, 0, 74.0),
+            standing("s-plus-failing-now", Closed, FAILING, None, 0, 80.0),
+            standing("s-plus-degraded", Degraded, PROVEN, Some(300), 0, 78.0),
+            standing("s-plus-too-slow", Closed, PROVEN, Some(20_000), 0, 77.0),
+            standing("a-tier", Closed, PROVEN, Some(400), 3, 60.0),
+        ];
+        assert_eq!(
+            sorted(QUALITY, v),
+            [
+                // Never tried and proven are equal: strength decides (the higher SWE score).
+                "s-plus-never-tried",
+                "s-plus-slow-proven",
+                "a-tier",
+                "b-fast-proven",
+                // Too slow for an agent: behind every responsive model, whatever its tier.
+                "s-plus-too-slow",
+                // Failing now: behind every model that works.
+                "s-plus-failing-now",
+                // Health first of all.
+                "s-plus-degraded",
+            ]
+        );
+    }
+
+    #[test]
+    fn speed_and_headroom_break_ties_within_equal_strength() {
+        use BreakerState::*;
+        let mut roomy = standing("roomy", Closed, PROVEN, Some(900), 1, 60.0);
+        let tight = {
+            let mut t = standing("tight", Closed, PROVEN, Some(900), 1, 60.0);
+            t.headroom = 0.1;
+            t
+        };
+        let fast = standing("fast", Closed, UNKNOWN, Some(100), 1, 60.0);
+        assert_eq!(
+            sorted(QUALITY, vec![tight.clone(), roomy.clone(), fast.clone()]),
+            ["fast", "roomy", "tight"]
+        );
+        roomy.swe = 61.0;
+        assert_eq!(
+            sorted(QUALITY, vec![tight, fast, roomy]),
+            ["roomy", "fast", "tight"],
+            "strength before speed"
+        );
+    }
+
+    #[test]
+    fn speed_keeps_the_fastest_first() {
+        use BreakerState::*;
+        let v = vec![
+            standing("s-plus-slow", Closed, PROVEN, Some(2_000), 0, 70.0),
+            standing("b-fast", Closed, PROVEN, Some(50), 5, 40.0),
+        ];
+        assert_eq!(sorted(SPEED, v.clone()), ["b-fast", "s-plus-slow"]);
+        assert_eq!(sorted(QUALITY, v), ["s-plus-slow", "b-fast"]);
     }
 
     #[test]

@@ -12,15 +12,17 @@ use crate::answers::limits::Limits;
 use crate::providers::catalog::{Catalog, KeySource};
 use crate::providers::exchange::Exchange;
 use crate::secrets::Secrets;
+use crate::state::affinity::Affinity;
 use crate::state::breaker::Breakers;
 use crate::state::config::{FailoverConfig, ModelSet, ReasoningConfig, RouterConfig};
 use crate::state::ledger::Ledger;
 use crate::state::sets::Strategy;
 use crate::state::trace::{History, Trace};
 
-use super::candidates::{Candidate, Candidates};
+use super::candidates::{Candidate, Candidates, Known};
 use super::live::Evidence;
 use super::racers::RaceClients;
+use super::rank::Policy;
 
 /// Largest non-stream answer the router accepts from a provider.
 const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
@@ -81,12 +83,16 @@ pub(crate) struct Router {
     /// What was spent and is left, per provider, model and key; which key goes next.
     pub ledger: Ledger,
     pub history: History,
+    /// The model and key each conversation keeps (`None`: affinity is off).
+    pub affinity: Option<Affinity>,
     pub failover: FailoverConfig,
     pub reasoning: ReasoningConfig,
     /// Per hard capability, the models to use first when no candidate claims it.
     pub(super) capability_pools: BTreeMap<String, Vec<String>>,
     /// Trim the middle of a conversation that fits no model left (`router.context`).
     pub(super) trim_history: bool,
+    /// How models are ordered (`router.prefer`, `router.maxTtftMs`).
+    pub(super) policy: Policy,
     pub(super) upstream: Box<dyn Exchange>,
     /// Racers' clients of their own, kept between races.
     pub(super) race_clients: RaceClients,
@@ -102,6 +108,8 @@ pub(crate) struct Parts<'a> {
     pub breakers: Breakers,
     pub ledger: Ledger,
     pub history: History,
+    /// Conversations held from earlier (`affinity.json`); `None` turns affinity off.
+    pub affinity: Option<Affinity>,
     /// `bench.json`: the only file the router reads itself (see [`Router::refresh_bench`]).
     pub bench: Option<PathBuf>,
     /// Sent to providers that ask for a session id.
@@ -135,13 +143,26 @@ impl Router {
             breakers: p.breakers,
             ledger: p.ledger,
             history: p.history,
+            affinity: p.affinity,
             failover: cfg.failover.clone(),
             reasoning: cfg.reasoning.clone(),
             capability_pools: capability_pools(p.catalog, &cfg.capability_pools),
             trim_history: cfg.context.trim_history,
+            policy: Policy::of(cfg),
             upstream: p.exchange,
             race_clients: RaceClients::default(),
             secrets: p.secrets,
+        }
+    }
+
+    /// What is known of every model now, for planning.
+    pub(super) fn known(&self) -> Known<'_> {
+        Known {
+            breakers: &self.breakers,
+            ledger: &self.ledger,
+            evidence: &self.evidence,
+            policy: self.policy,
+            now_ms: crate::time::now_ms(),
         }
     }
 

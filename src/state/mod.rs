@@ -6,6 +6,7 @@
 //!
 //! Nothing here decides which model to try (`routing`) or talks to a provider.
 
+pub(crate) mod affinity;
 pub(crate) mod bench_file;
 pub(crate) mod breaker;
 pub(crate) mod config;

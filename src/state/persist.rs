@@ -1,4 +1,4 @@
-//! Saving a running server's state: breakers, history and the usage ledger reach the disk
+//! Saving a running server's state: breakers, history, conversations and the usage ledger reach the disk
 //! debounced (at most one write per file every 2 s, within 3 s of the last change even
 //! when traffic stops, and once more at shutdown).
 //!
@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::state::affinity::Affinity;
 use crate::state::breaker::Breakers;
 use crate::state::files;
 use crate::state::ledger::Ledger;
@@ -28,6 +29,7 @@ pub struct WriteCounts {
     pub breakers: AtomicU64,
     pub history: AtomicU64,
     pub usage: AtomicU64,
+    pub affinity: AtomicU64,
 }
 
 /// Where a server's state files are.
@@ -36,6 +38,7 @@ pub struct StatePaths {
     pub breakers: PathBuf,
     pub history: PathBuf,
     pub usage: PathBuf,
+    pub affinity: PathBuf,
 }
 
 /// Writes one snapshot; on failure warns and calls `retry` so the change is saved later.
@@ -101,7 +104,16 @@ pub fn flush(app: &impl StateSource, paths: &StatePaths) -> bool {
         &counts.history,
         || history.mark_dirty(),
     );
-    b && h && usage
+    let a = match app.affinity() {
+        Some(affinity) => save(
+            affinity.take_dirty(),
+            &paths.affinity,
+            &counts.affinity,
+            || affinity.mark_dirty(),
+        ),
+        None => true,
+    };
+    b && h && a && usage
 }
 
 /// How often freed heap memory is handed back to the system.
@@ -122,6 +134,8 @@ pub(crate) trait StateSource: Send + Sync + 'static {
     fn breakers(&self) -> &Breakers;
     fn history(&self) -> &History;
     fn ledger(&self) -> &Ledger;
+    /// The conversations held (`None`: affinity is off).
+    fn affinity(&self) -> Option<&Affinity>;
     fn writes(&self) -> &WriteCounts;
 }
 
@@ -154,6 +168,7 @@ impl Flusher {
                         writes.breakers.load(Ordering::Relaxed)
                             + writes.history.load(Ordering::Relaxed)
                             + writes.usage.load(Ordering::Relaxed)
+                            + writes.affinity.load(Ordering::Relaxed)
                     };
                     let before = total();
                     flush(&*app, &paths);

@@ -37,6 +37,24 @@ pub(crate) enum SkipReason {
     ModelNotFound,
 }
 
+impl SkipReason {
+    /// Its name in history, headers and `x-fcm-v2-affinity` (as serialised).
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::MissingKey => "missing_key",
+            SkipReason::ProviderBlocked => "provider_blocked",
+            SkipReason::CircuitOpen => "circuit_open",
+            SkipReason::QuotaPaused => "quota_paused",
+            SkipReason::ContextTooSmall => "context_too_small",
+            SkipReason::Stale => "stale",
+            SkipReason::OverloadPaused => "overload_paused",
+            SkipReason::QuotaBudget => "quota_budget",
+            SkipReason::KeyRejected => "key_rejected",
+            SkipReason::ModelNotFound => "model_not_found",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Skip {
     pub(crate) model: String,
@@ -161,6 +179,12 @@ pub struct Trace {
     /// Messages dropped from the middle of the history to fit a smaller window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) trimmed: Option<usize>,
+    /// The conversation's hash (never its id or words), when affinity applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) session: Option<String>,
+    /// What affinity did: `new`, `kept`, or `moved:<why>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) affinity: Option<String>,
 }
 
 impl Trace {
@@ -178,6 +202,8 @@ impl Trace {
             completion_tokens: None,
             notes: Vec::new(),
             trimmed: None,
+            session: None,
+            affinity: None,
         }
     }
 
@@ -223,7 +249,8 @@ impl Trace {
             .unwrap_or_else(|| "none".to_string())
     }
 
-    /// The trace headers: the four always, `x-fcm-v2-trimmed` when history was trimmed.
+    /// The trace headers: the four always, `x-fcm-v2-trimmed` when history was trimmed,
+    /// `x-fcm-v2-affinity` when the request belongs to a conversation.
     pub(crate) fn headers(&self) -> Vec<(&'static str, String)> {
         let mut h = vec![
             ("x-fcm-v2-model", self.model_header()),
@@ -233,6 +260,9 @@ impl Trace {
         ];
         if let Some(n) = self.trimmed {
             h.push(("x-fcm-v2-trimmed", n.to_string()));
+        }
+        if let Some(a) = &self.affinity {
+            h.push(("x-fcm-v2-affinity", a.clone()));
         }
         h
     }

@@ -16,6 +16,7 @@ use crate::commands::{process_id_token, usage, Setup};
 use crate::edge::{self, App};
 use crate::providers::upstream::Upstream;
 use crate::routing::{Parts, Router};
+use crate::state::affinity::Affinity;
 use crate::state::breaker::{BreakerBook, Breakers};
 use crate::state::files;
 use crate::state::ledger::Ledger;
@@ -197,12 +198,22 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         breakers: files::state_file("breakers.json")?,
         history: files::state_file("history.json")?,
         usage: files::state_file("usage.json")?,
+        affinity: files::state_file("affinity.json")?,
     };
     let now = crate::time::now_ms();
     let book: BreakerBook = files::load_json(&paths.breakers)?;
     let history: HistoryFile = files::load_json(&paths.history)?;
     let breakers = Breakers::new(book, setup.config.router.breaker.clone(), now);
     let ledger = Ledger::load(&paths.usage, now, setup.config.router.keys.sticky)?;
+    let kept = &setup.config.router.affinity;
+    let affinity = match kept.enabled {
+        true => Some(Affinity::new(
+            files::load_json(&paths.affinity)?,
+            kept.idle_minutes * 60_000,
+            now,
+        )),
+        false => None,
+    };
     let router = Router::new(Parts {
         catalog: &setup.catalog,
         keys: &setup.keys(),
@@ -210,6 +221,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         breakers,
         ledger,
         history: History::new(history),
+        affinity,
         bench: Some(files::state_file("bench.json")?),
         session_id: &process_id_token(),
         secrets: setup.secrets(args.token.as_deref()),

@@ -53,7 +53,7 @@ pub(in crate::routing) fn fuse<'r>(
         let Some(trial) = router.admit(i, turn) else {
             continue;
         };
-        if let Ok(grant) = router.reserve(i, ask.prompt_tokens, trial, &mut turn.trace) {
+        if let Ok(grant) = router.reserve(i, ask.prompt_tokens, trial, turn) {
             let sent = Sent {
                 grant,
                 trial,

@@ -125,21 +125,9 @@ fn which_model_next() {
         Case {
             name: "an overflowing window goes to a larger one, past a smaller",
             models: vec![
-                Model {
-                    key: "p/a",
-                    tier: "S+",
-                    context: 8_192,
-                },
-                Model {
-                    key: "p/b",
-                    tier: "S",
-                    context: 8_192,
-                },
-                Model {
-                    key: "q/c",
-                    tier: "A",
-                    context: 200_000,
-                },
+                Model::new("p/a", "S+", 8_192),
+                Model::new("p/b", "S", 8_192),
+                Model::new("q/c", "A", 200_000),
             ],
             config: json!({}),
             replies: vec![("a", vec![status(400, "maximum context length exceeded")])],
@@ -209,11 +197,7 @@ fn a_second_key_takes_over_from_a_rate_limited_one() {
 #[test]
 fn a_request_with_history_too_long_for_every_window_is_trimmed() {
     let world = Setup {
-        models: vec![Model {
-            key: "p/a",
-            tier: "S",
-            context: 2_000,
-        }],
+        models: vec![Model::new("p/a", "S", 2_000)],
         ..Setup::default()
     }
     .world();

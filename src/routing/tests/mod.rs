@@ -3,6 +3,7 @@
 //! models there are, what each answers, and what must come of it: the decision header, the
 //! refusal's status, and what was recorded (breakers, live windows, the ledger).
 
+mod affinity;
 mod failover;
 mod records;
 mod strategies;
@@ -13,10 +14,11 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::script::{Reply, Script};
-use super::{Ask, Delivery, Parts, Router};
+use super::{Ask, Delivery, Parts, Router, SessionName};
 use crate::answers::stream::{StreamEnd, StreamItem};
 use crate::providers::catalog::{Catalog, KeySource};
 use crate::secrets::Secrets;
+use crate::state::affinity::{Affinity, AffinityFile};
 use crate::state::breaker::{BreakerBook, BreakerRow, Breakers};
 use crate::state::config::RouterConfig;
 use crate::state::ledger::{Ledger, UsageBook};
@@ -27,6 +29,19 @@ pub(super) struct Model {
     pub key: &'static str,
     pub tier: &'static str,
     pub context: u64,
+    /// What the catalog says it can do: `tools` unless a test says otherwise.
+    pub capabilities: &'static [&'static str],
+}
+
+impl Model {
+    pub(super) fn new(key: &'static str, tier: &'static str, context: u64) -> Model {
+        Model {
+            key,
+            tier,
+            context,
+            capabilities: &["tools"],
+        }
+    }
 }
 
 /// `provider/id` models in ranking order: tiers S+, S, A+, A, ... by position, so the
@@ -35,11 +50,7 @@ pub(super) fn ranked(keys: &[&'static str]) -> Vec<Model> {
     const TIERS: [&str; 7] = ["S+", "S", "A+", "A", "A-", "B+", "B"];
     keys.iter()
         .enumerate()
-        .map(|(n, key)| Model {
-            key,
-            tier: TIERS[n],
-            context: 131_072,
-        })
+        .map(|(n, key)| Model::new(key, TIERS[n], 131_072))
         .collect()
 }
 
@@ -50,7 +61,7 @@ fn catalog(models: &[Model], shared: &[&str]) -> Catalog {
         let (provider, id) = m.key.split_once('/').expect("provider/id");
         providers.entry(provider).or_default().push(json!({
             "id": id, "label": id, "tier": m.tier, "sweBench": 50.0,
-            "context": m.context, "capabilities": ["tools"]}));
+            "context": m.context, "capabilities": m.capabilities}));
     }
     let providers: Vec<Value> = providers
         .into_iter()
@@ -122,6 +133,13 @@ impl Setup<'_> {
             breakers: Breakers::new(BreakerBook::default(), config.breaker.clone(), now),
             ledger: Ledger::new(UsageBook::default(), now, config.keys.sticky),
             history: History::new(HistoryFile::default()),
+            affinity: config.affinity.enabled.then(|| {
+                Affinity::new(
+                    AffinityFile::default(),
+                    config.affinity.idle_minutes * 60_000,
+                    now,
+                )
+            }),
             bench: None,
             session_id: "session",
             secrets: Arc::new(Secrets::new(["key-P_KEY"])),
@@ -155,6 +173,15 @@ pub(super) fn chat(text: &str) -> Value {
 impl World {
     /// Routes `body` (streams are read to their end) as a request for `model`.
     pub(super) fn ask(&self, model: &str, body: Value) -> Answered {
+        self.ask_in(None, model, body)
+    }
+
+    /// Like [`ask`](Self::ask), for a client that names its session `session`.
+    pub(super) fn ask_in(&self, session: Option<&str>, model: &str, body: Value) -> Answered {
+        let session = session.map(|s| SessionName {
+            source: "x-fcm-session",
+            value: s.to_string(),
+        });
         let route = self.router.resolve(model).expect("a known model");
         let stream = body["stream"].as_bool().unwrap_or(false);
         let ask = Ask {
@@ -162,6 +189,7 @@ impl World {
             stream,
             needs: crate::capability::detect(&body),
             tools: None,
+            session,
         };
         let trace = Trace::new("req", model, stream);
         match self.router.route(&route, &ask, trace) {

@@ -230,6 +230,20 @@ impl Config {
             "router.keys.sticky",
             warnings,
         );
+        clamp_u64(
+            &mut self.router.max_ttft_ms,
+            MIN_TIMEOUT_MS,
+            600_000,
+            "router.maxTtftMs",
+            warnings,
+        );
+        clamp_u64(
+            &mut self.router.affinity.idle_minutes,
+            1,
+            7 * 24 * 60,
+            "router.affinity.idleMinutes",
+            warnings,
+        );
         if let Some(secs) = self.router.probe.interval_sec {
             let mut s = secs;
             clamp_u64(&mut s, 1, 86_400, "router.probe.intervalSec", warnings);

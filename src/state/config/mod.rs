@@ -10,6 +10,8 @@
 mod load;
 mod settings;
 
-pub(crate) use settings::{BreakerConfig, Config, FailoverConfig, ReasoningConfig, RouterConfig};
+pub(crate) use settings::{
+    BreakerConfig, Config, FailoverConfig, Prefer, ReasoningConfig, RouterConfig,
+};
 // A set's type lives with its rules in `sets`; the router names it through the config.
 pub(crate) use crate::state::sets::ModelSet;

@@ -38,9 +38,16 @@ impl Default for Config {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct RouterConfig {
+    /// What model `fcm` puts first: the strongest that works, or the fastest.
+    pub(crate) prefer: Prefer,
+    /// A median time to first token slower than this (ms) is too slow for an agent: such a
+    /// model goes behind every responsive one.
+    pub(crate) max_ttft_ms: u64,
+    /// A conversation keeps the model (and key) that served it.
+    pub(crate) affinity: AffinityConfig,
     pub(crate) failover: FailoverConfig,
     pub(crate) breaker: BreakerConfig,
     pub(crate) sets: BTreeMap<String, ModelSet>,
@@ -52,6 +59,61 @@ pub struct RouterConfig {
     /// candidate claims it; unset, the catalog's free models that claim it.
     pub(crate) capability_pools: BTreeMap<String, Vec<String>>,
     pub(crate) context: ContextConfig,
+}
+
+impl Default for RouterConfig {
+    fn default() -> Self {
+        RouterConfig {
+            prefer: Prefer::default(),
+            max_ttft_ms: DEFAULT_MAX_TTFT_MS,
+            affinity: AffinityConfig::default(),
+            failover: FailoverConfig::default(),
+            breaker: BreakerConfig::default(),
+            sets: BTreeMap::new(),
+            active_set: None,
+            probe: ProbeConfig::default(),
+            reasoning: ReasoningConfig::default(),
+            keys: KeysConfig::default(),
+            capability_pools: BTreeMap::new(),
+            context: ContextConfig::default(),
+        }
+    }
+}
+
+/// `router.maxTtftMs` by default. The strong coding models on free tiers start answering
+/// a short prompt in 0.5-3 s and an agent's ~20k-token turn in a few seconds more; a model
+/// whose median first token takes longer than 8 s stalls every turn of a long task (40
+/// turns waste over five minutes just waiting), so it is tried only after the responsive
+/// ones.
+pub(crate) const DEFAULT_MAX_TTFT_MS: u64 = 8_000;
+
+/// What `fcm` routes to first (`router.prefer`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum Prefer {
+    /// The strongest coding model that works, speed only between equals.
+    #[default]
+    Quality,
+    /// The fastest model that works, strength only between equals.
+    Speed,
+}
+
+/// Conversation affinity (`router.affinity`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct AffinityConfig {
+    pub(crate) enabled: bool,
+    /// A conversation idle this long is forgotten: its next turn is routed afresh.
+    pub(crate) idle_minutes: u64,
+}
+
+impl Default for AffinityConfig {
+    fn default() -> Self {
+        AffinityConfig {
+            enabled: true,
+            idle_minutes: 30,
+        }
+    }
 }
 
 /// What happens to a request larger than the windows left.

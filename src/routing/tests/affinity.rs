@@ -1,0 +1,253 @@
+//! Conversation affinity: a conversation keeps its model and key while that model can take
+//! it, moves for good when it cannot, and new conversations spread over equal models.
+
+use serde_json::{json, Value};
+
+use super::super::script::Reply;
+use super::{status, Model, Setup};
+
+/// Models of one tier and score, so that only speed and load tell them apart.
+fn equals(keys: &[&'static str]) -> Vec<Model> {
+    keys.iter()
+        .map(|key| Model::new(key, "S", 131_072))
+        .collect()
+}
+
+/// Turn `n` (from 1) of conversation `topic`: its history grows, its beginning stays.
+fn turn(topic: &str, n: usize) -> Value {
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are a coding agent."}),
+        json!({"role": "user", "content": format!("Work on {topic}.")}),
+    ];
+    for k in 1..n {
+        messages.push(json!({"role": "assistant", "content": format!("step {k} done")}));
+        messages.push(json!({"role": "user", "content": "go on"}));
+    }
+    json!({"model": "fcm", "messages": messages})
+}
+
+#[test]
+fn a_conversation_keeps_its_model_whatever_the_speed_ranking_says() {
+    for enabled in [true, false] {
+        let world = Setup {
+            models: equals(&["p/a", "q/b", "r/c"]),
+            config: json!({"affinity": {"enabled": enabled}}),
+            ..Setup::default()
+        }
+        .world();
+        let first = world.ask("fcm", turn("parser", 1));
+        let served = first.trace.served_model.clone().unwrap();
+        // Another model turns out faster meanwhile.
+        let faster = if served == "p/a" { "q/b" } else { "p/a" };
+        for _ in 0..5 {
+            world.router.evidence.observe(&served, Some(900));
+            world.router.evidence.observe(faster, Some(50));
+        }
+        let second = world.ask("fcm", turn("parser", 2));
+        if enabled {
+            assert_eq!(first.trace.affinity.as_deref(), Some("new"));
+            assert_eq!(second.trace.served_model.as_deref(), Some(served.as_str()));
+            assert_eq!(second.trace.affinity.as_deref(), Some("kept"));
+            assert_eq!(
+                first.trace.session, second.trace.session,
+                "one conversation"
+            );
+            assert!(second.decision.starts_with(&format!("{served}!served")));
+        } else {
+            assert_eq!(second.trace.served_model.as_deref(), Some(faster));
+            assert_eq!(second.trace.affinity, None);
+        }
+    }
+}
+
+#[test]
+fn a_failure_moves_the_conversation_for_good() {
+    let world = Setup {
+        models: equals(&["p/a", "q/b"]),
+        ..Setup::default()
+    }
+    .world();
+    let first = world.ask("fcm", turn("docs", 1));
+    let held = first.trace.served_model.unwrap();
+    let (id, other) = if held == "p/a" {
+        ("a", "q/b")
+    } else {
+        ("b", "p/a")
+    };
+    world.script.on(id, [Reply::Status(503, "busy", vec![])]);
+    let second = world.ask("fcm", turn("docs", 2));
+    assert_eq!(second.trace.served_model.as_deref(), Some(other));
+    assert_eq!(second.trace.affinity.as_deref(), Some("moved:503"));
+    // The first model answers again, and faster: the conversation stays where it moved.
+    for _ in 0..5 {
+        world.router.evidence.observe(&held, Some(10));
+    }
+    world.router.reset(Some(&held));
+    let third = world.ask("fcm", turn("docs", 3));
+    assert_eq!(third.trace.served_model.as_deref(), Some(other));
+    assert_eq!(third.trace.affinity.as_deref(), Some("kept"));
+}
+
+#[test]
+fn a_held_model_that_cannot_take_the_turn_is_passed_over_and_says_why() {
+    let world = Setup {
+        models: equals(&["p/a", "q/b"]),
+        ..Setup::default()
+    }
+    .world();
+    let held = world.ask("fcm", turn("api", 1)).trace.served_model.unwrap();
+    let id = &held[2..];
+    // Rate limited with a long Retry-After (asked by name in between): paused before the
+    // conversation's next turn is planned.
+    world.script.on(
+        id,
+        [Reply::Status(
+            429,
+            "rate limit",
+            vec![("retry-after", "120")],
+        )],
+    );
+    assert_eq!(
+        world.ask(&format!("fcm:{held}"), turn("other", 1)).status,
+        429
+    );
+    let next = world.ask("fcm", turn("api", 2));
+    assert_eq!(next.trace.affinity.as_deref(), Some("moved:quota_paused"));
+    assert_ne!(next.trace.served_model.as_deref(), Some(held.as_str()));
+}
+
+#[test]
+fn a_turn_the_held_model_lacks_a_capability_for_goes_to_one_that_has_it() {
+    let mut models = equals(&["p/a", "q/b"]);
+    models[1].capabilities = &["tools", "vision"];
+    let world = Setup {
+        models,
+        ..Setup::default()
+    }
+    .world();
+    // Load and speed favour p/a for the conversation's first turn.
+    for _ in 0..5 {
+        world.router.evidence.observe("p/a", Some(10));
+    }
+    assert_eq!(
+        world
+            .ask("fcm", turn("ui", 1))
+            .trace
+            .served_model
+            .as_deref(),
+        Some("p/a")
+    );
+    let mut with_image = turn("ui", 2);
+    with_image["messages"][3]["content"] = json!([
+        {"type": "text", "text": "what is wrong here?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]);
+    let seen = world.ask("fcm", with_image);
+    assert_eq!(seen.trace.served_model.as_deref(), Some("q/b"));
+    assert_eq!(seen.trace.affinity.as_deref(), Some("moved:capability"));
+}
+
+#[test]
+fn new_conversations_spread_over_equally_strong_models() {
+    let world = Setup {
+        models: equals(&["p/a", "q/b", "r/c", "s/d"]),
+        ..Setup::default()
+    }
+    .world();
+    let mut served: Vec<String> = (0..8)
+        .map(|n| {
+            let got = world.ask("fcm", turn(&format!("task {n}"), 1));
+            assert_eq!(got.trace.affinity.as_deref(), Some("new"));
+            got.trace.served_model.unwrap()
+        })
+        .collect();
+    served.sort();
+    assert_eq!(
+        served,
+        ["p/a", "p/a", "q/b", "q/b", "r/c", "r/c", "s/d", "s/d"]
+    );
+    let active = world
+        .router
+        .affinity
+        .as_ref()
+        .unwrap()
+        .active(crate::time::now_ms());
+    assert!(active.values().all(|n| *n == 2), "{active:?}");
+}
+
+#[test]
+fn a_stronger_model_is_never_spread_away_from() {
+    let world = Setup {
+        models: vec![
+            Model::new("p/a", "S+", 131_072),
+            Model::new("q/b", "A", 131_072),
+        ],
+        ..Setup::default()
+    }
+    .world();
+    for n in 0..4 {
+        let got = world.ask("fcm", turn(&format!("t{n}"), 1));
+        assert_eq!(
+            got.trace.served_model.as_deref(),
+            Some("p/a"),
+            "strength before load"
+        );
+    }
+}
+
+#[test]
+fn a_conversation_keeps_its_key_while_other_requests_rotate() {
+    let world = Setup {
+        models: equals(&["p/a"]),
+        env: &[("P_KEY_2", "key-two"), ("P_KEY_3", "key-three")],
+        config: json!({"keys": {"sticky": 1}}),
+        ..Setup::default()
+    }
+    .world();
+    for n in 1..=4 {
+        world.ask("fcm", turn("long task", n));
+        // Someone else's request between the turns moves the rotation on.
+        world.ask("fcm", json!({"model": "fcm", "messages": [{"role": "user", "content": format!("one-off {n}")}]}));
+    }
+    let keys: Vec<Option<String>> = world.script.sent().into_iter().map(|s| s.api_key).collect();
+    let conversation: Vec<&Option<String>> = keys.iter().step_by(2).collect();
+    assert!(conversation.windows(2).all(|w| w[0] == w[1]), "{keys:?}");
+    let others: std::collections::BTreeSet<&Option<String>> =
+        keys.iter().skip(1).step_by(2).collect();
+    assert!(
+        others.len() > 1,
+        "the rotation went on for the others: {keys:?}"
+    );
+}
+
+#[test]
+fn a_session_id_names_the_conversation_whatever_its_words() {
+    let world = Setup {
+        models: equals(&["p/a", "q/b", "r/c"]),
+        ..Setup::default()
+    }
+    .world();
+    let first = world.ask_in(Some("s-1"), "fcm", turn("one thing", 1));
+    let held = first.trace.served_model.unwrap();
+    for (n, other) in ["q/b", "r/c", "p/a"].iter().enumerate() {
+        for _ in 0..5 {
+            world.router.evidence.observe(other, Some(5));
+        }
+        let again = world.ask_in(Some("s-1"), "fcm", turn(&format!("another {n}"), 1));
+        assert_eq!(again.trace.served_model.as_deref(), Some(held.as_str()));
+        assert_eq!(again.trace.affinity.as_deref(), Some("kept"));
+    }
+}
+
+#[test]
+fn pinned_models_and_races_say_their_own_order() {
+    let world = Setup {
+        models: equals(&["p/a", "q/b"]),
+        config: json!({"sets": {"r": {"strategy": "race", "models": ["p/a", "q/b"]}}}),
+        ..Setup::default()
+    }
+    .world();
+    assert_eq!(world.ask("fcm:p/a", turn("x", 2)).trace.affinity, None);
+    assert_eq!(world.ask("fcm:r", turn("x", 2)).trace.affinity, None);
+    world.script.on("a", [status(500, "boom")]);
+    assert!(world.ask("fcm", turn("y", 1)).trace.affinity.is_some());
+}

@@ -1,0 +1,255 @@
+//! Conversation affinity, as fcm keeps it: which model (and which of its provider's keys)
+//! last served each conversation, so the next turn goes there again. A bounded table of
+//! conversations seen within `router.affinity.idleMinutes`, saved to `affinity.json` like
+//! the breakers (debounced, 0600, a corrupt file set aside).
+//!
+//! A conversation is known only by a hash: the session id a client sent, or the beginning
+//! of its conversation, hashed with a salt kept in the file. Neither the id nor any of the
+//! conversation's words are stored. Which conversation a request continues, and what the
+//! router does with the answer, is `routing`'s business.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+/// Conversations kept at most: enough for many agents at once, a few hundred KiB on disk.
+/// The one idle longest goes first.
+pub const MAX_CONVERSATIONS: usize = 4096;
+
+/// What fcm remembers of one conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Held {
+    /// `provider/modelId` that served its last turn.
+    pub model: String,
+    /// The key's label (`groq#2`) it was served with; `None` for a provider without keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// When its last turn was served (ms since epoch).
+    pub last_ms: u64,
+    /// Turns served.
+    pub turns: u64,
+}
+
+/// `affinity.json`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AffinityFile {
+    pub version: u32,
+    /// Mixed into every conversation's hash: the hashes mean nothing without this file.
+    pub salt: String,
+    /// By conversation hash.
+    pub conversations: HashMap<String, Held>,
+}
+
+/// The table, shared by every request.
+pub struct Affinity {
+    salt: String,
+    table: Mutex<HashMap<String, Held>>,
+    /// Conversations idle longer than this are forgotten (ms).
+    idle_ms: u64,
+    dirty: AtomicBool,
+}
+
+impl Affinity {
+    /// The table from its file (forgetting conversations idle past `idle_ms`); a file
+    /// without a salt gets a fresh one.
+    pub fn new(mut file: AffinityFile, idle_ms: u64, now: u64) -> Affinity {
+        if file.salt.is_empty() {
+            file.salt = fresh_salt();
+        }
+        file.conversations
+            .retain(|_, h| now.saturating_sub(h.last_ms) < idle_ms);
+        Affinity {
+            salt: file.salt,
+            table: Mutex::new(file.conversations),
+            idle_ms,
+            dirty: AtomicBool::new(false),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Held>> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The hash that names a conversation: `kind` (where the name came from) and `name`,
+    /// with the table's salt, SHA-256, 128 bits in hex.
+    pub fn hash(&self, kind: &str, name: &[u8]) -> String {
+        let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+        for part in [self.salt.as_bytes(), b"\0", kind.as_bytes(), b"\0", name] {
+            ctx.update(part);
+        }
+        ctx.finish().as_ref()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// What is held for conversation `id`, unless it has been idle too long.
+    pub fn get(&self, id: &str, now: u64) -> Option<Held> {
+        self.lock()
+            .get(id)
+            .filter(|h| now.saturating_sub(h.last_ms) < self.idle_ms)
+            .cloned()
+    }
+
+    /// Conversation `id` was served by `model` with `key`: held for its next turn. Past
+    /// [`MAX_CONVERSATIONS`] the one idle longest is forgotten.
+    pub fn hold(&self, id: &str, model: &str, key: Option<&str>, now: u64) {
+        let mut t = self.lock();
+        let turns = t.get(id).map_or(0, |h| h.turns);
+        t.insert(
+            id.to_string(),
+            Held {
+                model: model.to_string(),
+                key: key.map(str::to_string),
+                last_ms: now,
+                turns: turns + 1,
+            },
+        );
+        if t.len() > MAX_CONVERSATIONS {
+            let idle = now.saturating_sub(self.idle_ms);
+            t.retain(|_, h| h.last_ms > idle);
+            while t.len() > MAX_CONVERSATIONS {
+                let oldest = t
+                    .iter()
+                    .min_by_key(|(k, h)| (h.last_ms, (*k).clone()))
+                    .map(|(k, _)| k.clone());
+                match oldest {
+                    Some(k) => t.remove(&k),
+                    None => break,
+                };
+            }
+        }
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// Active conversations (not idle too long) per model.
+    pub fn active(&self, now: u64) -> HashMap<String, usize> {
+        let mut out: HashMap<String, usize> = HashMap::new();
+        for h in self.lock().values() {
+            if now.saturating_sub(h.last_ms) < self.idle_ms {
+                *out.entry(h.model.clone()).or_default() += 1;
+            }
+        }
+        out
+    }
+
+    /// A copy to save when something changed since the last one.
+    pub fn take_dirty(&self) -> Option<AffinityFile> {
+        self.dirty
+            .swap(false, Ordering::AcqRel)
+            .then(|| self.file())
+    }
+
+    /// The whole table as its file holds it.
+    pub fn file(&self) -> AffinityFile {
+        AffinityFile {
+            version: 1,
+            salt: self.salt.clone(),
+            conversations: self.lock().clone(),
+        }
+    }
+
+    /// A save failed: try again next time.
+    pub fn mark_dirty(&self) {
+        self.dirty.store(true, Ordering::Release);
+    }
+}
+
+/// 16 random bytes in hex; the clock's nanoseconds if the system's random source fails
+/// (the salt only keeps the hashes from being guessed from the words of a conversation).
+fn fresh_salt() -> String {
+    let mut buf = [0u8; 16];
+    if getrandom::getrandom(&mut buf).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        buf = nanos.to_le_bytes();
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: u64 = 60_000;
+
+    #[test]
+    fn a_conversation_is_held_until_it_idles_out() {
+        let a = Affinity::new(AffinityFile::default(), 30 * MIN, 0);
+        let id = a.hash("session", b"abc");
+        assert_eq!(id.len(), 32);
+        assert!(!id.contains("abc"));
+        assert_eq!(a.get(&id, 0), None);
+        a.hold(&id, "p/a", Some("p#2"), 1_000);
+        a.hold(&id, "p/a", Some("p#2"), 2_000);
+        let held = a.get(&id, 2_000 + 29 * MIN).unwrap();
+        assert_eq!(
+            (held.model.as_str(), held.key.as_deref(), held.turns),
+            ("p/a", Some("p#2"), 2)
+        );
+        assert_eq!(a.get(&id, 2_000 + 30 * MIN), None, "idle too long");
+        assert_eq!(a.active(2_000).get("p/a"), Some(&1));
+    }
+
+    #[test]
+    fn hashes_depend_on_the_salt_and_the_kind() {
+        let a = Affinity::new(AffinityFile::default(), MIN, 0);
+        let b = Affinity::new(AffinityFile::default(), MIN, 0);
+        assert_ne!(
+            a.hash("session", b"x"),
+            b.hash("session", b"x"),
+            "fresh salts"
+        );
+        assert_ne!(a.hash("session", b"x"), a.hash("start", b"x"));
+        let saved = a.file();
+        let again = Affinity::new(saved, MIN, 0);
+        assert_eq!(
+            a.hash("session", b"x"),
+            again.hash("session", b"x"),
+            "kept across restarts"
+        );
+    }
+
+    #[test]
+    fn the_table_is_bounded_and_forgets_the_longest_idle() {
+        let a = Affinity::new(AffinityFile::default(), 1_000 * MIN, 0);
+        for n in 0..(MAX_CONVERSATIONS as u64 + 10) {
+            a.hold(&format!("c{n}"), "p/a", None, n);
+        }
+        let t = a.lock();
+        assert_eq!(t.len(), MAX_CONVERSATIONS);
+        assert!(!t.contains_key("c0") && t.contains_key("c4105"));
+    }
+
+    #[test]
+    fn a_loaded_file_drops_idle_conversations() {
+        let mut file = AffinityFile::default();
+        file.conversations.insert(
+            "old".into(),
+            Held {
+                model: "p/a".into(),
+                key: None,
+                last_ms: 0,
+                turns: 3,
+            },
+        );
+        file.conversations.insert(
+            "new".into(),
+            Held {
+                model: "p/b".into(),
+                key: None,
+                last_ms: 50 * MIN,
+                turns: 1,
+            },
+        );
+        let a = Affinity::new(file, 30 * MIN, 60 * MIN);
+        assert_eq!(a.get("old", 60 * MIN), None);
+        assert_eq!(a.get("new", 60 * MIN).unwrap().model, "p/b");
+        assert!(a.take_dirty().is_none(), "loading is not a change");
+    }
+}
