@@ -43,7 +43,13 @@ pub(crate) fn run(args: BreakersArgs) -> Result<ExitCode> {
             let v = admin_post(
                 info,
                 &setup,
-                &format!("/fcm/admin/breakers/reset?model={model}"),
+                &format!(
+                    "/fcm/admin/breakers/reset?model={}",
+                    percent_encoding::utf8_percent_encode(
+                        model,
+                        percent_encoding::NON_ALPHANUMERIC
+                    )
+                ),
             )?;
             eprintln!(
                 "fcm: reset {} breaker(s) on the running server at {}",

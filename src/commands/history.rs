@@ -59,6 +59,7 @@ pub(crate) fn run(args: HistoryArgs) -> Result<ExitCode> {
         "Served by",
         "Attempts",
         "Skips",
+        "Conversation",
         "Wall",
     ]);
     for e in &entries {
@@ -74,6 +75,7 @@ pub(crate) fn run(args: HistoryArgs) -> Result<ExitCode> {
                 e.attempt_chain(" -> ")
             },
             e.skipped.len().to_string(),
+            conversation(e),
             format!("{} ms", e.wall_ms),
         ]);
     }
@@ -84,4 +86,14 @@ pub(crate) fn run(args: HistoryArgs) -> Result<ExitCode> {
         s.requests, s.served_pct, s.failover_pct, s.avg_attempts
     );
     Ok(ExitCode::Ok)
+}
+
+/// A request's conversation as the table shows it: the start of its hash and what
+/// affinity did (`3f9a1c2e kept`), or `-` outside a conversation.
+fn conversation(e: &Trace) -> String {
+    match (&e.session, &e.affinity) {
+        (Some(s), Some(a)) => format!("{} {a}", &s[..s.len().min(8)]),
+        (None, Some(a)) => a.clone(),
+        _ => "-".into(),
+    }
 }

@@ -483,12 +483,7 @@ fn dashboard(app: &App) -> Reply {
 }
 
 fn admin_reset(req: &Request, app: &App) -> Reply {
-    let model = req
-        .head
-        .query("model")
-        .unwrap_or("all")
-        .replace("%2F", "/")
-        .replace("%2f", "/");
+    let model = req.head.query("model").unwrap_or_else(|| "all".into());
     let n = app.router.reset(if model == "all" {
         None
     } else {

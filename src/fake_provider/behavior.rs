@@ -35,6 +35,9 @@ pub enum Behavior {
     ContextOverflow,
     /// The first request gets 503 with `Retry-After: 1`; later ones are answered.
     BusyOnce,
+    /// The first this many requests get 500; later ones are answered (a model that was
+    /// down and recovered).
+    FailsFirst(u64),
     Auth401,
     BadRequest400,
     Server500,
@@ -113,6 +116,24 @@ pub enum Behavior {
     RejectsRevoked,
     /// 404 saying the model does not exist, in Groq's words (a retired model).
     ModelNotFound,
+    /// Answers like `ok`, and its usage says most of the prompt came from the provider's
+    /// cache, in one provider's fields (`cached`: OpenAI's, `cached_deepseek`: DeepSeek's).
+    Cached(CacheStyle),
+}
+
+/// Where a provider reports the prompt tokens its cache served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheStyle {
+    /// `usage.prompt_tokens_details.cached_tokens` (OpenAI, Groq, OpenRouter, Gemini).
+    OpenAi,
+    /// `usage.prompt_cache_hit_tokens` and `prompt_cache_miss_tokens` (DeepSeek).
+    DeepSeek,
+}
+
+impl CacheStyle {
+    /// Prompt tokens of every cached answer, and how many of them the cache served.
+    pub const PROMPT: u64 = 1200;
+    pub const CACHED: u64 = 1024;
 }
 
 /// Where a provider puts its model's reasoning.
@@ -188,6 +209,7 @@ impl Behavior {
             "rate_limit_reset" => Behavior::RateLimitReset(param.unwrap_or(90)),
             "context_overflow" => Behavior::ContextOverflow,
             "busy_once" => Behavior::BusyOnce,
+            "fails_first" => Behavior::FailsFirst(param.unwrap_or(3)),
             "auth_401" => Behavior::Auth401,
             "bad_request_400" => Behavior::BadRequest400,
             "server_500" => Behavior::Server500,
@@ -224,6 +246,8 @@ impl Behavior {
             "sse_huge_event" => Behavior::SseHugeEvent(param.unwrap_or(3 * 1024 * 1024) as usize),
             "rejects_revoked" => Behavior::RejectsRevoked,
             "model_not_found" => Behavior::ModelNotFound,
+            "cached" => Behavior::Cached(CacheStyle::OpenAi),
+            "cached_deepseek" => Behavior::Cached(CacheStyle::DeepSeek),
             _ => match name.strip_prefix("countdown_").and_then(LimitStyle::parse) {
                 Some(style) => Behavior::CountsDown {
                     style,

@@ -21,7 +21,8 @@ mod tools;
 mod wire;
 
 pub use awkward_streams::huge_text;
-pub use behavior::{Behavior, LimitStyle, Thinker};
+pub use behavior::{Behavior, CacheStyle, LimitStyle, Thinker};
 pub use rate_limits::WINDOW as COUNTDOWN_WINDOW;
+pub use respond::LATENCY_PATH;
 pub use server::FakeProvider;
 pub use state::RecordedRequest;

@@ -16,7 +16,8 @@ use super::tools::{
     text_then_cut_call, tool_call_answer, ToolMove,
 };
 use super::wire::{
-    chunk, completion, ok_answer, send_fixed, stream_deltas, stream_words, Said, SseWriter,
+    chunk, completion, ok_answer, ok_answer_with, send_fixed, stream_deltas, stream_words, Said,
+    SseWriter,
 };
 use super::{awkward_streams, rate_limits, thinking};
 
@@ -81,6 +82,9 @@ pub(super) fn respond(
             body.to_string().as_bytes(),
         );
     }
+    if req.method == "POST" && req.path == LATENCY_PATH {
+        return set_latency(req, shared, out);
+    }
     if req.method != "POST" || !req.path.ends_with("/chat/completions") {
         return send_fixed(
             out,
@@ -102,6 +106,10 @@ pub(super) fn respond(
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let behavior = shared.behavior_for(&model);
+    if let Some(extra) = shared.latency_of(&model) {
+        // Set while the provider runs: this model answers that much later, whatever it does.
+        wait_for_client(out, extra)?;
+    }
     let id = format!("chatcmpl-fake-{n}");
     let answer = format!("Hello from {model}.");
     let json_ct = "application/json";
@@ -169,7 +177,8 @@ pub(super) fn respond(
                 w.raw(": keep-alive\n\n")?;
                 std::thread::sleep(Duration::from_millis(50));
             }
-            stream_words(w, &id, &model, &answer, usage, Duration::ZERO)
+            let said = Said { id: &id, model: &model, answer: &answer, stream, usage, cached: None };
+            stream_words(w, &said, Duration::ZERO)
         }
         Behavior::RateLimit(secs) => send_fixed(
             out,
@@ -185,14 +194,15 @@ pub(super) fn respond(
             &[("x-ratelimit-reset-requests", format!("{}m{}s", secs / 60, secs % 60))],
             error("Too many requests", "rate_limit_error").as_bytes(),
         ),
+        Behavior::FailsFirst(failing) => {
+            if shared.count_seen(&model) <= failing {
+                send_fixed(out, 500, json_ct, &[], error("internal error", "server_error").as_bytes())
+            } else {
+                ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO)
+            }
+        }
         Behavior::BusyOnce => {
-            let first = {
-                let mut seen = shared.seen.lock().unwrap();
-                let n = seen.entry(model.clone()).or_insert(0);
-                *n += 1;
-                *n == 1
-            };
-            if first {
+            if shared.count_seen(&model) == 1 {
                 send_fixed(out, 503, json_ct, &[("retry-after", "1".to_string())], error("warming up", "server_error").as_bytes())
             } else {
                 ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO)
@@ -328,13 +338,17 @@ pub(super) fn respond(
         Behavior::SseBlankLinesThenSplit => awkward_streams::blank_lines_then_split(out, &id, &model),
         Behavior::SseHugeEvent(len) => awkward_streams::huge_event(out, &id, &model, len),
         Behavior::CountsDown { style, limit } => {
-            let said = Said { id: &id, model: &model, answer: &answer, stream, usage };
+            let said = Said { id: &id, model: &model, answer: &answer, stream, usage, cached: None };
             rate_limits::counts_down(req, shared, out, &said, style, limit)
         }
         Behavior::ModelNotFound => {
             let body = json!({"error": {"code": "model_not_found", "type": "invalid_request_error",
                 "message": format!("The model `{model}` does not exist or you do not have access to it.")}});
             send_fixed(out, 404, json_ct, &[], body.to_string().as_bytes())
+        }
+        Behavior::Cached(style) => {
+            let said = Said { id: &id, model: &model, answer: &answer, stream, usage, cached: Some(style) };
+            ok_answer_with(out, &said, Duration::ZERO, &[])
         }
         Behavior::RejectsRevoked => {
             let sent = req.header("authorization").unwrap_or("");
@@ -345,6 +359,28 @@ pub(super) fn respond(
             }
         }
     }
+}
+
+/// `POST` here with `{"model": ID, "ms": N}` and model `ID` answers `N` ms later from now
+/// on (`0` takes it back): a provider slowing down while a test or a benchmark runs.
+pub const LATENCY_PATH: &str = "/__fake/latency";
+
+fn set_latency(req: &RecordedRequest, shared: &Shared, out: &mut TcpStream) -> io::Result<bool> {
+    let body = req.json();
+    let (Some(model), Some(ms)) = (
+        body.get("model").and_then(Value::as_str),
+        body.get("ms").and_then(Value::as_u64),
+    ) else {
+        return send_fixed(
+            out,
+            400,
+            "application/json",
+            &[],
+            br#"{"error":{"message":"send {\"model\": ID, \"ms\": N}"}}"#,
+        );
+    };
+    shared.set_latency(model, Duration::from_millis(ms));
+    send_fixed(out, 200, "application/json", &[], b"{}")
 }
 
 /// What `GET /models` lists when no model is scripted.

@@ -67,6 +67,12 @@ impl FakeProvider {
         format!("http://{}/v1", self.addr)
     }
 
+    /// Model `model` answers `extra` later from now on (zero: at once again); over HTTP,
+    /// the same is `POST` [`LATENCY_PATH`](super::respond::LATENCY_PATH).
+    pub fn set_latency(&self, model: &str, extra: Duration) {
+        self.shared.set_latency(model, extra);
+    }
+
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.requests.lock().unwrap().clone()
     }
@@ -119,7 +125,8 @@ fn serve_connection(conn: TcpStream, shared: &Shared) {
         let Some(req) = read_request(&mut reader, &mut out) else {
             return;
         };
-        if shared.record {
+        // A test's own instructions are not requests of a model.
+        if shared.record && req.path != super::respond::LATENCY_PATH {
             shared.requests.lock().unwrap().push(req.clone());
         }
         let keep_alive = req.keep_alive;

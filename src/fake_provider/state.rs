@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -62,6 +62,8 @@ pub(super) struct Shared {
     pub(super) seen: Mutex<HashMap<String, u64>>,
     /// Rate-limit windows per model and key: when each started, requests in it.
     pub(super) windows: Mutex<HashMap<String, (Instant, u64)>>,
+    /// Extra time before answering, per model id, set while running.
+    latency: Mutex<HashMap<String, Duration>>,
 }
 
 impl Shared {
@@ -76,7 +78,31 @@ impl Shared {
             connections: AtomicU64::new(0),
             seen: Mutex::new(HashMap::new()),
             windows: Mutex::new(HashMap::new()),
+            latency: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Counts one more request for `model`; returns how many it has seen, this one included.
+    pub(super) fn count_seen(&self, model: &str) -> u64 {
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let n = seen.entry(model.to_string()).or_insert(0);
+        *n += 1;
+        *n
+    }
+
+    /// Model `model` answers `extra` later from now on (zero: at once again).
+    pub(super) fn set_latency(&self, model: &str, extra: Duration) {
+        let mut l = self.latency.lock().unwrap_or_else(|e| e.into_inner());
+        if extra.is_zero() {
+            l.remove(model);
+        } else {
+            l.insert(model.to_string(), extra);
+        }
+    }
+
+    pub(super) fn latency_of(&self, model: &str) -> Option<Duration> {
+        let l = self.latency.lock().unwrap_or_else(|e| e.into_inner());
+        l.get(model).copied()
     }
 
     /// The behaviour for `model`: scripted, else named by the id, else `ok`.

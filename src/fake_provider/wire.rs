@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::behavior::CacheStyle;
+
 /// Writes the head and (for fixed bodies) the body in one write: a split write meets
 /// delayed ACKs. Returns whether the connection may be kept.
 pub(super) fn send_fixed(
@@ -136,6 +138,7 @@ pub(super) fn ok_answer(
         answer,
         stream,
         usage,
+        cached: None,
     };
     ok_answer_with(out, &said, pause, &[])
 }
@@ -148,6 +151,30 @@ pub(super) struct Said<'a> {
     pub answer: &'a str,
     pub stream: bool,
     pub usage: bool,
+    /// Usage says the provider's cache served most of the prompt (a usage chunk is sent
+    /// whether asked or not, as DeepSeek does).
+    pub cached: Option<CacheStyle>,
+}
+
+/// The usage of an `ok` answer of `words` words.
+fn usage_of(words: u64, cached: Option<CacheStyle>) -> Value {
+    let prompt = if cached.is_some() {
+        CacheStyle::PROMPT
+    } else {
+        12
+    };
+    let mut u = json!({"prompt_tokens": prompt, "completion_tokens": words, "total_tokens": prompt + words});
+    match cached {
+        Some(CacheStyle::OpenAi) => {
+            u["prompt_tokens_details"] = json!({"cached_tokens": CacheStyle::CACHED});
+        }
+        Some(CacheStyle::DeepSeek) => {
+            u["prompt_cache_hit_tokens"] = json!(CacheStyle::CACHED);
+            u["prompt_cache_miss_tokens"] = json!(CacheStyle::PROMPT - CacheStyle::CACHED);
+        }
+        None => {}
+    }
+    u
 }
 
 /// An `ok` answer whose head carries `extra` headers too.
@@ -163,21 +190,16 @@ pub(super) fn ok_answer_with(
         answer,
         stream,
         usage,
+        cached,
     } = *said;
     if stream {
-        return stream_words(
-            SseWriter::start_with(out, extra),
-            id,
-            model,
-            answer,
-            usage,
-            pause,
-        );
+        return stream_words(SseWriter::start_with(out, extra), said, pause);
     }
     let words = answer.split_whitespace().count() as u64;
     let b = json!({"id": id, "object": "chat.completion", "created": 1_700_000_000u64, "model": model,
                    "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
-                   "usage": {"prompt_tokens": 12, "completion_tokens": words, "total_tokens": 12 + words}});
+                   "usage": usage_of(words, cached)});
+    let _ = usage;
     send_fixed(
         out,
         200,
@@ -191,12 +213,17 @@ pub(super) fn ok_answer_with(
 /// finish, and a usage chunk when asked.
 pub(super) fn stream_words(
     mut w: SseWriter<'_>,
-    id: &str,
-    model: &str,
-    answer: &str,
-    usage: bool,
+    said: &Said<'_>,
     pause: Duration,
 ) -> io::Result<bool> {
+    let Said {
+        id,
+        model,
+        answer,
+        usage,
+        cached,
+        ..
+    } = *said;
     w.data(&chunk(
         id,
         model,
@@ -211,10 +238,12 @@ pub(super) fn stream_words(
         }
     }
     w.data(&chunk(id, model, json!({}), Some("stop")))?;
-    if usage {
+    if usage || cached.is_some() {
         let n = words.len() as u64;
-        w.data(&json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": [],
-                       "usage": {"prompt_tokens": 12, "completion_tokens": n, "total_tokens": 12 + n}}))?;
+        w.data(
+            &json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": [],
+                       "usage": usage_of(n, cached)}),
+        )?;
     }
     w.done()
 }

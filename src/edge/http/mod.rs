@@ -60,12 +60,17 @@ impl Head {
     }
 
     /// A query parameter's raw value.
-    pub fn query(&self, name: &str) -> Option<&str> {
+    /// A query parameter's value, percent-decoded (`p%2Fm%23x` is `p/m#x`).
+    pub fn query(&self, name: &str) -> Option<String> {
         let q = self.target.split_once('?')?.1;
         q.split('&').find_map(|kv| {
             kv.split_once('=')
                 .filter(|(k, _)| *k == name)
-                .map(|(_, v)| v)
+                .map(|(_, v)| {
+                    percent_encoding::percent_decode_str(&v.replace('+', " "))
+                        .decode_utf8_lossy()
+                        .into_owned()
+                })
         })
     }
 }

@@ -67,7 +67,7 @@ GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
         let a = reqs[0].as_ref().unwrap();
         assert_eq!(
             (a.head.method.as_str(), a.head.path(), a.head.query("beta")),
-            ("POST", "/v1/messages", Some("true"))
+            ("POST", "/v1/messages", Some("true".to_string()))
         );
         assert_eq!(
             (
