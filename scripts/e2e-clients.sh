@@ -9,7 +9,8 @@
 # reasoning where the tool shows reasoning), when the provider echoes the key it was sent
 # (masked, as providers do: no tool shows any of it), when the first model's known budget
 # is spent (fcm passes over it before dispatch: it is never sent a request, the tool is
-# served by the next), with a race set (a slow and a fast model: the tool gets the fast
+# served by the next), when the model of a session's first turn slows down before its
+# second (Claude Code and Codex: both turns are served by that model), with a race set (a slow and a fast model: the tool gets the fast
 # one's answer and the slow one is cancelled), with a fusion set (the tools offer tools, so
 # the first panel model answers; the OpenAI and Anthropic Python SDKs, which offer none,
 # get the judge's merge, streamed), and with an access token set (each tool sends the
@@ -64,7 +65,9 @@ cat > "$work/catalog.json" <<JSON
  {"id":"keyed","name":"Keyed","baseUrl":"$url","apiKeyEnv":["FAKE_KEYED_KEY"],"keyRequired":true,
   "models":[{"id":"echo_masked_key","tier":"S","context":131072}]},
  {"id":"budget","name":"Spent","baseUrl":"$url","keyRequired":false,"quota":{"requestsPerDay":0},
-  "models":[{"id":"ok#spent","tier":"S","context":131072}]}]}
+  "models":[{"id":"ok#spent","tier":"S","context":131072}]},
+ {"id":"agent","name":"Agent","baseUrl":"$url","keyRequired":false,
+  "models":[{"id":"ok#one","tier":"S+","context":131072},{"id":"ok#two","tier":"S+","context":131072}]}]}
 JSON
 # The key the keyed provider echoes back, masked: none of it may reach a tool.
 export FAKE_KEYED_KEY=sk-E2ESECRETKEY0123456789
@@ -89,10 +92,12 @@ export CLINE_SESSION_BACKEND_MODE=local CLINE_NO_AUTO_UPDATE=1 E2E_TEST=true
 mkdir -p "$HOME/.cline/data/settings"
 echo '{"telemetryOptOut": true, "autoUpdateEnabled": false}' > "$HOME/.cline/data/settings/global-settings.json"
 
-# Points every tool at a model (`fcm:fake/<id>`) or a set (`fcm:<set>`).
+# Points every tool at a model (`fcm:fake/<id>`), a set (`fcm:<set>`) or `fcm` itself.
 configure() {
+  local model="fcm:$1"
+  [ "$1" = fcm ] && model=fcm
   for tool in claude-code codex cline; do
-    "$fcm" install "$tool" --port "$port" --model "fcm:$1" > /dev/null
+    "$fcm" install "$tool" --port "$port" --model "$model" > /dev/null
   done
   # Codex: no telemetry, no remote plugins (appended once; fcm's keys are already there).
   if ! grep -q '^\[analytics\]' "$HOME/.codex/config.toml"; then
@@ -223,6 +228,43 @@ if [ "$failed_over" -lt 3 ] || [ "$broken_calls" -lt 3 ]; then
   fail "failover: expected each tool's first request of both sets to fail over (serve log below)"
   grep -F -e 'fcm:failover' -e 'fcm:broken-call' "$work/serve.log" | tail -n 12 | sed 's/^/    /'
 fi
+
+# One session, two turns: the model that served the first turn slows down between them (a
+# bench finds the other one faster), and the second turn is still served by it.
+latency() { curl -sf "${url%/v1}/__fake/latency" -H 'content-type: application/json' -d "{\"model\":\"ok#$1\",\"ms\":$2}" > /dev/null; }
+bench_agents() { "$fcm" bench --model agent/ok#one --model agent/ok#two --pings 2 > /dev/null; sleep 6; }
+history_len() { "$fcm" history --json -n 500 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+# The model (one or two) that served the latest request of this case, and its session.
+last_served() { "$fcm" history --json -n 1 | python3 -c '
+import json, sys
+e = json.load(sys.stdin)[-1]
+print(e.get("servedModel", "").rsplit("#", 1)[-1], e.get("session", ""))'; }
+configure fcm
+for tool in claude codex; do
+  latency one 0; latency two 0; bench_agents
+  if [ "$tool" = claude ]; then
+    check "claude-code session turn 1" "Hello from ok#" "$bin/claude" -p "say hi"
+  else
+    check "codex session turn 1" "Hello from ok#" "$bin/codex" exec --skip-git-repo-check "say hi"
+  fi
+  read -r first session < <(last_served)
+  other=$([ "$first" = one ] && echo two || echo one)
+  latency "$first" 400; bench_agents
+  if [ "$tool" = claude ]; then
+    check "claude-code session turn 2 on the same model, slowed down" "Hello from ok#$first." "$bin/claude" -p --continue "say it again"
+  else
+    check "codex session turn 2 on the same model, slowed down" "Hello from ok#$first." "$bin/codex" exec --skip-git-repo-check resume --last "say it again"
+  fi
+  read -r second session_two < <(last_served)
+  kept=$("$fcm" history --json -n 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1].get("affinity"))')
+  if [ "$second" = "$first" ] && [ "$session_two" = "$session" ] && [ "$kept" = kept ]; then
+    pass "$tool: both turns of one session served by ok#$first (affinity $kept), ok#$other faster"
+  else
+    fail "$tool: turn 1 ok#$first ($session), turn 2 ok#$second ($session_two, affinity $kept)"
+    "$fcm" history -n 4 | sed 's/^/    /'
+  fi
+  latency "$first" 0
+done
 
 # With an access token: the tools send the one `fcm install` wrote; nothing else gets in.
 kill "$serve_pid"

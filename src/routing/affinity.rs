@@ -124,7 +124,7 @@ pub(super) fn spread(
 
 /// Puts the held model first when it may serve this turn: routable now (not OPEN, paused,
 /// out of budget or too small: it is in `order`) and not missing a capability the request
-/// needs. When it may not, the trace says why it moves.
+/// needs that another candidate has. When it may not, the trace says why it moves.
 pub(super) fn keep_first(
     router: &Router,
     order: &mut Vec<usize>,
@@ -136,9 +136,14 @@ pub(super) fn keep_first(
     let Some(at) = order.iter().position(|i| *i == held) else {
         return;
     };
-    let c = router.pool.get(held);
-    let proven = needs.tools && router.evidence.view().proves_tool_calls(c.key());
-    if !needs.met_by_or_proven(&c.capabilities, proven) {
+    let view = needs.tools.then(|| router.evidence.view());
+    let meets = |i: usize| {
+        let c = router.pool.get(i);
+        let proven = view.as_ref().is_some_and(|v| v.proves_tool_calls(c.key()));
+        needs.met_by_or_proven(&c.capabilities, proven)
+    };
+    // Lacking what the turn needs matters only when another candidate has it.
+    if !meets(held) && order.iter().any(|i| *i != held && meets(*i)) {
         turn.affinity_note = Some("capability".into());
         return;
     }

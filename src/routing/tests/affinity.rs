@@ -147,6 +147,30 @@ fn a_turn_the_held_model_lacks_a_capability_for_goes_to_one_that_has_it() {
 }
 
 #[test]
+fn a_capability_nobody_has_does_not_move_a_conversation() {
+    let mut models = equals(&["p/a", "q/b"]);
+    models[0].capabilities = &[];
+    models[1].capabilities = &[];
+    let world = Setup {
+        models,
+        ..Setup::default()
+    }
+    .world();
+    let mut body = turn("tools", 1);
+    body["tools"] = json!([{"type": "function", "function": {"name": "Bash", "parameters": {"type": "object"}}}]);
+    let first = world.ask("fcm", body.clone());
+    let held = first.trace.served_model.unwrap();
+    let other = if held == "p/a" { "q/b" } else { "p/a" };
+    for _ in 0..5 {
+        world.router.evidence.observe(other, Some(5));
+    }
+    body["messages"] = turn("tools", 2)["messages"].clone();
+    let second = world.ask("fcm", body);
+    assert_eq!(second.trace.served_model.as_deref(), Some(held.as_str()));
+    assert_eq!(second.trace.affinity.as_deref(), Some("kept"));
+}
+
+#[test]
 fn new_conversations_spread_over_equally_strong_models() {
     let world = Setup {
         models: equals(&["p/a", "q/b", "r/c", "s/d"]),
