@@ -76,11 +76,10 @@ impl Conversation {
             .iter()
             .filter(|m| matches!(role(m), "system" | "developer"))
         {
-            beginning.extend_from_slice(content(m).as_bytes());
-            beginning.push(0);
+            named_by(&content(m), &mut beginning);
         }
         beginning.push(0);
-        beginning.extend_from_slice(content(first_user).as_bytes());
+        named_by(&content(first_user), &mut beginning);
         let id = affinity.hash("beginning", &beginning);
         let history = messages.iter().any(|m| role(m) == "assistant");
         Some(if history {
@@ -97,6 +96,18 @@ impl Conversation {
         }
     }
 }
+
+/// What of a text names a conversation: its length and its first [`NAMING_BYTES`] (an
+/// agent's system prompt runs to tens of KiB; hashing all of it on every turn would cost
+/// more than the rest of the request's routing).
+fn named_by(text: &str, out: &mut Vec<u8>) {
+    let cut = text.len().min(NAMING_BYTES);
+    out.extend_from_slice(&text.as_bytes()[..cut]);
+    out.extend_from_slice(format!("\0{}\0", text.len()).as_bytes());
+}
+
+/// Bytes of each text a conversation's name is made of.
+const NAMING_BYTES: usize = 2048;
 
 fn role(m: &Value) -> &str {
     m.get("role").and_then(Value::as_str).unwrap_or("")
