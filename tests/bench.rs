@@ -40,6 +40,8 @@ fn every_behaviour_gets_the_right_verdict_and_kind() {
         "sse_no_useful_256k",
         "reasoning_only",
         "tool_calls_only",
+        "wrong_sum",
+        "paid_notice",
         "garbage",
     ];
     let mut w = World::new();
@@ -87,7 +89,10 @@ fn every_behaviour_gets_the_right_verdict_and_kind() {
             2,
         ),
         ("reasoning_only", "perfect", None, 2),
-        ("tool_calls_only", "perfect", None, 2),
+        // Asked a sum with no tool offered, it calls a tool: no answer to the question.
+        ("tool_calls_only", "wrong_answer", None, 2),
+        ("wrong_sum", "wrong_answer", None, 2),
+        ("paid_notice", "provider_notice", None, 2),
         ("garbage", "empty_answers", Some("invalid_json"), 2),
     ];
     for (id, verdict, kind, pings) in expect {
@@ -95,7 +100,8 @@ fn every_behaviour_gets_the_right_verdict_and_kind() {
         assert_eq!(m["verdict"], *verdict, "{id}: {m}");
         assert_eq!(m["lastFailureKind"].as_str(), *kind, "{id}: {m}");
         assert_eq!(m["pings"], *pings, "{id}: {m}");
-        assert_eq!(m["usable"], kind.is_none(), "{id}");
+        let answers = kind.is_none() && !matches!(*verdict, "wrong_answer" | "provider_notice");
+        assert_eq!(m["usable"], answers, "{id}");
     }
     // Usable models first, each rank once.
     let ranks: Vec<u64> = report["models"]
@@ -436,22 +442,24 @@ fn tool_pings_tell_callers_from_talkers_and_breakers() {
             2,
             Some("invalid_tool_call"),
         ),
-        // A tool the request did not offer.
+        // A tool the request did not offer; asked the sum (no tool offered), it calls a
+        // tool too: no answer to either question.
         (
             "tool_calls_only",
-            "unstable",
+            "wrong_answer",
             4,
-            2,
+            0,
             0,
             2,
             Some("invalid_tool_call"),
         ),
-        // Text first, then a broken call: judged when the turn ends, as the router does.
+        // Text first, then a broken call: judged when the turn ends, as the router does;
+        // its text never answers the sum either.
         (
             "text_then_cut_tool_args",
-            "unstable",
+            "wrong_answer",
             4,
-            2,
+            0,
             0,
             2,
             Some("invalid_tool_call"),

@@ -17,6 +17,8 @@ fn exit_codes_per_failure_class() {
         "html",
         "hang",
         "server_500",
+        "wrong_sum",
+        "paid_notice",
     ];
     w.catalog(&[("fake", &fake.base_url(), Some("FAKE_KEY"), &models)]);
     w.set_env("FAKE_KEY", KEY);
@@ -29,6 +31,9 @@ fn exit_codes_per_failure_class() {
         ("html", 6, "HTML"),
         ("hang", 7, "timed out"),
         ("server_500", 7, "HTTP 500"),
+        // HTTP 200, but not an answer a CI job can rely on.
+        ("wrong_sum", 8, "a wrong answer to 17 + 25"),
+        ("paid_notice", 9, "a provider notice instead of an answer"),
     ] {
         let out = w.fcm(&["check", &format!("fake/{model}"), "--timeout", "2"]);
         assert_eq!(out.code, code, "{model}: {out:?}");

@@ -36,7 +36,10 @@ fn messages_body(stream: bool) -> String {
 fn responses_body(stream: bool) -> String {
     json!({
         "model": "gpt-5-codex", "stream": stream, "store": false, "reasoning": {"summary": "auto"},
-        "include": ["reasoning.encrypted_content"], "prompt_cache_key": "k", "tool_choice": "auto",
+        "include": ["reasoning.encrypted_content"], "tool_choice": "auto",
+        // One conversation per call (Codex sends one key per session): each request here
+        // is routed afresh, not kept on the model of the one before.
+        "prompt_cache_key": format!("k-{stream}"),
         "tools": [{"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}, {"type": "web_search"}],
         "input": [
             {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are a coding agent."}]},

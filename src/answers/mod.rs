@@ -14,6 +14,7 @@ pub(crate) mod failure;
 pub(crate) mod gate;
 pub(crate) mod hold;
 pub(crate) mod limits;
+pub(crate) mod notice;
 pub(crate) mod readers;
 pub(crate) mod reasoning;
 pub mod sse;

@@ -224,9 +224,11 @@ impl OpenStream {
         }
     }
 
-    /// Reads the rest of the stream (the bench and check do not forward it), giving up at
-    /// `deadline`. A tool call dropped after commit fails it, as it fails a served stream.
-    pub fn drain(mut self, deadline: Instant) -> Result<(AnswerStats, Duration), Failure> {
+    /// Reads the rest of the stream (pings read it whole rather than forward it), giving
+    /// up at `deadline`, with the chat chunks it carried when the attempt's limits kept
+    /// them. A tool call dropped after commit fails it, as it fails a served stream.
+    pub(crate) fn read_to_end(&mut self, deadline: Instant) -> (StreamEnd, Vec<Value>) {
+        let mut chunks = self.take_chunks();
         loop {
             if Instant::now() >= deadline {
                 let f = failure(
@@ -235,17 +237,29 @@ impl OpenStream {
                     "answer not finished in time".into(),
                     self.started,
                 );
-                return Err(f);
+                return (StreamEnd::Failed(f), chunks);
             }
-            match self.next_item_within(deadline.saturating_duration_since(Instant::now())) {
+            let item = self.next_item_within(deadline.saturating_duration_since(Instant::now()));
+            chunks.extend(self.take_chunks());
+            match item {
                 StreamItem::Data(_) => {}
-                StreamItem::End => match self.tool_failure() {
-                    Some(f) => return Err(f),
-                    None => return Ok((self.stats().clone(), self.started.elapsed())),
-                },
-                StreamItem::Failed(f, _) => return Err(f),
+                StreamItem::End => {
+                    let end = match self.tool_failure() {
+                        Some(f) => StreamEnd::Failed(f),
+                        None => StreamEnd::Complete {
+                            completion_tokens: self.stats().completion_tokens,
+                        },
+                    };
+                    return (end, chunks);
+                }
+                StreamItem::Failed(f, _) => return (StreamEnd::Failed(f), chunks),
             }
         }
+    }
+
+    /// How long since the attempt began.
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.started.elapsed()
     }
 }
 

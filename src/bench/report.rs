@@ -7,7 +7,7 @@ use crate::routing::rank::{Policy, Standing, FAILING, PROVEN};
 pub use crate::state::bench_file::{BenchReport, BenchVerdict, ModelResult};
 use crate::state::breaker::BreakerState;
 
-use crate::routing::ping::{Ping, Question};
+use crate::routing::ping::{Judged, Ping, Question};
 
 /// Median time to first token at or under which a fully successful model is `Perfect`.
 pub const PERFECT_TTFT_MS: u64 = 1000;
@@ -32,7 +32,12 @@ impl ToolTally {
         for (_, p) in pings.iter().filter(|(q, _)| *q == Question::ToolCall) {
             tally.pings += 1;
             match p {
-                Ping::Ok { tool_calls, .. } if *tool_calls > 0 => tally.calls += 1,
+                Ping::Ok {
+                    tool_calls,
+                    judged: Judged::Right,
+                    ..
+                } if *tool_calls > 0 => tally.calls += 1,
+                // A call for another city than the one asked is not a proof.
                 Ping::Ok { .. } => {}
                 Ping::Failed { .. } => tally.failures += 1,
             }
@@ -64,23 +69,53 @@ fn std_dev(values: &[u64]) -> Option<u64> {
     Some(var.sqrt().round() as u64)
 }
 
-/// The verdict for a set of pings (empty pings: the model was not contacted for lack of a key).
+/// Whether a ping is a success: an answer that is right (or could not be checked: reasoning
+/// cut by `max_tokens`).
+pub fn answered(p: &Ping) -> bool {
+    matches!(
+        p,
+        Ping::Ok {
+            judged: Judged::Right | Judged::Unverified,
+            ..
+        }
+    )
+}
+
+/// The verdict for a set of pings (empty pings: the model was not contacted for lack of a
+/// key). A wrong answer or a provider notice is no success: with no right answer at all the
+/// model is `WrongAnswer` or `ProviderNotice`, unusable; beside right answers, `Unstable`.
 pub fn verdict<'a>(
     pings: impl IntoIterator<Item = &'a Ping>,
     ttft_p50: Option<u64>,
 ) -> BenchVerdict {
     let mut sent = 0;
     let mut failures: Vec<FailureKind> = Vec::new();
+    let (mut wrong, mut notices) = (0, 0);
     for p in pings {
         sent += 1;
-        if let Ping::Failed { kind, .. } = p {
-            failures.push(*kind);
+        match p {
+            Ping::Failed { kind, .. } => failures.push(*kind),
+            Ping::Ok {
+                judged: Judged::Wrong,
+                ..
+            } => wrong += 1,
+            Ping::Ok {
+                judged: Judged::Notice,
+                ..
+            } => notices += 1,
+            Ping::Ok { .. } => {}
         }
     }
     if sent == 0 {
         return BenchVerdict::NoKey;
     }
-    let successes = sent - failures.len();
+    let successes = sent - failures.len() - wrong - notices;
+    if successes == 0 && notices > 0 {
+        return BenchVerdict::ProviderNotice;
+    }
+    if successes == 0 && wrong > 0 {
+        return BenchVerdict::WrongAnswer;
+    }
     if successes == 0 {
         let last = *failures.last().expect("pings is not empty");
         return if failures.contains(&FailureKind::AuthError) {
@@ -92,6 +127,9 @@ pub fn verdict<'a>(
         } else {
             BenchVerdict::Down
         };
+    }
+    if wrong + notices > 0 {
+        return BenchVerdict::Unstable;
     }
     if !failures.is_empty() {
         return if failures.iter().all(|k| k.is_quota()) {
@@ -118,6 +156,13 @@ pub fn summarize(m: ModelRef<'_>, pings: &[(Question, Ping)], measured_at: &str)
     let mut successes = 0;
     for (question, p) in pings {
         match p {
+            Ping::Ok { judged, said, .. } if !answered(p) => {
+                let what = match judged {
+                    Judged::Notice => "a provider notice",
+                    _ => "a wrong answer",
+                };
+                last_failure = Some((None, None, format!("{what}: {said:?}")));
+            }
             Ping::Ok {
                 ttft_ms,
                 total_ms,
@@ -136,7 +181,7 @@ pub fn summarize(m: ModelRef<'_>, pings: &[(Question, Ping)], measured_at: &str)
                 status,
                 detail,
                 ..
-            } => last_failure = Some((*kind, *status, detail.clone())),
+            } => last_failure = Some((Some(*kind), *status, detail.clone())),
         }
     }
     let jitter = std_dev(&total);
@@ -173,7 +218,7 @@ pub fn summarize(m: ModelRef<'_>, pings: &[(Question, Ping)], measured_at: &str)
         latency_ms_p95: percentile(&total, 95.0),
         jitter_ms: jitter,
         tokens_per_sec: (!tps.is_empty()).then(|| (tps[(tps.len() - 1) / 2] * 10.0).round() / 10.0),
-        last_failure_kind: last_failure.as_ref().map(|f| f.0),
+        last_failure_kind: last_failure.as_ref().and_then(|f| f.0),
         last_failure_status: last_failure.as_ref().and_then(|f| f.1),
         last_failure: last_failure.map(|f| f.2),
         measured_at: measured_at.to_string(),
@@ -254,7 +299,57 @@ mod tests {
             total_ms: total,
             tokens: 2,
             tool_calls: 0,
+            judged: Judged::Right,
+            said: "42".into(),
         }
+    }
+
+    fn judged(judged: Judged, said: &str) -> Ping {
+        match ok(100, 120) {
+            Ping::Ok { .. } => Ping::Ok {
+                ttft_ms: 100,
+                total_ms: 120,
+                tokens: 2,
+                tool_calls: 0,
+                judged,
+                said: said.into(),
+            },
+            p => p,
+        }
+    }
+
+    #[test]
+    fn wrong_answers_and_provider_notices_are_not_successes() {
+        let right = ok(100, 120);
+        let wrong = judged(Judged::Wrong, "41");
+        let notice = judged(Judged::Notice, "This model now requires a paid plan.");
+        let unverified = judged(Judged::Unverified, "");
+        let cases: Vec<(Vec<Ping>, BenchVerdict)> = vec![
+            (
+                vec![wrong.clone(), wrong.clone()],
+                BenchVerdict::WrongAnswer,
+            ),
+            (
+                vec![wrong.clone(), notice.clone()],
+                BenchVerdict::ProviderNotice,
+            ),
+            (vec![right.clone(), wrong.clone()], BenchVerdict::Unstable),
+            (vec![unverified.clone(), unverified], BenchVerdict::Perfect),
+            (vec![right.clone(), right], BenchVerdict::Perfect),
+        ];
+        for (pings, want) in cases {
+            assert_eq!(verdict(pings.iter(), Some(100)), want, "{pings:?}");
+        }
+        let p = provider();
+        let m = ModelRef {
+            provider: &p,
+            model: &p.models[0],
+        };
+        let r = summarize(m, &sums(&[notice.clone(), notice]), "t");
+        assert!(!r.usable);
+        assert_eq!(r.verdict, BenchVerdict::ProviderNotice);
+        assert!(r.last_failure.unwrap().contains("paid plan"));
+        assert_eq!(r.successes, 0);
     }
 
     /// Plain pings, as a run without `--tools` sends them.
@@ -407,6 +502,8 @@ mod tests {
             total_ms: ttft,
             tokens: 9,
             tool_calls: 1,
+            judged: Judged::Right,
+            said: String::new(),
         }
     }
 

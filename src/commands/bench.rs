@@ -342,7 +342,12 @@ fn table_text(report: &BenchReport) -> String {
         let failure = match (&m.last_failure_kind, m.last_failure_status) {
             (Some(k), Some(s)) if !(200..300).contains(&s) => format!("{k} (HTTP {s})"),
             (Some(k), _) => k.to_string(),
-            (None, _) => String::new(),
+            // A wrong answer or a provider notice: what it said, cut short.
+            (None, _) => m
+                .last_failure
+                .as_deref()
+                .map(|f| f.chars().take(60).collect())
+                .unwrap_or_default(),
         };
         let mut row = vec![
             m.rank.to_string(),

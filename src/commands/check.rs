@@ -13,7 +13,7 @@ use crate::commands::{process_id_token, require_provider, Setup};
 use crate::providers::catalog::{key_hint, tier_rank, KeyStatus, ModelRef};
 use crate::providers::quota::{Unit, Window};
 use crate::providers::upstream::Upstream;
-use crate::routing::ping::{ping, Ping, Question, Spend};
+use crate::routing::ping::{ping, Judged, Ping, Question, Spend};
 use crate::routing::rank::{Policy, Standing, UNKNOWN};
 use crate::routing::{Candidate, Recorder};
 use crate::state::breaker::BreakerState;
@@ -35,7 +35,12 @@ use crate::time;
         6,
         "answer unusable (empty, error payload, invalid JSON, HTML, bad request)"
     ),
-    error_code(7, "unreachable, timed out, or provider error")
+    error_code(7, "unreachable, timed out, or provider error"),
+    error_code(8, "answered, but wrong (17 + 25 is not what it said)"),
+    error_code(
+        9,
+        "a provider notice instead of an answer (a paid plan, credits, quota or sign-up)"
+    )
 )]
 /// Smoke-check a provider key with one real completion (for CI).
 pub(crate) struct CheckArgs {
@@ -308,6 +313,25 @@ fn checked(
     let left_note = left_note(&left);
     Ok(match ping {
         Ping::Ok {
+            judged: judged @ (Judged::Wrong | Judged::Notice),
+            total_ms,
+            said,
+            ..
+        } => {
+            let (code, what) = match judged {
+                Judged::Notice => (
+                    ExitCode::ProviderNotice,
+                    "a provider notice instead of an answer",
+                ),
+                _ => (ExitCode::WrongAnswer, "a wrong answer to 17 + 25"),
+            };
+            let line = format!(
+                "{}: {what} in {total_ms} ms: {said:?} ({key_note}){left_note}",
+                m.key()
+            );
+            done(code, None, Some(200), Some(total_ms), line, &key_note, left)
+        }
+        Ping::Ok {
             total_ms, tokens, ..
         } => {
             let line = format!(
@@ -424,6 +448,8 @@ mod tests {
                 ExitCode::RateLimited,
                 ExitCode::Unusable,
                 ExitCode::Unreachable,
+                ExitCode::WrongAnswer,
+                ExitCode::ProviderNotice,
             ]
         );
         for (code, text) in listed {

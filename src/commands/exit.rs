@@ -26,12 +26,16 @@ pub(crate) enum ExitCode {
     Unusable = 6,
     /// `fcm check`: no answer.
     Unreachable = 7,
+    /// `fcm check`: an answer, but not the right one.
+    WrongAnswer = 8,
+    /// `fcm check`: the provider's notice (a paid plan, credits, sign up) instead of an answer.
+    ProviderNotice = 9,
 }
 
 impl ExitCode {
     /// Every code, in order.
     #[cfg(test)]
-    pub(crate) const ALL: [ExitCode; 8] = [
+    pub(crate) const ALL: [ExitCode; 10] = [
         ExitCode::Ok,
         ExitCode::Failure,
         ExitCode::Usage,
@@ -40,6 +44,8 @@ impl ExitCode {
         ExitCode::RateLimited,
         ExitCode::Unusable,
         ExitCode::Unreachable,
+        ExitCode::WrongAnswer,
+        ExitCode::ProviderNotice,
     ];
 
     /// The number the process exits with.
@@ -63,6 +69,10 @@ impl ExitCode {
                 "answer unusable (empty, error payload, invalid JSON, HTML, bad request)"
             }
             ExitCode::Unreachable => "unreachable, timed out, or provider error",
+            ExitCode::WrongAnswer => "answered, but wrong (17 + 25 is not what it said)",
+            ExitCode::ProviderNotice => {
+                "a provider notice instead of an answer (a paid plan, credits, quota or sign-up)"
+            }
         }
     }
 
@@ -91,12 +101,14 @@ mod tests {
                 (ExitCode::RateLimited, 5),
                 (ExitCode::Unusable, 6),
                 (ExitCode::Unreachable, 7),
+                (ExitCode::WrongAnswer, 8),
+                (ExitCode::ProviderNotice, 9),
             ]
         );
         for c in ExitCode::ALL {
             assert_eq!(ExitCode::from_code(c.code()), Some(c));
             assert!(!c.description().is_empty());
         }
-        assert_eq!(ExitCode::from_code(8), None);
+        assert_eq!(ExitCode::from_code(10), None);
     }
 }

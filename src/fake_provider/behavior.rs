@@ -38,6 +38,12 @@ pub enum Behavior {
     /// The first this many requests get 500; later ones are answered (a model that was
     /// down and recovered).
     FailsFirst(u64),
+    /// Answers like `ok`, but the bench's sum wrong (`The answer is 41.`).
+    WrongSum,
+    /// Every answer is the provider's notice that the model now needs a paid plan (HTTP
+    /// 200, the notice as the model's content), as providers that turned a free model
+    /// paid answer.
+    PaidNotice,
     Auth401,
     BadRequest400,
     Server500,
@@ -47,6 +53,7 @@ pub enum Behavior {
     DropConnection,
     /// Over 256 KiB of frames without content, then `[DONE]`.
     SseNoUseful256k,
+    /// Reasoning only, cut at `max_tokens` (`finish_reason: length`) before any answer.
     ReasoningOnly,
     ToolCallsOnly,
     /// 200 with this many bytes of garbage.
@@ -210,6 +217,8 @@ impl Behavior {
             "context_overflow" => Behavior::ContextOverflow,
             "busy_once" => Behavior::BusyOnce,
             "fails_first" => Behavior::FailsFirst(param.unwrap_or(3)),
+            "wrong_sum" => Behavior::WrongSum,
+            "paid_notice" => Behavior::PaidNotice,
             "auth_401" => Behavior::Auth401,
             "bad_request_400" => Behavior::BadRequest400,
             "server_500" => Behavior::Server500,

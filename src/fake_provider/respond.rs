@@ -111,8 +111,22 @@ pub(super) fn respond(
         wait_for_client(out, extra)?;
     }
     let id = format!("chatcmpl-fake-{n}");
-    let answer = format!("Hello from {model}.");
+    // A model that works answers the bench's question right, and anything else with a
+    // greeting that names it.
+    let answer = if asks_the_sum(&body) {
+        crate::routing::ping::PING_SUM.to_string()
+    } else {
+        format!("Hello from {model}.")
+    };
     let json_ct = "application/json";
+    let said_ok = Said {
+        id: &id,
+        model: &model,
+        answer: &answer,
+        stream,
+        usage,
+        cached: None,
+    };
     let error =
         |msg: &str, kind: &str| json!({"error": {"message": msg, "type": kind}}).to_string();
     match behavior {
@@ -241,16 +255,24 @@ pub(super) fn respond(
             w.done()
         }
         Behavior::ReasoningOnly if !stream => {
-            completion(out, &id, &model, json!({"role": "assistant", "content": "", "reasoning_content": "Thinking it over."}), "stop")
+            completion(out, &id, &model, json!({"role": "assistant", "content": "", "reasoning_content": "Thinking it over."}), "length")
         }
         Behavior::ReasoningOnly => {
             let mut w = SseWriter::start(out);
             w.data(&chunk(&id, &model, json!({"role": "assistant", "reasoning_content": "Thinking it over."}), None))?;
-            w.data(&chunk(&id, &model, json!({}), Some("stop")))?;
+            w.data(&chunk(&id, &model, json!({}), Some("length")))?;
             w.done()
         }
         Behavior::ToolCallsOnly => tool_call_answer(out, &id, &model, stream),
-        Behavior::Thinks(thinker) => thinking::thinking_answer(out, &id, &model, thinker, stream),
+        Behavior::Thinks(thinker) => {
+            let said = if asks_the_sum(&body) { answer.as_str() } else { "Hello from thinks." };
+            thinking::thinking_answer(out, &id, &model, thinker, stream, said)
+        }
+        Behavior::WrongSum => {
+            let said = if asks_the_sum(&body) { "The answer is 41." } else { answer.as_str() };
+            ok_answer(out, &id, &model, said, stream, usage, Duration::ZERO)
+        }
+        Behavior::PaidNotice => ok_answer(out, &id, &model, PAID_NOTICE, stream, usage, Duration::ZERO),
         Behavior::RepeatedCallIds => repeated_call_ids(out, &id, &model, stream),
         Behavior::CutToolArgs => call_answer(out, &id, &model, stream, "Bash", r#"{"command":"ec"#),
         Behavior::UnknownTool => call_answer(out, &id, &model, stream, "launch_rockets", "{}"),
@@ -316,9 +338,9 @@ pub(super) fn respond(
             w.data(&chunk(&id, &model, json!({}), Some("stop")))?;
             w.done()
         }
-        Behavior::CallsOfferedTool => offered_tool_answer(out, &id, &model, stream, usage, &body, ToolMove::Call),
-        Behavior::DescribesOfferedTool => offered_tool_answer(out, &id, &model, stream, usage, &body, ToolMove::Describe),
-        Behavior::BreaksOfferedTool => offered_tool_answer(out, &id, &model, stream, usage, &body, ToolMove::Break),
+        Behavior::CallsOfferedTool => offered_tool_answer(out, &said_ok, &body, ToolMove::Call),
+        Behavior::DescribesOfferedTool => offered_tool_answer(out, &said_ok, &body, ToolMove::Describe),
+        Behavior::BreaksOfferedTool => offered_tool_answer(out, &said_ok, &body, ToolMove::Break),
         Behavior::Overloaded200(retry) => {
             let extra: Vec<(&str, String)> = retry.map(|r| ("retry-after", r.to_string())).into_iter().collect();
             let body = error("The model is overloaded. Please try again later.", "overloaded_error");
@@ -328,7 +350,7 @@ pub(super) fn respond(
             let sent = req.header("authorization").or_else(|| req.header("x-api-key"));
             let masked = masked_key(sent.unwrap_or(""));
             if (200..300).contains(&status) {
-                let text = format!("Your key is {masked} today.");
+                let text = format!("{answer} Your key is {masked} today.");
                 ok_answer(out, &id, &model, &text, stream, usage, Duration::ZERO)
             } else {
                 let msg = format!("Incorrect API key provided: {masked}. You can find your API key in your account settings.");
@@ -359,6 +381,25 @@ pub(super) fn respond(
             }
         }
     }
+}
+
+/// What `paid_notice` answers: a provider's notice written as the model's reply.
+pub const PAID_NOTICE: &str =
+    "This model now requires a paid plan. Add credits at https://billing.example.test to keep using it.";
+
+/// Whether the request is the bench's sum question (its last user message asks it).
+fn asks_the_sum(body: &Value) -> bool {
+    let last_user = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| {
+            m.iter()
+                .rev()
+                .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        });
+    last_user
+        .and_then(|m| m.get("content"))
+        .is_some_and(|c| c.to_string().contains(crate::routing::ping::PING_QUESTION))
 }
 
 /// `POST` here with `{"model": ID, "ms": N}` and model `ID` answers `N` ms later from now

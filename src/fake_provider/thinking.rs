@@ -9,15 +9,15 @@ use serde_json::{json, Value};
 use super::behavior::Thinker;
 use super::wire::{completion, content_pieces, stream_deltas};
 
-/// Reasoning, then `Hello from thinks.`, in a thinker's shape.
+/// Reasoning, then `answer`, in a thinker's shape.
 pub(super) fn thinking_answer(
     out: &mut TcpStream,
     id: &str,
     model: &str,
     thinker: Thinker,
     stream: bool,
+    answer: &str,
 ) -> io::Result<bool> {
-    let answer = "Hello from thinks.";
     let reasoning = Thinker::REASONING;
     if !stream {
         let mut message = match thinker {

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::wire::{chunk, completion, content_pieces, ok_answer, stream_deltas, SseWriter};
+use super::wire::{
+    chunk, completion, content_pieces, ok_answer, ok_answer_with, stream_deltas, Said, SseWriter,
+};
 
 pub(super) fn tool_call_answer(
     out: &mut TcpStream,
@@ -178,16 +180,19 @@ pub(super) enum ToolMove {
 /// `ok` gives.
 pub(super) fn offered_tool_answer(
     out: &mut TcpStream,
-    id: &str,
-    model: &str,
-    stream: bool,
-    usage: bool,
+    said: &Said<'_>,
     body: &Value,
     tool_move: ToolMove,
 ) -> io::Result<bool> {
+    let Said {
+        id,
+        model,
+        stream,
+        usage,
+        ..
+    } = *said;
     let Some((name, args)) = offered_call(body) else {
-        let answer = format!("Hello from {model}.");
-        return ok_answer(out, id, model, &answer, stream, usage, Duration::ZERO);
+        return ok_answer_with(out, said, Duration::ZERO, &[]);
     };
     let args = args.to_string();
     match tool_move {

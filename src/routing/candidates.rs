@@ -35,6 +35,8 @@ pub(crate) struct Candidate {
     pub family: String,
     /// Its counters and limits, and its provider's keys, as the usage ledger knows them.
     pub metered: Metered,
+    /// Its provider's own notice phrases (`noticePatterns`).
+    pub notices: Vec<String>,
 }
 
 impl Candidate {
@@ -64,6 +66,7 @@ impl Candidate {
             shared_quota: m.provider.shared_quota,
             capabilities: m.model.capabilities.clone(),
             family: family(&m.model.id),
+            notices: m.provider.notice_patterns.clone(),
         }
     }
 

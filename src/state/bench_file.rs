@@ -17,6 +17,10 @@ pub enum BenchVerdict {
     Unstable,
     RateLimited,
     EmptyAnswers,
+    /// Answered, but never what was asked (a wrong sum, a call for another city).
+    WrongAnswer,
+    /// Its "answers" are the provider talking: a paid plan, credits, a quota, sign up.
+    ProviderNotice,
     Down,
     AuthFailed,
     NoKey,
@@ -34,6 +38,8 @@ impl BenchVerdict {
             BenchVerdict::Unstable => "Unstable",
             BenchVerdict::RateLimited => "Rate limited",
             BenchVerdict::EmptyAnswers => "Empty answers",
+            BenchVerdict::WrongAnswer => "Wrong answer",
+            BenchVerdict::ProviderNotice => "Provider notice",
             BenchVerdict::Down => "Down",
             BenchVerdict::AuthFailed => "Auth failed",
             BenchVerdict::NoKey => "No key",

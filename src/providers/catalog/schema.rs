@@ -58,6 +58,10 @@ pub struct Provider {
     /// Added from the user's config rather than the catalog.
     #[serde(default, skip_serializing_if = "is_false")]
     pub custom: bool,
+    /// Phrases of this provider's own notices (a paid plan, credits, sign-up), beside the
+    /// default ones: an answer that is only such a notice is not the model's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notice_patterns: Vec<String>,
     pub models: Vec<Model>,
 }
 
