@@ -11,6 +11,12 @@ import json
 import re
 import sys
 
+# The day of the newest fact the catalog holds (written as its top-level `updated`; fcm
+# says how old that is, and `fcm doctor` calls it old after 60 days). The reference tables
+# are free-coding-models 0.5.92's catalog, re-verified against the providers on 2026-09-15
+# (its changelog for 0.5.92).
+UPDATED = "2026-09-15"
+
 # Providers left out on purpose, with the reason.
 RETIRED = {"github-models"}  # endpoint retired 2026-07-30, answers 410
 
@@ -146,7 +152,7 @@ def main(ref):
             if (pid, mid) in MODEL_QUOTA:
                 model["quota"] = MODEL_QUOTA[(pid, mid)]
             p["models"].append(model)
-    doc = {"version": 1, "providers": list(providers.values())}
+    doc = {"version": 1, "updated": UPDATED, "providers": list(providers.values())}
     json.dump(doc, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")
 

@@ -1,7 +1,8 @@
 //! Where the catalog comes from and the rules it must keep: the one compiled into the
 //! binary ([`EMBEDDED`]), or the file `FCM_CATALOG` names; parsed with the JSON path of a
-//! wrong value, then validated (ids unique and splittable, URLs fcm can call). Errors
-//! name the catalog ([`CatalogError`], [`InvalidCatalog`]).
+//! wrong value (a malformed `updated` date among them), then validated (ids unique and
+//! splittable, URLs fcm can call). Errors name the catalog ([`CatalogError`],
+//! [`InvalidCatalog`]).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -290,6 +291,43 @@ mod tests {
         );
         let cause = std::error::Error::source(&err).unwrap().to_string();
         assert!(cause.contains("unknown field `requestPerDay`"), "{cause}");
+    }
+
+    #[test]
+    fn the_updated_date_is_optional_and_read_strictly() {
+        let doc = |updated: &str| {
+            format!(
+                r#"{{"version":1,{updated}"providers":[{{"id":"a","baseUrl":"http://x","models":[]}}]}}"#
+            )
+        };
+        let c = Catalog::parse(&doc(r#""updated":"2026-10-10","#), "t").unwrap();
+        assert_eq!(
+            c.updated.map(|d| d.to_string()).as_deref(),
+            Some("2026-10-10")
+        );
+        assert!(Catalog::parse(&doc(""), "t").unwrap().updated.is_none());
+        for (bad, cause) in [
+            (r#""updated":"2026-02-30","#, "invalid date \"2026-02-30\""),
+            (
+                r#""updated":"10/10/2026","#,
+                "expected a day of the calendar as YYYY-MM-DD",
+            ),
+            (r#""updated":20261010,"#, "invalid type: integer"),
+        ] {
+            let err = Catalog::parse(&doc(bad), "cat.json").unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "malformed catalog cat.json: updated",
+                "{bad}"
+            );
+            let why = std::error::Error::source(&err).unwrap().to_string();
+            assert!(
+                why.contains(cause) && why.contains("line 1"),
+                "{bad}: {why}"
+            );
+        }
+        let embedded = Catalog::parse(EMBEDDED, "embedded").unwrap();
+        assert!(embedded.updated.is_some(), "the embedded catalog is dated");
     }
 
     #[test]
