@@ -14,11 +14,39 @@ import sys
 # The day of the newest fact the catalog holds (written as its top-level `updated`; fcm
 # says how old that is, and `fcm doctor` calls it old after 60 days). The reference tables
 # are free-coding-models 0.5.92's catalog, re-verified against the providers on 2026-09-15
-# (its changelog for 0.5.92).
-UPDATED = "2026-09-15"
+# (its changelog for 0.5.92); the changes below are of facts up to free-coding-models
+# 0.5.98 (2026-10-10). Source short names as in free-tier-2026-10.md: [aag] is
+# cuihuan/awesome-ai-gateway data/free_tiers.json (2026-08-31), [cheahjs] the README of
+# cheahjs/free-llm-api-resources (July 2026), [fcm-js X] the changelog of the npm package
+# free-coding-models version X.
+UPDATED = "2026-10-10"
 
 # Providers left out on purpose, with the reason.
-RETIRED = {"github-models"}  # endpoint retired 2026-07-30, answers 410
+RETIRED = {
+    # Free tier retired 2026-07-30; the endpoint answers 410 [aag].
+    "github-models",
+    # Since 2026-09-16/17 its free models (all the catalog had) answer API clients 403
+    # FreeTierError, "only from within OpenCode" (9Router issue 4101; freellmapi issue 1249
+    # disabled them).
+    "opencode-zen",
+    # "Now bills most text models per token" [fcm-js 0.5.98]; which stay free is not
+    # published in a form we can read, and its other entries are embedding and moderation
+    # models, not chat models. Calling it with a key would bill the user.
+    "ovhcloud",
+}
+# Models left out on purpose (ids as sent, after STRIP_PREFIX), with the reason.
+REMOVED_MODELS = {
+    # Went paid; five free models left [fcm-js 0.5.98].
+    ("sambanova", "MiniMax-M2.7"), ("sambanova", "MiniMax-M3"),
+    # Paid only [fcm-js 0.5.97].
+    ("zai", "glm-5.3"), ("zai", "glm-4.7-flashx"),
+    # The three NIM models re-added by free-coding-models 0.5.92 to the 13 it had verified
+    # live in 0.5.90 are "ghost catalog entries again" (listed, not served): NIM is back to
+    # 13 [fcm-js 0.5.98]; MiniMax M3 had already answered 410 at its end of life on
+    # 2026-09-09 [fcm-js 0.5.90].
+    ("nvidia", "qwen/qwen3-coder-480b-a35b-instruct"), ("nvidia", "minimaxai/minimax-m3"),
+    ("nvidia", "minimaxai/minimax-m2.7"),
+}
 
 # Fields some providers reject with a 400 (provider quirks); stripped before sending.
 STRICT_FIELDS = ["parallel_tool_calls", "n", "top_k", "logprobs", "echo", "user",
@@ -46,8 +74,6 @@ QUOTA = {
     # provider-signup.tsv: "50/day <$10 ... (20 req/min)"; provider-quirks.md: one
     # account-wide quota for every :free model (the 1,000/day tier needs a purchase)
     "openrouter": {"requestsPerMinute": 20, "requestsPerDay": 50, "scope": "provider"},
-    # provider-signup.tsv: "With API key: 400 RPM"
-    "ovhcloud": {"requestsPerMinute": 400, "scope": "provider"},
     # provider-signup.tsv: "Codestral free access: 30 req/min, 2000/day"
     "codestral": {"requestsPerMinute": 30, "requestsPerDay": 2000, "scope": "provider"},
     # provider-signup.tsv: "1000 RPM · 1M tokens/day per model"
@@ -141,6 +167,8 @@ def main(ref):
             prefix = STRIP_PREFIX.get(pid)
             if prefix and mid.startswith(prefix):
                 mid = mid[len(prefix):]
+            if (pid, mid) in REMOVED_MODELS:
+                continue
             model = {
                 "id": mid,
                 "label": row["label"],

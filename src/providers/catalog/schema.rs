@@ -151,7 +151,7 @@ impl Catalog {
         Some(ModelRef { provider, model })
     }
 
-    /// `253 models across 24 providers`, as `fcm models` and `fcm doctor` say it.
+    /// `227 models across 22 providers`, as `fcm models` and `fcm doctor` say it.
     pub fn size(&self) -> String {
         let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
         format!(
