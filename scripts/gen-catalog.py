@@ -80,12 +80,41 @@ QUOTA = {
     "siliconflow": {"requestsPerMinute": 1000, "tokensPerDay": 1000000, "scope": "model"},
     # provider-signup.tsv: "200 req/day on free models (20 req/min)"
     "requesty": {"requestsPerMinute": 20, "requestsPerDay": 200, "scope": "provider"},
+    # [aag]: 5 RPM, 30k TPM, 1M tokens/hour, 1M TPD; [cheahjs]: 30 RPM, 60k TPM, 14,400 RPD,
+    # 1M TPD. The lower of each (RPD only [cheahjs] states); one counter for the account,
+    # as neither says per model.
+    "cerebras": {"requestsPerMinute": 5, "requestsPerDay": 14400, "tokensPerMinute": 30000,
+                 "tokensPerDay": 1000000, "scope": "provider"},
+    # [cheahjs]: 1 request/s (as 60 a minute) and 500k TPM ([aag]: unpublished); its 1B
+    # tokens a month per model has no field. One counter for the account.
+    "mistral": {"requestsPerMinute": 60, "tokensPerMinute": 500000, "scope": "provider"},
+    # [aag]: 20 RPM, 20 RPD, 200k TPD without a payment method.
+    "sambanova": {"requestsPerMinute": 20, "requestsPerDay": 20, "tokensPerDay": 200000,
+                  "scope": "provider"},
+    # [fcm-js 0.5.97]: 10 RPM, 50 RPD.
+    "orcarouter": {"requestsPerMinute": 10, "requestsPerDay": 50, "scope": "provider"},
 }
 # Model limits that differ from the provider's.
+GEMINI_FLASH = {"requestsPerMinute": 5, "requestsPerDay": 20, "tokensPerMinute": 250000}
 MODEL_QUOTA = {
     # realwire/groq__200_ratelimit_headers.headers: llama-3.3-70b-versatile on the free
-    # tier sends x-ratelimit-limit-requests 1000 (per day) and -tokens 12000 (per minute)
-    ("groq", "llama-3.3-70b-versatile"): {"requestsPerDay": 1000, "tokensPerMinute": 12000},
+    # tier sends x-ratelimit-limit-requests 1000 (per day) and -tokens 12000 (per minute);
+    # [aag] agrees and adds 100k TPD.
+    ("groq", "llama-3.3-70b-versatile"): {"requestsPerDay": 1000, "tokensPerMinute": 12000,
+                                          "tokensPerDay": 100000},
+    # [aag]: gpt-oss-120b 30 RPM / 1k RPD / 8k TPM / 200k TPD; llama-3.1-8b 30 / 14.4k /
+    # 6k / 500k (30 RPM is the provider's per-model figure).
+    ("groq", "openai/gpt-oss-120b"): {"requestsPerDay": 1000, "tokensPerMinute": 8000,
+                                      "tokensPerDay": 200000},
+    ("groq", "llama-3.1-8b-instant"): {"requestsPerDay": 14400, "tokensPerMinute": 6000,
+                                       "tokensPerDay": 500000},
+    # [cheahjs]: Gemini 3.5 / 3 / 2.5 Flash 5 RPM, 20 RPD, 250k TPM (Gemini 3 Flash is
+    # the catalog's gemini-3-flash-preview); 3.1 Flash-Lite 15 RPM, 500 RPD. Google counts
+    # them per model.
+    ("googleai", "gemini-3.5-flash"): GEMINI_FLASH,
+    ("googleai", "gemini-3-flash-preview"): GEMINI_FLASH,
+    ("googleai", "gemini-2.5-flash"): GEMINI_FLASH,
+    ("googleai", "gemini-3.1-flash-lite"): {"requestsPerMinute": 15, "requestsPerDay": 500},
 }
 UNKNOWN_CONTEXT = 32768  # conservative window for models whose context is not published
 

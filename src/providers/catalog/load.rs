@@ -279,6 +279,14 @@ mod tests {
             llama.quota.as_ref().unwrap().tokens_per_minute,
             Some(12_000)
         );
+        // Where two sources disagree, the lower limit (Cerebras: 5 a minute, not 30).
+        let cerebras = c.provider("cerebras").unwrap().quota.clone().unwrap();
+        assert_eq!(
+            (cerebras.requests_per_minute, cerebras.tokens_per_minute),
+            (Some(5), Some(30_000))
+        );
+        let flash = c.find("googleai/gemini-3.5-flash").unwrap().model;
+        assert_eq!(flash.quota.as_ref().unwrap().requests_per_day, Some(20));
         let old = r#"{"version":1,"providers":[{"id":"a","baseUrl":"http://x","quota":"free","models":[{"id":"m","context":1,"quota":null}]}]}"#;
         let c = Catalog::parse(old, "old").unwrap();
         assert!(c.providers[0].quota.is_none() && c.providers[0].models[0].quota.is_none());
