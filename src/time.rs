@@ -101,6 +101,35 @@ pub fn next_utc_midnight(ms: u64) -> u64 {
     (ms / DAY_MS + 1) * DAY_MS
 }
 
+/// A calendar date written `2026-10-10` (ISO 8601, four-digit year, two-digit month and
+/// day), as days since 1970-01-01; `None` for any other form or a day the calendar lacks
+/// (`2026-02-30`).
+pub fn parse_iso_date(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    let shaped = b.len() == 10 && b[4] == b'-' && b[7] == b'-';
+    if !shaped || !digits(0..4) || !digits(5..7) || !digits(8..10) {
+        return None;
+    }
+    let (y, m, d) = (
+        text[..4].parse::<i64>().ok()?,
+        text[5..7].parse::<u32>().ok()?,
+        text[8..].parse::<u32>().ok()?,
+    );
+    if !(1..=12).contains(&m) || d == 0 {
+        return None;
+    }
+    // A day past the month's end rolls into the next month: such a date does not read back.
+    let days = days_from_civil(y, m, d);
+    (civil_from_days(days) == (y, m, d)).then_some(days)
+}
+
+/// Days since 1970-01-01 as [`parse_iso_date`] reads them: `2026-10-10`.
+pub fn iso_date(days: i64) -> String {
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
 /// Reads back what [`rfc3339`] writes (`2026-12-01T05:11:41Z`), as ms since the epoch.
 pub fn parse_rfc3339(text: &str) -> Option<u64> {
     let (date, clock) = text.trim().strip_suffix('Z')?.split_once('T')?;
@@ -244,6 +273,37 @@ mod tests {
             "Sun, 32 Nov 1994 08:49:37 GMT",
         ] {
             assert!(parse_http_date(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn iso_dates_are_read_strictly() {
+        let cases = [
+            ("1970-01-01", Some(0)),
+            ("2026-10-10", Some(20_736)),
+            ("2024-02-29", Some(19_782)),
+            ("2026-12-31", Some(20_818)),
+            ("2026-02-29", None),
+            ("2026-02-30", None),
+            ("2026-04-31", None),
+            ("2026-13-01", None),
+            ("2026-00-10", None),
+            ("2026-10-00", None),
+            ("2026-1-10", None),
+            ("2026/10/10", None),
+            ("26-10-10", None),
+            ("2026-10-10T00:00:00Z", None),
+            (" 2026-10-10", None),
+            ("+026-10-10", None),
+            ("2026-10-+1", None),
+            ("", None),
+        ];
+        for (text, days) in cases {
+            assert_eq!(parse_iso_date(text), days, "{text}");
+            if let Some(days) = days {
+                assert_eq!(iso_date(days), text);
+                assert_eq!(utc_day(days as u64 * DAY_MS), text);
+            }
         }
     }
 

@@ -14,7 +14,7 @@ fn embedded_catalog_lists_every_model_with_key_status() {
     assert_eq!(out.code, 0, "{out:?}");
     let models = out.json();
     let models = models.as_array().unwrap();
-    assert!(models.len() >= 240, "{} models", models.len());
+    assert!(models.len() >= 200, "{} models", models.len());
     let status = |key: &str| {
         models
             .iter()
@@ -175,6 +175,131 @@ fn demo_runs_without_keys_or_network() {
     assert!(
         out.stdout
             .contains("demo/empty-choices  CLOSED  1 failure(s), last empty_choices"),
+        "{out:?}"
+    );
+}
+
+/// Today's UTC date as `YYYY-MM-DD` (Howard Hinnant's civil-from-days).
+fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let z = secs.div_euclid(86_400) + 719_468;
+    let (era, doe) = (z.div_euclid(146_097), z.rem_euclid(146_097));
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    format!("{:04}-{m:02}-{d:02}", yoe + era * 400 + i64::from(m <= 2))
+}
+
+/// A catalog of one keyless provider with `models`, dated `updated` (`None`: no date).
+fn dated_catalog(w: &World, updated: Option<&str>, models: &[&str]) {
+    let mut doc = serde_json::json!({"version": 1, "providers": [{"id": "p", "baseUrl": "http://127.0.0.1:9/v1",
+        "keyRequired": false, "models": models.iter().map(|m| serde_json::json!({"id": m, "tier": "A", "context": 131072})).collect::<Vec<_>>()}]});
+    if let Some(day) = updated {
+        doc["updated"] = day.into();
+    }
+    std::fs::write(&w.catalog, doc.to_string()).unwrap();
+}
+
+#[test]
+fn models_says_how_old_the_catalog_is() {
+    let mut w = World::new();
+    dated_catalog(&w, Some(&today()), &["m1", "m2"]);
+    let out = w.fcm(&["models"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains(&format!(
+            "Catalog of {} (0 days old): 2 models across 1 provider\n",
+            today()
+        )),
+        "{out:?}"
+    );
+    // The JSON stays an array of models: the date is not mixed into it.
+    let json = w.fcm(&["models", "--json"]).json();
+    assert_eq!(json.as_array().map(Vec::len), Some(2), "{json}");
+    // A catalog of one's own may leave the date out.
+    dated_catalog(&w, None, &["m1"]);
+    let out = w.fcm(&["models"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("Catalog undated: 1 model across 1 provider"),
+        "{out:?}"
+    );
+    // A date that is no day of the calendar is named, like any wrong value.
+    dated_catalog(&w, Some("2026-02-30"), &["m1"]);
+    let out = w.fcm(&["models"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains(": updated")
+            && out.stderr.contains(
+                "invalid date \"2026-02-30\": expected a day of the calendar as YYYY-MM-DD"
+            ),
+        "{out:?}"
+    );
+    // The embedded catalog carries its date.
+    let embedded: serde_json::Value =
+        serde_json::from_str(include_str!("../providers.json")).unwrap();
+    let updated = embedded["updated"]
+        .as_str()
+        .expect("providers.json is dated");
+    w.set_env("FCM_CATALOG", "");
+    let out = w.fcm(&["models"]);
+    assert!(
+        out.stdout.contains(&format!("Catalog of {updated} (")),
+        "{out:?}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn doctor_notes_a_catalog_older_than_sixty_days() {
+    let w = World::new();
+    // A free port of its own, so that the port check does not meet another test's server.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    w.write_config(&serde_json::json!({"port": port}));
+    std::fs::set_permissions(&w.home, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(
+        w.home_file("config.json"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    dated_catalog(&w, Some("2020-01-01"), &["m1"]);
+    let out = w.fcm(&["doctor"]);
+    assert_eq!(out.code, 0, "a note is not a failure: {out:?}");
+    let note = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("note catalog: "))
+        .unwrap_or_else(|| panic!("{out:?}"));
+    assert!(
+        note.starts_with("note catalog: 1 model across 1 provider, of 2020-01-01 (")
+            && note.ends_with(
+                " days old): older than 60 days; since 2020-01-01 providers may have retired models, made them paid or changed their limits"
+            ),
+        "{note}"
+    );
+    assert!(
+        out.stdout.contains("     fix: `fcm models --refresh` asks each provider with a key which models it serves now"),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains("fcm doctor: all"), "{out:?}");
+    // A current catalog passes, with its date.
+    dated_catalog(&w, Some(&today()), &["m1"]);
+    let out = w.fcm(&["doctor"]);
+    assert!(
+        out.stdout.contains(&format!(
+            "ok   catalog: 1 model across 1 provider, of {} (0 days old)\n",
+            today()
+        )),
         "{out:?}"
     );
 }

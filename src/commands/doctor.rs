@@ -12,7 +12,7 @@ use argh::FromArgs;
 use crate::commands::admin::admin_get;
 use crate::commands::exit::ExitCode;
 use crate::commands::Setup;
-use crate::providers::catalog::Catalog;
+use crate::providers::catalog::{Age, Catalog, OLD_AFTER_DAYS};
 use crate::state::config::Config;
 use crate::state::files;
 use crate::state::serve_info::{live_server, ServeInfo};
@@ -144,11 +144,7 @@ pub(crate) fn run(args: DoctorArgs) -> Result<ExitCode> {
                         }
                         None => String::new(),
                     };
-                    let models = c.models().count();
-                    checks.push(pass(format!(
-                        "catalog: {} providers, {models} models{drift}",
-                        c.providers.len()
-                    )));
+                    checks.push(catalog_check(&c, &drift, crate::time::now_ms()));
                     Some(c)
                 }
             }
@@ -238,6 +234,20 @@ fn shown(p: &Path) -> String {
 /// An error and its causes on one line.
 fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     crate::state::persist::with_causes(e)
+}
+
+/// The catalog's size and date; a note, with what to do, once it is older than
+/// [`OLD_AFTER_DAYS`]. `drift` is what the last refresh changed, as the line shows it.
+fn catalog_check(catalog: &Catalog, drift: &str, now_ms: u64) -> Check {
+    let age = Age::of(catalog.updated, now_ms);
+    let what = format!("catalog: {}, {}{drift}", catalog.size(), age.describe());
+    match age {
+        Age::Old { date, .. } => note(
+            format!("{what}: older than {OLD_AFTER_DAYS} days; since {date} providers may have retired models, made them paid or changed their limits"),
+            "`fcm models --refresh` asks each provider with a key which models it serves now; a newer fcm carries a newer catalog",
+        ),
+        Age::Undated | Age::Current { .. } => pass(what),
+    }
 }
 
 /// `FCM_HOME` exists (or can be made), is a directory fcm can write, and is the user's own.
@@ -430,4 +440,61 @@ fn tool_checks(setup: &Setup, port: u16) -> Vec<Check> {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_old_catalog_is_a_note_with_its_date_and_the_refresh() {
+        let on = |d: &str| crate::time::parse_iso_date(d).unwrap() as u64 * crate::time::DAY_MS;
+        let catalog = |updated: &str| {
+            let text = format!(
+                r#"{{"version":1,{updated}"providers":[{{"id":"a","baseUrl":"http://x","models":[{{"id":"m","context":1}}]}}]}}"#
+            );
+            Catalog::parse(&text, "t").unwrap()
+        };
+        let dated = catalog(r#""updated":"2026-10-10","#);
+        let cases = [
+            (
+                &dated,
+                "2026-12-09",
+                Outcome::Pass,
+                "catalog: 1 model across 1 provider, of 2026-10-10 (60 days old)",
+            ),
+            (
+                &dated,
+                "2026-12-10",
+                Outcome::Note,
+                "catalog: 1 model across 1 provider, of 2026-10-10 (61 days old): older than 60 days; since 2026-10-10 providers may have retired models, made them paid or changed their limits",
+            ),
+            (
+                &catalog(""),
+                "2030-01-01",
+                Outcome::Pass,
+                "catalog: 1 model across 1 provider, undated",
+            ),
+        ];
+        for (c, today, outcome, what) in cases {
+            let check = catalog_check(c, "", on(today));
+            assert_eq!(
+                (check.outcome, check.what.as_str()),
+                (outcome, what),
+                "{today}"
+            );
+        }
+        let old = catalog_check(
+            &dated,
+            " (after `fcm models --refresh`: 1 retired, 0 added)",
+            on("2027-01-01"),
+        );
+        assert!(
+            old.what
+                .contains("(83 days old) (after `fcm models --refresh`"),
+            "{}",
+            old.what
+        );
+        assert!(old.fix.unwrap().contains("`fcm models --refresh`"));
+    }
 }

@@ -1,4 +1,5 @@
-//! `fcm models`: the catalog as a table or JSON, with each model's key status.
+//! `fcm models`: the catalog as a table (with its date) or JSON, with each model's key
+//! status; `--refresh` asks the providers what they serve now.
 
 use anyhow::Result;
 use argh::FromArgs;
@@ -8,7 +9,7 @@ use crate::commands::exit::ExitCode;
 use crate::providers::overlay::{Listing, Overlay};
 
 use crate::commands::{require_provider, usage, Setup};
-use crate::providers::catalog::{tier_rank, TIERS};
+use crate::providers::catalog::{tier_rank, Age, Catalog, TIERS};
 use crate::table;
 
 #[derive(FromArgs)]
@@ -168,6 +169,16 @@ fn list_models(
     Listing::parse(&body).ok_or_else(|| "no model list in the answer".to_string())
 }
 
+/// `Catalog of 2026-10-10 (54 days old): 227 models across 22 providers`: how old the
+/// catalog in force is, and how large (custom providers and the last refresh included).
+fn catalog_line(catalog: &Catalog, now_ms: u64) -> String {
+    format!(
+        "Catalog {}: {}",
+        Age::of(catalog.updated, now_ms).describe(),
+        catalog.size()
+    )
+}
+
 pub(crate) fn run(args: ModelsArgs) -> Result<ExitCode> {
     if args.refresh {
         return refresh(&args);
@@ -237,6 +248,7 @@ pub(crate) fn run(args: ModelsArgs) -> Result<ExitCode> {
         ]);
     }
     println!("{t}");
+    println!("{}", catalog_line(&setup.catalog, crate::time::now_ms()));
     let ready = rows
         .iter()
         .filter(|m| keys.lookup(m.provider).0.usable())
@@ -246,4 +258,34 @@ pub(crate) fn run(args: ModelsArgs) -> Result<ExitCode> {
         rows.len()
     );
     Ok(ExitCode::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalog_line_gives_date_age_and_size() {
+        let day = |d: &str| crate::time::parse_iso_date(d).unwrap() as u64 * crate::time::DAY_MS;
+        let catalog = |updated: &str, models: &str| {
+            let text = format!(
+                r#"{{"version":1,{updated}"providers":[{{"id":"a","baseUrl":"http://x","models":[{models}]}}]}}"#
+            );
+            Catalog::parse(&text, "t").unwrap()
+        };
+        let two = r#"{"id":"m","context":1},{"id":"n","context":1}"#;
+        let cases = [
+            (
+                catalog(r#""updated":"2026-10-10","#, two),
+                "Catalog of 2026-10-10 (54 days old): 2 models across 1 provider",
+            ),
+            (
+                catalog("", r#"{"id":"m","context":1}"#),
+                "Catalog undated: 1 model across 1 provider",
+            ),
+        ];
+        for (c, line) in cases {
+            assert_eq!(catalog_line(&c, day("2026-12-03")), line);
+        }
+    }
 }

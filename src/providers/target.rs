@@ -148,6 +148,10 @@ pub(crate) mod tests {
     /// A catalog model resolved with a known key (`k-123456789012`) for Z.ai and OpenCode Zen.
     pub(crate) fn target(key: &str) -> Target {
         let catalog = Catalog::parse(crate::providers::catalog::EMBEDDED, "embedded").unwrap();
+        resolve(&catalog, key)
+    }
+
+    fn resolve(catalog: &Catalog, key: &str) -> Target {
         let env = |v: &str| {
             (v == "ZAI_API_KEY" || v == "OPENCODE_ZEN_API_KEY")
                 .then(|| "k-123456789012".to_string())
@@ -196,7 +200,15 @@ pub(crate) mod tests {
 
     #[test]
     fn provider_headers_and_session_id_are_sent() {
-        let t = target("opencode-zen/big-pickle");
+        // OpenCode Zen left the embedded catalog (its free models refuse API clients); its
+        // session header is what a catalog of one's own may still ask for.
+        let zen = r#"{"version":1,"providers":[{"id":"opencode-zen","baseUrl":"https://opencode.ai/zen/v1",
+            "apiKeyEnv":["OPENCODE_ZEN_API_KEY"],"sessionHeader":"x-opencode-session",
+            "models":[{"id":"big-pickle","context":204800}]}]}"#;
+        let t = resolve(
+            &Catalog::parse(zen, "zen").unwrap(),
+            "opencode-zen/big-pickle",
+        );
         assert!(t
             .headers
             .contains(&("x-opencode-session".to_string(), "session-1".to_string())));

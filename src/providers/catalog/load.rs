@@ -1,7 +1,8 @@
 //! Where the catalog comes from and the rules it must keep: the one compiled into the
 //! binary ([`EMBEDDED`]), or the file `FCM_CATALOG` names; parsed with the JSON path of a
-//! wrong value, then validated (ids unique and splittable, URLs fcm can call). Errors
-//! name the catalog ([`CatalogError`], [`InvalidCatalog`]).
+//! wrong value (a malformed `updated` date among them), then validated (ids unique and
+//! splittable, URLs fcm can call). Errors name the catalog ([`CatalogError`],
+//! [`InvalidCatalog`]).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -196,7 +197,7 @@ mod tests {
     fn embedded_catalog_is_sound() {
         let c = Catalog::parse(EMBEDDED, "embedded").unwrap();
         assert!(c.providers.len() >= 20, "{} providers", c.providers.len());
-        assert!(c.model_count() >= 240, "{} models", c.model_count());
+        assert!(c.model_count() >= 200, "{} models", c.model_count());
         let keys: HashSet<String> = c.models().map(|m| m.key()).collect();
         assert_eq!(keys.len(), c.model_count(), "model keys are unique");
         for m in c.models() {
@@ -212,10 +213,9 @@ mod tests {
             );
             assert!(!url.contains('{'), "{url}");
         }
-        assert!(
-            c.provider("github-models").is_none(),
-            "retired provider left out"
-        );
+        for retired in ["github-models", "opencode-zen", "ovhcloud"] {
+            assert!(c.provider(retired).is_none(), "retired {retired} left out");
+        }
         assert!(c.find("groq/openai/gpt-oss-120b").is_some());
         assert!(
             c.find("zai/glm-5.3-flash").is_some(),
@@ -279,6 +279,14 @@ mod tests {
             llama.quota.as_ref().unwrap().tokens_per_minute,
             Some(12_000)
         );
+        // Where two sources disagree, the lower limit (Cerebras: 5 a minute, not 30).
+        let cerebras = c.provider("cerebras").unwrap().quota.clone().unwrap();
+        assert_eq!(
+            (cerebras.requests_per_minute, cerebras.tokens_per_minute),
+            (Some(5), Some(30_000))
+        );
+        let flash = c.find("googleai/gemini-3.5-flash").unwrap().model;
+        assert_eq!(flash.quota.as_ref().unwrap().requests_per_day, Some(20));
         let old = r#"{"version":1,"providers":[{"id":"a","baseUrl":"http://x","quota":"free","models":[{"id":"m","context":1,"quota":null}]}]}"#;
         let c = Catalog::parse(old, "old").unwrap();
         assert!(c.providers[0].quota.is_none() && c.providers[0].models[0].quota.is_none());
@@ -290,6 +298,43 @@ mod tests {
         );
         let cause = std::error::Error::source(&err).unwrap().to_string();
         assert!(cause.contains("unknown field `requestPerDay`"), "{cause}");
+    }
+
+    #[test]
+    fn the_updated_date_is_optional_and_read_strictly() {
+        let doc = |updated: &str| {
+            format!(
+                r#"{{"version":1,{updated}"providers":[{{"id":"a","baseUrl":"http://x","models":[]}}]}}"#
+            )
+        };
+        let c = Catalog::parse(&doc(r#""updated":"2026-10-10","#), "t").unwrap();
+        assert_eq!(
+            c.updated.map(|d| d.to_string()).as_deref(),
+            Some("2026-10-10")
+        );
+        assert!(Catalog::parse(&doc(""), "t").unwrap().updated.is_none());
+        for (bad, cause) in [
+            (r#""updated":"2026-02-30","#, "invalid date \"2026-02-30\""),
+            (
+                r#""updated":"10/10/2026","#,
+                "expected a day of the calendar as YYYY-MM-DD",
+            ),
+            (r#""updated":20261010,"#, "invalid type: integer"),
+        ] {
+            let err = Catalog::parse(&doc(bad), "cat.json").unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "malformed catalog cat.json: updated",
+                "{bad}"
+            );
+            let why = std::error::Error::source(&err).unwrap().to_string();
+            assert!(
+                why.contains(cause) && why.contains("line 1"),
+                "{bad}: {why}"
+            );
+        }
+        let embedded = Catalog::parse(EMBEDDED, "embedded").unwrap();
+        assert!(embedded.updated.is_some(), "the embedded catalog is dated");
     }
 
     #[test]

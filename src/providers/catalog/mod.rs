@@ -6,14 +6,16 @@
 //! also answers "which key does this provider use, and is it set?" without printing it.
 //!
 //! The files: `schema` (the types and lookups), `load` (the embedded catalog,
-//! `FCM_CATALOG`, parsing and validation), `keys` (which key a provider uses) and `url`
-//! (its endpoints).
+//! `FCM_CATALOG`, parsing and validation), `age` (its `updated` date and how old that is),
+//! `keys` (which key a provider uses) and `url` (its endpoints).
 
+mod age;
 mod keys;
 mod load;
 mod schema;
 mod url;
 
+pub use age::{Age, OLD_AFTER_DAYS};
 pub use keys::{key_hint, key_id, process_env, ApiKey, KeyList, KeySource, KeyStatus};
 pub use load::InvalidCatalog;
 // Tests elsewhere start from the embedded catalog.

@@ -1,18 +1,23 @@
 //! The catalog's schema (`providers.json`): [`Catalog`], [`Provider`] and [`Model`] as
 //! serde reads them, tiers and their order, and finding a model by its key
 //! (`provider/modelId`, [`ModelRef`]). Where a catalog comes from and the rules it must
-//! keep are `load`'s; keys are `keys`'; URLs are `url`'s.
+//! keep are `load`'s; keys are `keys`'; URLs are `url`'s; its date is `age`'s.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::age::CatalogDate;
 use crate::providers::quota::Quota;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Catalog {
     pub version: u32,
+    /// The day its facts were last brought up to date; a catalog of one's own may leave
+    /// it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated: Option<CatalogDate>,
     pub providers: Vec<Provider>,
 }
 
@@ -148,6 +153,16 @@ impl Catalog {
         let provider = self.provider(pid)?;
         let model = provider.models.iter().find(|m| m.id == mid)?;
         Some(ModelRef { provider, model })
+    }
+
+    /// `227 models across 22 providers`, as `fcm models` and `fcm doctor` say it.
+    pub fn size(&self) -> String {
+        let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        format!(
+            "{} across {}",
+            count(self.models().count(), "model"),
+            count(self.providers.len(), "provider")
+        )
     }
 
     #[cfg(test)]

@@ -558,7 +558,7 @@ mod tests {
         assert_eq!(llama.remaining.requests, Some(997));
         assert_eq!(
             llama.limits.as_ref().unwrap().describe(),
-            "30/min, 1000/day, 12k tok/min"
+            "30/min, 1000/day, 12k tok/min, 98k tok/day"
         );
         let week = report(&book, &catalog, &[], NOW, 7);
         assert_eq!(week.from, "2026-11-25");
