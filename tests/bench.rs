@@ -92,7 +92,7 @@ fn every_behaviour_gets_the_right_verdict_and_kind() {
         // Asked a sum with no tool offered, it calls a tool: no answer to the question.
         ("tool_calls_only", "wrong_answer", None, 2),
         ("wrong_sum", "wrong_answer", None, 2),
-        ("paid_notice", "provider_notice", None, 2),
+        ("paid_notice", "provider_notice", Some("provider_notice"), 2),
         ("garbage", "empty_answers", Some("invalid_json"), 2),
     ];
     for (id, verdict, kind, pings) in expect {

@@ -11,8 +11,9 @@ use serde_json::Value;
 
 use crate::answers::classify::{classify_http, classify_transport, FailureKind, Verdict};
 use crate::answers::failure::{failure, one_line, Failure};
-use crate::answers::gate::{check_payload, AnswerStats, GateReject};
+use crate::answers::gate::{check_payload, AnswerStats, ContentValidation, GateReject};
 use crate::answers::limits::Limits;
+use crate::answers::notice::only_a_notice;
 use crate::providers::catalog::ApiKey;
 use crate::providers::exchange::{
     read_limited, Exchange, ExchangeTimeouts, Incoming, Outgoing, TransportFailure,
@@ -144,10 +145,60 @@ fn judge(
         return Err(f);
     }
     if stream && (incoming.is_event_stream() || incoming.content_type.is_none()) {
-        return crate::answers::stream::open(incoming, target, limits, started)
-            .map(|s| Answer::Stream(Box::new(s)));
+        let open = crate::answers::stream::open(incoming, target, limits, started)?;
+        if limits.validation == ContentValidation::Strict {
+            if let Some(notice) = held_notice(&open.held, target) {
+                return Err(notice_failure(target, &notice, started));
+            }
+        }
+        return Ok(Answer::Stream(Box::new(open)));
     }
-    read_full(incoming, target, limits, started)
+    let answer = read_full(incoming, target, limits, started)?;
+    if let Answer::Full {
+        parsed: Some(v),
+        status,
+        ..
+    } = &answer
+    {
+        let notice = v
+            .pointer("/choices/0/message")
+            .filter(|_| limits.validation == ContentValidation::Strict)
+            .and_then(|m| only_a_notice([m], &target.notices));
+        if let Some(notice) = notice {
+            let mut f = notice_failure(target, &notice, started);
+            f.status = Some(*status);
+            return Err(f);
+        }
+    }
+    Ok(answer)
+}
+
+/// The provider notice a stream said before it was committed, when that is all it said: the
+/// held events' deltas (a notice comes as one piece, written by the provider, not the
+/// model; a stream's later text is the client's by then).
+fn held_notice(held: &[u8], target: &Target) -> Option<String> {
+    let mut events = Vec::new();
+    crate::answers::sse::SseParser::new().feed(held, &mut events);
+    let deltas: Vec<Value> = events
+        .iter()
+        .filter_map(|e| serde_json::from_str::<Value>(&e.data).ok())
+        .filter_map(|c| c.pointer("/choices/0/delta").cloned())
+        .collect();
+    if deltas.is_empty() {
+        return None;
+    }
+    only_a_notice(&deltas, &target.notices)
+}
+
+/// A whole answer (or a stream's first words) that was the provider's notice, quoted.
+fn notice_failure(target: &Target, notice: &str, started: Instant) -> Failure {
+    let detail = one_line(&format!("a provider notice: {}", target.redact(notice)));
+    failure(
+        Verdict::of(FailureKind::ProviderNotice, None),
+        Some(200),
+        detail,
+        started,
+    )
 }
 
 /// A provider error body as one line: the `error.message` when there is one.

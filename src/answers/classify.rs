@@ -17,6 +17,12 @@ pub const MAX_QUOTA_PAUSE: Duration = Duration::from_secs(15 * 60);
 /// rotation: a retired or renamed model does not come back within minutes, and asking it
 /// again every 30 s only costs each request an attempt.
 pub const MODEL_NOT_FOUND_PAUSE: Duration = Duration::from_secs(24 * 3600);
+/// How long a model whose answer was a provider notice (a paid plan, credits, sign up) is
+/// left alone. Such a model has usually gone paid or run out of an account's credits: it
+/// will not be back in minutes, and every request sent to it costs a failover. Six hours
+/// rather than a day (a model that is gone, [`MODEL_NOT_FOUND_PAUSE`]): daily credits and
+/// quotas come back within a working day, and `fcm breakers --reset` brings it back at once.
+pub const PROVIDER_NOTICE_PAUSE: Duration = Duration::from_secs(6 * 3600);
 /// How long a model that said it is overloaded (and gave no `Retry-After`) is left alone,
 /// so the requests right after go elsewhere instead of asking it again at once: half of
 /// [`DEFAULT_QUOTA_PAUSE`], since an overload is a passing moment rather than a spent quota.
@@ -47,10 +53,13 @@ pub enum FailureKind {
     InvalidToolCall,
     /// The provider does not serve this catalog model (404 or 410): retired or renamed.
     ModelNotFound,
+    /// An HTTP 200 whose whole answer is the provider's notice (a paid plan, credits, a
+    /// quota, sign up), not the model's reply.
+    ProviderNotice,
 }
 
 impl FailureKind {
-    pub const ALL: [FailureKind; 19] = [
+    pub const ALL: [FailureKind; 20] = [
         FailureKind::AuthError,
         FailureKind::RateLimit,
         FailureKind::QuotaExhausted,
@@ -70,6 +79,7 @@ impl FailureKind {
         FailureKind::ContextOverflow,
         FailureKind::InvalidToolCall,
         FailureKind::ModelNotFound,
+        FailureKind::ProviderNotice,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -93,6 +103,7 @@ impl FailureKind {
             FailureKind::ContextOverflow => "context_overflow",
             FailureKind::InvalidToolCall => "invalid_tool_call",
             FailureKind::ModelNotFound => "model_not_found",
+            FailureKind::ProviderNotice => "provider_notice",
         }
     }
 
@@ -178,6 +189,8 @@ impl Verdict {
             ContextOverflow => (Blame::Model, false),
             // Gone, not unhealthy: out of rotation for a day (its back-off), no breaker trip.
             ModelNotFound => (Blame::Model, false),
+            // Gone paid (or out of credit), not unhealthy: out of rotation for a while.
+            ProviderNotice => (Blame::Model, false),
             NetworkError | ProviderUrlUnresolvable | ProviderServerError | HtmlMaintenance => {
                 (Blame::Provider, true)
             }
@@ -195,6 +208,7 @@ impl Verdict {
             backoff: match kind {
                 ModelOverloaded => Some(pause(OVERLOAD_PAUSE)),
                 ModelNotFound => Some(MODEL_NOT_FOUND_PAUSE),
+                ProviderNotice => Some(PROVIDER_NOTICE_PAUSE),
                 _ => None,
             },
         }

@@ -8,6 +8,8 @@
 //! call, and says one of a notice's phrases, from a default list or its provider's own
 //! (`noticePatterns` in the catalog). A long answer that mentions pricing is an answer.
 
+use serde_json::Value;
+
 /// Longest text that can be a notice: a notice is a sentence or two, an answer about
 /// billing code is longer.
 pub const MAX_NOTICE_CHARS: usize = 400;
@@ -63,6 +65,29 @@ pub fn is_notice(text: &str, phrases: &[String]) -> bool {
             .any(|p| lower.contains(&p.to_lowercase()))
 }
 
+/// The notice a chat message or stream deltas (each `choices[0]`'s `delta` or `message`)
+/// say, when that is all they say: no tool call, and text (reasoning set aside) that
+/// [`is_notice`].
+pub fn only_a_notice<'a>(
+    parts: impl IntoIterator<Item = &'a Value>,
+    phrases: &[String],
+) -> Option<String> {
+    let mut text = String::new();
+    for part in parts {
+        if part
+            .get("tool_calls")
+            .is_some_and(|c| c.as_array().is_some_and(|a| !a.is_empty()))
+        {
+            return None;
+        }
+        text.push_str(&crate::answers::reasoning::parts(part).text);
+        if text.len() > MAX_NOTICE_CHARS * 4 {
+            return None;
+        }
+    }
+    is_notice(&text, phrases).then_some(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +123,26 @@ mod tests {
             !is_notice(&long, &own),
             "a long answer about credits is an answer"
         );
+    }
+
+    #[test]
+    fn a_message_or_deltas_that_say_only_a_notice() {
+        use serde_json::json;
+        let none: Vec<String> = Vec::new();
+        let whole = json!({"role": "assistant", "content": "This model requires a paid plan."});
+        assert!(only_a_notice([&whole], &none).is_some());
+        let pieces = [
+            json!({"content": "Insufficient "}),
+            json!({"content": "credits."}),
+        ];
+        assert_eq!(
+            only_a_notice(&pieces, &none).as_deref(),
+            Some("Insufficient credits.")
+        );
+        let with_call = json!({"content": "Add credits", "tool_calls": [{"id": "c"}]});
+        assert_eq!(only_a_notice([&with_call], &none), None);
+        let reasoning =
+            json!({"reasoning_content": "The user needs a paid plan?", "content": "42"});
+        assert_eq!(only_a_notice([&reasoning], &none), None);
     }
 }

@@ -120,6 +120,8 @@ pub fn verdict<'a>(
         let last = *failures.last().expect("pings is not empty");
         return if failures.contains(&FailureKind::AuthError) {
             BenchVerdict::AuthFailed
+        } else if failures.contains(&FailureKind::ProviderNotice) {
+            BenchVerdict::ProviderNotice
         } else if last.is_quota() {
             BenchVerdict::RateLimited
         } else if last.is_unusable_answer() {

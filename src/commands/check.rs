@@ -69,6 +69,7 @@ pub fn exit_code_for(kind: FailureKind) -> ExitCode {
         ModelOverloaded | Timeout | StreamStall | NetworkError | ProviderServerError => {
             ExitCode::Unreachable
         }
+        ProviderNotice => ExitCode::ProviderNotice,
     }
 }
 
@@ -86,6 +87,7 @@ fn what(kind: FailureKind) -> &'static str {
         ErrorPayload => "answered with an error payload",
         InvalidToolCall => "answered with a tool call that cannot run",
         ModelNotFound => "the provider does not serve this model (retired? `fcm models --refresh`)",
+        ProviderNotice => "a provider notice instead of an answer (gone paid? out of credits?)",
         ProviderUrlUnresolvable => "URL incomplete",
         ModelOverloaded => "model overloaded",
         Timeout => "timed out",
@@ -406,13 +408,14 @@ mod tests {
     fn every_kind_has_an_exit_code() {
         for kind in FailureKind::ALL {
             let code = exit_code_for(kind).code();
-            assert!((3..=7).contains(&code), "{kind}");
+            assert!((3..=9).contains(&code) && code != 8, "{kind}");
             assert!(!what(kind).is_empty());
         }
         assert_eq!(exit_code_for(FailureKind::AuthError).code(), 4);
         assert_eq!(exit_code_for(FailureKind::RateLimit).code(), 5);
         assert_eq!(exit_code_for(FailureKind::EmptyChoices).code(), 6);
         assert_eq!(exit_code_for(FailureKind::Timeout).code(), 7);
+        assert_eq!(exit_code_for(FailureKind::ProviderNotice).code(), 9);
     }
 
     /// The codes `fcm check --help` lists (argh's `error_code` attribute, literals) are the

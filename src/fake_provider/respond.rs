@@ -272,7 +272,14 @@ pub(super) fn respond(
             let said = if asks_the_sum(&body) { "The answer is 41." } else { answer.as_str() };
             ok_answer(out, &id, &model, said, stream, usage, Duration::ZERO)
         }
-        Behavior::PaidNotice => ok_answer(out, &id, &model, PAID_NOTICE, stream, usage, Duration::ZERO),
+        Behavior::PaidNotice if !stream => ok_answer(out, &id, &model, PAID_NOTICE, false, usage, Duration::ZERO),
+        Behavior::PaidNotice => {
+            // Written by the provider, not generated: the whole notice in one piece.
+            let mut w = SseWriter::start(out);
+            w.data(&chunk(&id, &model, json!({"role": "assistant", "content": PAID_NOTICE}), None))?;
+            w.data(&chunk(&id, &model, json!({}), Some("stop")))?;
+            w.done()
+        }
         Behavior::RepeatedCallIds => repeated_call_ids(out, &id, &model, stream),
         Behavior::CutToolArgs => call_answer(out, &id, &model, stream, "Bash", r#"{"command":"ec"#),
         Behavior::UnknownTool => call_answer(out, &id, &model, stream, "launch_rockets", "{}"),

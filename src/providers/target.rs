@@ -24,6 +24,8 @@ pub struct Target {
     pub keys: Vec<ApiKey>,
     pub headers: Vec<(String, String)>,
     pub drop_fields: Vec<String>,
+    /// The provider's own notice phrases (`noticePatterns`), beside the default ones.
+    pub notices: Vec<String>,
     /// Every secret fcm knows (one set shared by all targets): removed from what this
     /// target's provider says before fcm shows or stores it.
     pub secrets: Arc<Secrets>,
@@ -53,6 +55,7 @@ impl Target {
             keys: keys.keys(m.provider),
             headers,
             drop_fields: m.provider.drop_fields.clone(),
+            notices: m.provider.notice_patterns.clone(),
             secrets: secrets.clone(),
         }
     }

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use crate::answers::classify::FailureKind;
 use crate::capability::Needs;
 use crate::providers::catalog::{tier_rank, Catalog, KeySource, KeyStatus, ModelRef};
 use crate::providers::target::Target;
@@ -119,15 +120,16 @@ impl Candidate {
         skip
     }
 
-    /// The skip for a paused model: an overloaded model's back-off, or a quota pause.
+    /// The skip for a paused model: an overloaded model's back-off, a model gone from its
+    /// provider or gone paid, or a quota pause.
     pub(crate) fn pause_skip(&self, pause: Pause) -> Skip {
-        if pause.not_found {
-            Skip::new(self.target.key.clone(), SkipReason::ModelNotFound)
-        } else if pause.overloaded {
-            Skip::new(self.target.key.clone(), SkipReason::OverloadPaused)
-        } else {
-            self.quota_skip()
-        }
+        let reason = match pause.why {
+            Some(FailureKind::ModelNotFound) => SkipReason::ModelNotFound,
+            Some(FailureKind::ModelOverloaded) => SkipReason::OverloadPaused,
+            Some(FailureKind::ProviderNotice) => SkipReason::ProviderNotice,
+            _ => return self.quota_skip(),
+        };
+        Skip::new(self.target.key.clone(), reason)
     }
 }
 

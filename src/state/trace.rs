@@ -35,6 +35,8 @@ pub(crate) enum SkipReason {
     KeyRejected,
     /// The provider said it does not serve this model (404/410): out for a day.
     ModelNotFound,
+    /// Its answer was the provider's notice (a paid plan, credits, sign up): out for a while.
+    ProviderNotice,
 }
 
 impl SkipReason {
@@ -51,6 +53,7 @@ impl SkipReason {
             SkipReason::QuotaBudget => "quota_budget",
             SkipReason::KeyRejected => "key_rejected",
             SkipReason::ModelNotFound => "model_not_found",
+            SkipReason::ProviderNotice => "provider_notice",
         }
     }
 }

@@ -7,7 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::answers::classify::{FailureKind, Verdict, MAX_QUOTA_PAUSE, MODEL_NOT_FOUND_PAUSE};
+use crate::answers::classify::{
+    FailureKind, Verdict, MAX_QUOTA_PAUSE, MODEL_NOT_FOUND_PAUSE, PROVIDER_NOTICE_PAUSE,
+};
 use crate::state::config::BreakerConfig;
 
 /// A HALF_OPEN trial that never reported back frees its slot after this long.
@@ -71,10 +73,9 @@ pub enum Admission {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pause {
     pub until_ms: u64,
-    /// It said it was overloaded (a short back-off), rather than out of quota.
-    pub overloaded: bool,
-    /// The provider said it does not serve the model (out of rotation for a day).
-    pub not_found: bool,
+    /// What set it: `model_overloaded` (a short back-off), `model_not_found` (out for a
+    /// day), `provider_notice` (gone paid); `None` for a rate limit or quota.
+    pub why: Option<FailureKind>,
 }
 
 /// Consecutive failures from which a model is DEGRADED: ceil(0.6 × threshold).
@@ -117,8 +118,7 @@ impl Health {
         let until_ms = self.quota_until_ms.filter(|t| *t > now)?;
         Some(Pause {
             until_ms,
-            overloaded: self.paused_for == Some(FailureKind::ModelOverloaded),
-            not_found: self.paused_for == Some(FailureKind::ModelNotFound),
+            why: self.paused_for,
         })
     }
 
@@ -142,6 +142,7 @@ impl Health {
         cut(&mut self.open_until_ms, cfg.max_cooldown_ms);
         let longest_pause = match self.paused_for {
             Some(FailureKind::ModelNotFound) => MODEL_NOT_FOUND_PAUSE,
+            Some(FailureKind::ProviderNotice) => PROVIDER_NOTICE_PAUSE,
             _ => MAX_QUOTA_PAUSE,
         };
         cut(&mut self.quota_until_ms, longest_pause.as_millis() as u64);
@@ -372,8 +373,7 @@ mod tests {
             h.admit(1000, &c),
             Admission::Paused(Pause {
                 until_ms: 8000,
-                overloaded: false,
-                not_found: false
+                why: None
             })
         );
         assert_eq!(h.state(1000, &c), BreakerState::Closed);
@@ -402,8 +402,7 @@ mod tests {
             h.pause(1000),
             Some(Pause {
                 until_ms: 1000 + day,
-                overloaded: false,
-                not_found: true
+                why: Some(FailureKind::ModelNotFound)
             })
         );
         assert_eq!(
@@ -426,16 +425,14 @@ mod tests {
             h.admit(1000, &c),
             Admission::Paused(Pause {
                 until_ms: until,
-                overloaded: true,
-                not_found: false
+                why: Some(FailureKind::ModelOverloaded)
             })
         );
         assert_eq!(
             h.pause(1000),
             Some(Pause {
                 until_ms: until,
-                overloaded: true,
-                not_found: false
+                why: Some(FailureKind::ModelOverloaded)
             })
         );
         assert_eq!(h.consecutive_failures, 1, "an overload still counts");
@@ -444,10 +441,10 @@ mod tests {
         // A longer quota pause that follows takes over, and is a quota pause.
         h.record_failure(&Verdict::of(ModelOverloaded, None), 2000, &c, false);
         h.record_failure(&Verdict::of(RateLimit, None), 2000, &c, false);
-        assert_eq!(h.pause(2000).map(|p| p.overloaded), Some(false));
+        assert_eq!(h.pause(2000).map(|p| p.why), Some(None));
         // A shorter back-off leaves the longer pause as it was.
         h.record_failure(&Verdict::of(ModelOverloaded, None), 2001, &c, false);
-        assert_eq!(h.pause(2001).map(|p| p.overloaded), Some(false));
+        assert_eq!(h.pause(2001).map(|p| p.why), Some(None));
     }
 
     #[test]
