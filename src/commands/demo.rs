@@ -93,6 +93,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode> {
         timeout: Duration::from_secs(10),
         concurrency: all.len(),
         progress: !args.json && std::io::stderr().is_terminal(),
+        live: false,
         policy: crate::routing::rank::Policy::of(&Default::default()),
     };
     // The simulated provider takes no key: there is no secret to keep out of the output.

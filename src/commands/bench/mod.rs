@@ -18,6 +18,9 @@ use crate::commands::{process_id_token, require_provider, usage, Setup};
 use crate::providers::catalog::{Catalog, KeySource, ModelRef};
 use crate::providers::upstream::Upstream;
 use crate::routing::rank::Policy;
+use live::LiveTable;
+
+mod live;
 use crate::routing::{Candidate, Recorder};
 use crate::secrets::Secrets;
 use crate::state::files;
@@ -68,6 +71,8 @@ pub struct ProbePlan {
     pub timeout: Duration,
     pub concurrency: usize,
     pub progress: bool,
+    /// Show the table filling in as models finish (stdout is a terminal, no `--json`).
+    pub live: bool,
     /// The one ordering of models (`router.prefer`, `router.maxTtftMs`).
     pub policy: Policy,
 }
@@ -124,6 +129,7 @@ pub fn validate(args: &BenchArgs, policy: Policy) -> Result<ProbePlan> {
         timeout: Duration::from_secs(args.timeout),
         concurrency: args.concurrency,
         progress: !args.json && std::io::stderr().is_terminal(),
+        live: !args.json && std::io::stdout().is_terminal(),
         policy,
     })
 }
@@ -198,7 +204,11 @@ pub fn execute(
     let (targets, over): (Vec<_>, Vec<_>) = all
         .into_iter()
         .partition(|(m, _)| !budget.skipped.contains(&m.key()));
-    let bar = if plan.progress {
+    let live = plan.live.then(|| {
+        let keys = targets.iter().map(|(m, _)| m.key()).collect();
+        std::sync::Mutex::new(LiveTable::new(keys, plan.policy, secrets))
+    });
+    let bar = if plan.progress && live.is_none() {
         let b =
             ProgressBar::with_draw_target(Some(targets.len() as u64), ProgressDrawTarget::stderr());
         b.set_style(
@@ -226,15 +236,24 @@ pub fn execute(
             .map(|(m, c)| {
                 let pings = probe(record, &upstream, c, &asked, plan.timeout);
                 bar.inc(1);
-                match pings.is_empty() {
+                let result = match pings.is_empty() {
                     // Its budget ran out before its first ping (a request beside the bench).
                     true => over_budget(*m, &now),
                     false => summarize(*m, &pings, &now),
+                };
+                if let Some(live) = &live {
+                    live.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .finished(&result);
                 }
+                result
             })
             .collect()
     });
     bar.finish_and_clear();
+    if let Some(live) = live {
+        live.into_inner().unwrap_or_else(|e| e.into_inner()).clear();
+    }
     results.extend(no_key.iter().map(|m| summarize(**m, &[], &now)));
     results.extend(over.iter().map(|(m, _)| over_budget(*m, &now)));
     rank(&mut results, plan.policy);
@@ -330,44 +349,8 @@ pub fn print_table(report: &BenchReport, secrets: &Secrets) {
 fn table_text(report: &BenchReport) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let tools = report.models.iter().any(|m| m.tool_pings.is_some());
-    let mut header = vec!["#", "Model", "Verdict", "OK"];
-    if tools {
-        header.push("Tools");
-    }
-    header.extend(["TTFT p50", "p50", "p95", "Jitter", "Tok/s", "Last failure"]);
-    let mut t = table::new(&header);
     let (probed, no_key): (Vec<_>, Vec<_>) = report.models.iter().partition(|m| m.pings > 0);
-    for m in &probed {
-        let failure = match (&m.last_failure_kind, m.last_failure_status) {
-            (Some(k), Some(s)) if !(200..300).contains(&s) => format!("{k} (HTTP {s})"),
-            (Some(k), _) => k.to_string(),
-            // A wrong answer or a provider notice: what it said, cut short.
-            (None, _) => m
-                .last_failure
-                .as_deref()
-                .map(|f| f.chars().take(60).collect())
-                .unwrap_or_default(),
-        };
-        let mut row = vec![
-            m.rank.to_string(),
-            m.model.clone(),
-            m.verdict.label().to_string(),
-            format!("{}/{}", m.successes, m.pings),
-        ];
-        if tools {
-            row.push(tool_cell(m));
-        }
-        row.extend([
-            table::ms(m.ttft_ms_p50),
-            table::ms(m.latency_ms_p50),
-            table::ms(m.latency_ms_p95),
-            table::ms(m.jitter_ms),
-            m.tokens_per_sec.map_or("-".into(), |v| format!("{v:.1}")),
-            failure,
-        ]);
-        t.add_row(row);
-    }
+    let t = table(report, &[], None);
     if !probed.is_empty() {
         let _ = writeln!(out, "{t}");
     }
@@ -399,6 +382,70 @@ fn table_text(report: &BenchReport) -> String {
         );
     }
     out
+}
+
+/// The probed models in rank order, then the `pending` ones (still being probed) marked
+/// as such; at most `limit` rows. The `Tools` column shows only when tool pings were sent.
+pub(super) fn table(
+    report: &BenchReport,
+    pending: &[String],
+    limit: Option<usize>,
+) -> comfy_table::Table {
+    let tools = report.models.iter().any(|m| m.tool_pings.is_some());
+    let mut header = vec!["#", "Model", "Verdict", "OK"];
+    if tools {
+        header.push("Tools");
+    }
+    header.extend(["TTFT p50", "p50", "p95", "Jitter", "Tok/s", "Last failure"]);
+    let mut t = table::new(&header);
+    let probed = report.models.iter().filter(|m| m.pings > 0);
+    let mut rows: Vec<Vec<String>> = probed.map(|m| row(m, tools)).collect();
+    for key in pending {
+        let mut r = vec![
+            "…".to_string(),
+            key.clone(),
+            "probing".to_string(),
+            String::new(),
+        ];
+        r.resize(header.len(), String::new());
+        rows.push(r);
+    }
+    for r in rows.into_iter().take(limit.unwrap_or(usize::MAX)) {
+        t.add_row(r);
+    }
+    t
+}
+
+/// One probed model's row.
+fn row(m: &ModelResult, tools: bool) -> Vec<String> {
+    let failure = match (&m.last_failure_kind, m.last_failure_status) {
+        (Some(k), Some(s)) if !(200..300).contains(&s) => format!("{k} (HTTP {s})"),
+        (Some(k), _) => k.to_string(),
+        // A wrong answer or a provider notice: what it said, cut short.
+        (None, _) => m
+            .last_failure
+            .as_deref()
+            .map(|f| f.chars().take(60).collect())
+            .unwrap_or_default(),
+    };
+    let mut row = vec![
+        m.rank.to_string(),
+        m.model.clone(),
+        m.verdict.label().to_string(),
+        format!("{}/{}", m.successes, m.pings),
+    ];
+    if tools {
+        row.push(tool_cell(m));
+    }
+    row.extend([
+        table::ms(m.ttft_ms_p50),
+        table::ms(m.latency_ms_p50),
+        table::ms(m.latency_ms_p95),
+        table::ms(m.jitter_ms),
+        m.tokens_per_sec.map_or("-".into(), |v| format!("{v:.1}")),
+        failure,
+    ]);
+    row
 }
 
 /// `valid calls/tool pings`, or `-` when no tool ping was sent.
