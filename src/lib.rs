@@ -4,14 +4,17 @@
 //! the commands (`cli`, `commands`, `install`), the HTTP edge (`edge`) with the client
 //! protocols (`protocol`), the bench (`bench`), routing (`routing`), state (`state`),
 //! answers (`answers`) and providers (`providers`); `fake_provider` is the scripted
-//! provider of tests and demos. The library exposes only what the binary, the integration
-//! tests and the benchmark tools use; everything else is crate-private.
+//! provider of tests and demos. Small shared pieces sit below them all: `tokens` (the
+//! estimate) and `compress` (tool-result compression, pure text in and out). The library
+//! exposes only what the binary, the integration tests and the benchmark tools use;
+//! everything else is crate-private.
 
 pub mod answers;
 pub(crate) mod bench;
 pub(crate) mod capability;
 pub mod cli;
 pub(crate) mod commands;
+pub mod compress;
 pub(crate) mod edge;
 pub mod fake_provider;
 pub mod install;

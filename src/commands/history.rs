@@ -85,6 +85,14 @@ pub(crate) fn run(args: HistoryArgs) -> Result<ExitCode> {
         "{} requests: {:.1}% served, {:.1}% failed over, {:.2} attempts on average",
         s.requests, s.served_pct, s.failover_pct, s.avg_attempts
     );
+    let compressed: Vec<u64> = entries.iter().filter_map(|e| e.saved_tokens).collect();
+    if !compressed.is_empty() {
+        println!(
+            "compression kept ~{} tokens of tool output out of {} requests with tool results",
+            crate::compress::cut::grouped(compressed.iter().sum()),
+            compressed.len()
+        );
+    }
     Ok(ExitCode::Ok)
 }
 

@@ -50,6 +50,10 @@ pub(crate) struct SetsAdd {
     /// fusion: the model that merges the panel's answers (provider/modelId)
     #[argh(option)]
     pub(crate) judge: Option<String>,
+    /// tool-result compression for this set's requests: off, lossless or aggressive
+    /// (default: router.compress, lossless unless changed)
+    #[argh(option, from_str_fn(compress_mode))]
+    pub(crate) compress: Option<crate::compress::Mode>,
 }
 
 #[derive(FromArgs)]
@@ -175,7 +179,7 @@ fn new_set(setup: &Setup, a: &SetsAdd) -> std::result::Result<serde_json::Value,
     if a.judge.is_some() && a.strategy != Strategy::Fusion {
         return Err("--judge is for a fusion set (--strategy fusion)".into());
     }
-    Ok(match a.strategy {
+    let mut set = match a.strategy {
         Strategy::Race => {
             let width = a.width.unwrap_or(crate::state::sets::DEFAULT_WIDTH);
             if !(2..=crate::state::sets::MAX_WIDTH).contains(&width) {
@@ -195,7 +199,17 @@ fn new_set(setup: &Setup, a: &SetsAdd) -> std::result::Result<serde_json::Value,
         Strategy::Fallback | Strategy::RoundRobin => {
             json!({"strategy": a.strategy, "sticky": a.sticky, "models": a.models})
         }
-    })
+    };
+    if let Some(mode) = a.compress {
+        set["compress"] = json!(mode);
+    }
+    Ok(set)
+}
+
+/// `--compress`'s value, named in the error when it is not one of the three.
+fn compress_mode(value: &str) -> std::result::Result<crate::compress::Mode, String> {
+    crate::compress::Mode::parse(value)
+        .ok_or_else(|| format!("--compress must be off, lossless or aggressive, not {value:?}"))
 }
 
 /// `--strategy`'s value, named in the error when it is not one of the four.
@@ -219,6 +233,11 @@ fn list(setup: &Setup) -> Result<ExitCode> {
             Strategy::Race => format!("width {}", set.width),
             Strategy::Fusion => format!("judge {}", set.judge.as_deref().unwrap_or_default()),
             Strategy::Fallback => String::new(),
+        };
+        let options = match (set.compress, options.is_empty()) {
+            (None, _) => options,
+            (Some(m), true) => format!("compress {m}"),
+            (Some(m), false) => format!("{options}, compress {m}"),
         };
         let models: Vec<String> = set
             .members()

@@ -1,5 +1,6 @@
 //! `fcm usage`: what fcm spent on each provider (and model) today or over the last days,
-//! the catalog's limits, and what each provider last said is left. From the running server
+//! the catalog's limits, what each provider last said is left, and the tokens that
+//! tool-result compression kept out of the requests. From the running server
 //! when there is one (its latest figures), else from `usage.json`.
 
 use anyhow::{Context, Result};
@@ -8,6 +9,7 @@ use argh::FromArgs;
 use crate::commands::admin::admin_get;
 use crate::commands::exit::ExitCode;
 use crate::commands::{usage, Setup};
+use crate::compress::cut::grouped;
 use crate::state::files;
 use crate::state::ledger::report::{report, UsageLine, UsageReport};
 use crate::state::ledger::UsageBook;
@@ -123,6 +125,21 @@ fn text(r: &UsageReport, verbose: bool, now: u64) -> String {
                 let _ = writeln!(out, "{}: {why}; passed over until {until}", k.key);
             }
         }
+    }
+    let saved: u64 = r.providers.iter().map(|p| p.saved_tokens).sum();
+    if saved > 0 {
+        let each: Vec<String> = r
+            .providers
+            .iter()
+            .filter(|p| p.saved_tokens > 0)
+            .map(|p| format!("{} ~{}", p.provider, grouped(p.saved_tokens)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "Compression kept ~{} tokens of tool output out of the requests ({}).",
+            grouped(saved),
+            each.join(", ")
+        );
     }
     if r.providers
         .iter()

@@ -598,6 +598,7 @@ fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
         needs,
         tools: tools.clone(),
         session,
+        compress: req.head.header("x-fcm-compress"),
     };
     let asked = Asked {
         proto,

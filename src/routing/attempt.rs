@@ -293,9 +293,16 @@ impl Router {
                 || self.ledger.reserve(&c.metered, prompt_tokens, now, false),
                 Ok,
             );
-        if let Err(b) = &granted {
-            self.recorder().let_go(c, trial);
-            turn.trace.skipped.push(c.ledger_skip(b));
+        match &granted {
+            Ok(grant) => {
+                // The request sent carries the compressed tool results.
+                let saved = turn.trace.saved_tokens.unwrap_or(0);
+                self.ledger.saved(&c.metered, grant, saved, now);
+            }
+            Err(b) => {
+                self.recorder().let_go(c, trial);
+                turn.trace.skipped.push(c.ledger_skip(b));
+            }
         }
         granted
     }

@@ -38,6 +38,8 @@ pub(crate) struct Ask<'a> {
     pub tools: Option<std::sync::Arc<crate::answers::toolcall::Offered>>,
     /// The session id the client sent, naming its conversation.
     pub session: Option<SessionName>,
+    /// The client's `x-fcm-compress` header: how this request's tool results are compressed.
+    pub compress: Option<&'a str>,
 }
 
 /// The one-by-one loop's state between candidates.
@@ -59,12 +61,13 @@ impl Router {
         &'r self,
         route: &Route,
         ask: &Ask<'_>,
-        trace: Trace,
+        mut trace: Trace,
     ) -> Result<Served<'r>, Box<Refused>> {
         let deadline = Instant::now() + Duration::from_millis(self.failover.total_budget_ms);
-        let prompt_tokens = tokens::prompt(ask.body);
+        let body = self.compressed(route, ask, &mut trace);
+        let prompt_tokens = tokens::prompt(&body);
         let mut job = Job {
-            body: Cow::Borrowed(ask.body),
+            body,
             stream: ask.stream,
             // Streams keep the gate's parsed chunks: the client's protocol shapes them.
             limits: self.limits(deadline, ask.stream, ask.tools.clone()),

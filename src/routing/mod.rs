@@ -8,6 +8,7 @@
 //!   means ([`Route`]);
 //! - [`candidates`]: who may serve (keys, skips before dispatch, set and capability order),
 //!   ranked by [`rank`] with what [`live`] knows of each model;
+//! - [`compression`]: the request's tool results compressed once, before any attempt;
 //! - [`failover`]: the request's loop over its candidates within the budget;
 //! - [`attempt`]: one attempt's steps (admit, reserve, send, settle) and the one place its
 //!   outcome is recorded, after a stream's commit too;
@@ -23,6 +24,7 @@
 mod affinity;
 mod attempt;
 mod candidates;
+mod compression;
 mod conversation;
 mod failover;
 mod fusion;

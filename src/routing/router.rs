@@ -98,6 +98,8 @@ pub(crate) struct Router {
     pub(super) race_clients: RaceClients,
     /// Every secret fcm knows, shared with each candidate's target.
     pub(super) secrets: Arc<Secrets>,
+    /// How tool results are compressed when neither the request nor its set says.
+    pub(super) compress: crate::compress::Mode,
 }
 
 /// What a router is built from.
@@ -152,6 +154,7 @@ impl Router {
             upstream: p.exchange,
             race_clients: RaceClients::default(),
             secrets: p.secrets,
+            compress: cfg.compress,
         }
     }
 

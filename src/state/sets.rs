@@ -3,7 +3,8 @@
 //! `fallback` tries the list in order; `round-robin` rotates the starting model, staying on
 //! one for `sticky` consecutive requests; `race` sends the request to its first `width`
 //! candidates at once and keeps the first good answer; `fusion` asks its `panel` and has its
-//! `judge` merge their answers. A set only decides who goes first: the rest of the healthy
+//! `judge` merge their answers. A set may also say how its requests' tool results are
+//! compressed (`compress`). A set only decides who goes first: the rest of the healthy
 //! models still follow, so a set never removes a fallback. Pure: no I/O; `config` checks a
 //! loaded file against these rules, `routing` reads them per request.
 
@@ -77,6 +78,9 @@ pub(crate) struct ModelSet {
     /// `fusion`: the model that merges the panel's answers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) judge: Option<String>,
+    /// Tool-result compression for requests to this set (`router.compress` when unset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) compress: Option<crate::compress::Mode>,
 }
 
 impl Default for ModelSet {
@@ -89,6 +93,7 @@ impl Default for ModelSet {
             width: DEFAULT_WIDTH,
             panel: Vec::new(),
             judge: None,
+            compress: None,
         }
     }
 }
@@ -116,6 +121,7 @@ struct SetFile {
     width: u32,
     panel: Vec<String>,
     judge: Option<String>,
+    compress: Option<crate::compress::Mode>,
 }
 
 impl Default for SetFile {
@@ -128,6 +134,7 @@ impl Default for SetFile {
             width: d.width,
             panel: d.panel,
             judge: d.judge,
+            compress: d.compress,
         }
     }
 }
@@ -143,6 +150,7 @@ impl From<SetFile> for ModelSet {
             width: f.width,
             panel: f.panel,
             judge: f.judge,
+            compress: f.compress,
         }
     }
 }

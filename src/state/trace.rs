@@ -188,6 +188,10 @@ pub struct Trace {
     /// What affinity did: `new`, `kept`, or `moved:<why>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) affinity: Option<String>,
+    /// Tokens tool-result compression took out of the request (estimated); absent when it
+    /// was off or the request held no tool result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) saved_tokens: Option<u64>,
 }
 
 impl Trace {
@@ -207,6 +211,7 @@ impl Trace {
             trimmed: None,
             session: None,
             affinity: None,
+            saved_tokens: None,
         }
     }
 
@@ -253,7 +258,8 @@ impl Trace {
     }
 
     /// The trace headers: the four always, `x-fcm-v2-trimmed` when history was trimmed,
-    /// `x-fcm-v2-affinity` when the request belongs to a conversation.
+    /// `x-fcm-v2-affinity` when the request belongs to a conversation,
+    /// `x-fcm-v2-compressed` (tokens saved) when its tool results were compressed.
     pub(crate) fn headers(&self) -> Vec<(&'static str, String)> {
         let mut h = vec![
             ("x-fcm-v2-model", self.model_header()),
@@ -266,6 +272,9 @@ impl Trace {
         }
         if let Some(a) = &self.affinity {
             h.push(("x-fcm-v2-affinity", a.clone()));
+        }
+        if let Some(n) = self.saved_tokens {
+            h.push(("x-fcm-v2-compressed", n.to_string()));
         }
         h
     }

@@ -190,6 +190,7 @@ impl World {
             needs: crate::capability::detect(&body),
             tools: None,
             session,
+            compress: None,
         };
         let trace = Trace::new("req", model, stream);
         match self.router.route(&route, &ask, trace) {

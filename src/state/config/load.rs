@@ -419,6 +419,23 @@ mod tests {
     }
 
     #[test]
+    fn compression_defaults_to_lossless_and_sets_may_say_otherwise() {
+        use crate::compress::Mode;
+        let l = Config::parse("{}").unwrap();
+        assert_eq!(l.config.router.compress, Mode::Lossless);
+        let l = Config::parse(
+            r#"{"router":{"compress":"aggressive","sets":{"quiet":{"models":[],"compress":"off"},"plain":{"models":[]}}}}"#,
+        )
+        .unwrap();
+        assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        assert_eq!(l.config.router.compress, Mode::Aggressive);
+        assert_eq!(l.config.router.sets["quiet"].compress, Some(Mode::Off));
+        assert_eq!(l.config.router.sets["plain"].compress, None);
+        let err = Config::parse(r#"{"router":{"compress":"max"}}"#).unwrap_err();
+        assert_eq!(err.to_string(), "wrong value for router.compress");
+    }
+
+    #[test]
     fn bad_values_are_errors() {
         let err =
             Config::parse(r#"{"router":{"failover":{"contentValidation":"loose"}}}"#).unwrap_err();

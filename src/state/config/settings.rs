@@ -1,5 +1,5 @@
 //! What `config.json` holds: [`Config`] and its sections (router, failover, breaker, keys,
-//! reasoning, probes, context, serve), each with its defaults, and the access token every
+//! reasoning, probes, context, compression, serve), each with its defaults, and the access token every
 //! command agrees on. Reading the file, its clamps and its warnings are `load`'s.
 
 use std::collections::BTreeMap;
@@ -59,6 +59,9 @@ pub struct RouterConfig {
     /// candidate claims it; unset, the catalog's free models that claim it.
     pub(crate) capability_pools: BTreeMap<String, Vec<String>>,
     pub(crate) context: ContextConfig,
+    /// How tool results are compressed before a request goes upstream (a set may say
+    /// otherwise, a request's `x-fcm-compress` header too).
+    pub(crate) compress: crate::compress::Mode,
 }
 
 impl Default for RouterConfig {
@@ -76,6 +79,7 @@ impl Default for RouterConfig {
             keys: KeysConfig::default(),
             capability_pools: BTreeMap::new(),
             context: ContextConfig::default(),
+            compress: crate::compress::Mode::default(),
         }
     }
 }

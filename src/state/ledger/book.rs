@@ -57,6 +57,13 @@ pub struct UsageRow {
     pub estimated_tokens: u64,
     /// Answers that said the limit was reached (429, or a quota error).
     pub rate_limited: u64,
+    /// Tokens tool-result compression kept out of the requests sent (estimated).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub saved_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl UsageRow {
@@ -66,6 +73,7 @@ impl UsageRow {
         self.completion_tokens += other.completion_tokens;
         self.estimated_tokens += other.estimated_tokens;
         self.rate_limited += other.rate_limited;
+        self.saved_tokens += other.saved_tokens;
         if other.key.is_some() {
             self.key.clone_from(&other.key);
         }

@@ -229,6 +229,18 @@ impl Ledger {
         self.dirty.store(true, Ordering::Release);
     }
 
+    /// Adds the tokens compression kept out of a request sent to `m` with `grant`'s key.
+    pub fn saved(&self, m: &Metered, grant: &Grant, tokens: u64, now: u64) {
+        if tokens == 0 {
+            return;
+        }
+        let key = &m.keys[grant.key];
+        let mut inner = self.lock();
+        inner.roll(now);
+        inner.change_row(m, key, |r| r.saved_tokens += tokens);
+        self.dirty.store(true, Ordering::Release);
+    }
+
     /// Counts a rate-limited answer of `m` with `grant`'s key and returns how long to
     /// pause: `pause` (from `Retry-After`), or [`STORM_PAUSE`] when this is the third 429
     /// for the model and key within a minute. With several keys the ledger holds this key

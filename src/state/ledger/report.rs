@@ -1,7 +1,7 @@
 //! What `fcm usage` and the dashboard show of the ledger: per provider, and per model,
-//! over the last N UTC days: requests, tokens, rate-limited answers, the catalog's limits,
-//! what the provider last said is left and when that resets, and keys out of use. Pure:
-//! a ledger snapshot and the catalog in, a report out.
+//! over the last N UTC days: requests, tokens, rate-limited answers, tokens saved by
+//! compression, the catalog's limits, what the provider last said is left and when that
+//! resets, and keys out of use. Pure: a ledger snapshot and the catalog in, a report out.
 
 use std::collections::BTreeMap;
 
@@ -39,6 +39,8 @@ pub struct UsageLine {
     /// How many of the tokens are fcm's estimate (the answers reported no `usage`).
     pub estimated_tokens: u64,
     pub rate_limited: u64,
+    /// Tokens tool-result compression kept out of the requests (estimated).
+    pub saved_tokens: u64,
     /// The catalog's limits: the provider's `quota` on a provider's line (its `scope` says
     /// whether they count for the provider or for each model), the model's own with a
     /// model-scoped provider quota under it on a model's line; `null` when none is stated.
@@ -246,6 +248,7 @@ impl UsageLine {
         self.completion_tokens += r.completion_tokens;
         self.estimated_tokens += r.estimated_tokens;
         self.rate_limited += r.rate_limited;
+        self.saved_tokens += r.saved_tokens;
         if let Some(label) = &r.key {
             let k = key_line(&mut self.keys, label);
             k.requests += r.requests;
@@ -431,6 +434,7 @@ mod tests {
             completion_tokens: 2 * requests,
             estimated_tokens: 0,
             rate_limited,
+            saved_tokens: 100 * requests,
         }
     }
 
@@ -516,8 +520,13 @@ mod tests {
         );
         let groq = &today.providers[1];
         assert_eq!(
-            (groq.requests, groq.prompt_tokens, groq.rate_limited),
-            (6, 60, 1)
+            (
+                groq.requests,
+                groq.prompt_tokens,
+                groq.rate_limited,
+                groq.saved_tokens
+            ),
+            (6, 60, 1, 600)
         );
         assert_eq!(
             groq.limits_cell(),

@@ -274,14 +274,20 @@ fn saving_merges_with_another_process_and_learns_its_additions() {
     let now = crate::time::now_ms();
     let server = Ledger::load(&path, now, 3).unwrap();
     let bench = Ledger::load(&path, now, 3).unwrap();
+    let grant = server.reserve(&m, 1, now, false).unwrap();
+    server.saved(&m, &grant, 40, now);
     server.reserve(&m, 1, now, false).unwrap();
-    server.reserve(&m, 1, now, false).unwrap();
-    bench.reserve(&m, 1, now, true).unwrap();
+    let grant = bench.reserve(&m, 1, now, true).unwrap();
+    bench.saved(&m, &grant, 2, now);
     assert!(server.sync(&path, now).unwrap());
     assert!(bench.sync(&path, now).unwrap());
     assert!(!bench.sync(&path, now).unwrap(), "nothing new");
     let on_disk: UsageBook = crate::state::files::load_json(&path).unwrap();
     assert_eq!(on_disk.days[0].rows[0].requests, 3);
+    assert_eq!(
+        on_disk.days[0].rows[0].saved_tokens, 42,
+        "compression's saving adds up"
+    );
     // The server learns the bench's request at its next look (reading, not writing: it
     // added nothing), and counts it.
     assert!(!server.sync(&path, now).unwrap());

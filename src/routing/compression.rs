@@ -1,0 +1,54 @@
+//! A request's tool results compressed once, before any attempt (see `compress`): the mode
+//! is the request's `x-fcm-compress` header, else its set's `compress`, else
+//! `router.compress`. The trace keeps the tokens saved; every attempt sends the compressed
+//! body, and the ledger counts the saving per request sent (`attempt`).
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::compress::{self, Mode};
+use crate::state::trace::Trace;
+
+use super::failover::Ask;
+use super::router::{Route, Router};
+
+impl Router {
+    /// The compression `ask` gets on `route`; a header fcm cannot read is noted and passed
+    /// over.
+    pub(super) fn compress_mode(&self, route: &Route, ask: &Ask<'_>, trace: &mut Trace) -> Mode {
+        if let Some(header) = ask.compress {
+            match Mode::parse(header) {
+                Some(m) => {
+                    trace.notes.push(format!("compress:{m}:header"));
+                    return m;
+                }
+                None => trace.notes.push("compress:unknown_header_value".into()),
+            }
+        }
+        let set = match route {
+            Route::Set(name) => self.sets.get(name).and_then(|s| s.compress),
+            _ => None,
+        };
+        set.unwrap_or(self.compress)
+    }
+
+    /// `ask`'s body with its tool results compressed (borrowed when none changed); the
+    /// tokens saved go into the trace when the request held tool results.
+    pub(super) fn compressed<'a>(
+        &self,
+        route: &Route,
+        ask: &Ask<'a>,
+        trace: &mut Trace,
+    ) -> Cow<'a, Value> {
+        let mode = self.compress_mode(route, ask, trace);
+        let c = compress::chat_body(ask.body, mode);
+        if c.tool_results > 0 {
+            trace.saved_tokens = Some(c.saved_tokens());
+        }
+        match c.body {
+            Some(body) => Cow::Owned(body),
+            None => Cow::Borrowed(ask.body),
+        }
+    }
+}
