@@ -2,7 +2,9 @@
 # End to end with the real coding tools: Claude Code, Codex and Cline, configured by
 # `fcm install`, talk to `fcm serve`, which routes to the fake provider on loopback. Each
 # tool must print the fake provider's answer for a plain reply, after a tool call round
-# trip, when the first model's stream fails before any content (fcm fails over to the
+# trip, when a tool's output is terminal noise (colours, a progress line redrawn with CRs,
+# one line printed 40 times: the provider must get it compressed), when the first model's
+# stream fails before any content (fcm fails over to the
 # next model of a set and the tool never sees the failed attempt), when the first model's
 # tool call cannot run (cut-off arguments: fcm fails over and the round trip completes),
 # and when the model thinks in `<think>` tags (the answer arrives without them, the
@@ -59,6 +61,7 @@ start_fake "$fcm"
 cat > "$work/catalog.json" <<JSON
 {"version":1,"providers":[{"id":"fake","name":"Fake","baseUrl":"$url","keyRequired":false,
  "models":[{"id":"ok","tier":"S","context":131072},{"id":"tool_round_trip","tier":"S","context":131072},
+  {"id":"noisy_tool_round_trip","tier":"S","context":131072},
   {"id":"sse_error_first","tier":"S","context":131072},{"id":"thinks_tags","tier":"S","context":131072},
   {"id":"cut_tool_args","tier":"S","context":131072},{"id":"slow:3000","tier":"S","context":131072},
   {"id":"ok#panel","tier":"S","context":131072},{"id":"ok#judge","tier":"S","context":131072}]},
@@ -135,6 +138,24 @@ configure fake/tool_round_trip
 check "claude-code tool round trip" "The tool said fcm-tool-ok." "$bin/claude" -p "run the marker command" --allowedTools "Bash(echo:*)"
 check "codex tool round trip" "The tool said fcm-tool-ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "run the marker command"
 check "cline tool round trip" "The tool said fcm-tool-ok." "$bin/cline" -y "run the marker command"
+
+# A noisy tool output: the fake model asks the shell tool for colours, a progress line
+# redrawn with CRs and a line printed 40 times, then answers with its verdict on what
+# reached it (compressed: no escape, the last progress state, the line once with its count).
+configure fake/noisy_tool_round_trip
+check "claude-code noisy tool round trip, compressed" "The noisy tool said fcm-noisy-ok, compressed." "$bin/claude" -p "run the noisy command" --allowedTools "Bash"
+check "codex noisy tool round trip, compressed" "The noisy tool said fcm-noisy-ok, compressed." "$bin/codex" exec --skip-git-repo-check --ephemeral "run the noisy command"
+check "cline noisy tool round trip, compressed" "The noisy tool said fcm-noisy-ok, compressed." "$bin/cline" -y "run the noisy command"
+saved=$("$fcm" history --json -n 500 | python3 -c '
+import json, sys
+h = [e for e in json.load(sys.stdin) if e.get("servedModel") == "fake/noisy_tool_round_trip"]
+print(sum(1 for e in h if e.get("savedTokens", 0) > 0), sum(e.get("savedTokens", 0) for e in h))')
+read -r saved_requests saved_tokens <<< "$saved"
+if [ "$saved_requests" -ge 3 ]; then
+  pass "compression saved ~$saved_tokens tokens over $saved_requests noisy tool results (history savedTokens)"
+else
+  fail "compression: $saved_requests requests with savedTokens, ~$saved_tokens tokens"
+fi
 
 configure failover
 check "claude-code after a failover" "Hello from ok." "$bin/claude" -p "say hi"

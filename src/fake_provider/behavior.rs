@@ -65,6 +65,10 @@ pub enum Behavior {
     /// An agent's turn: calls the client's shell tool (`Bash`, `exec_command`,
     /// `run_commands`, ...) to echo `fcm-tool-ok`, then answers with what the tool returned.
     ToolRoundTrip,
+    /// [`ToolRoundTrip`](Behavior::ToolRoundTrip) with a noisy command (colours, a
+    /// progress line redrawn with CRs, one line printed 40 times), answering with whether
+    /// its output came back compressed (see `tools::noisy_verdict`).
+    NoisyToolRoundTrip,
     /// Streams a word every 100 ms for this long (client disconnects, many open streams).
     LongStream(Duration),
     /// Reasoning, then the answer, in one provider's shape (see [`Thinker`]).
@@ -232,6 +236,7 @@ impl Behavior {
             "slow_fail" => Behavior::SlowFail(ms(300)),
             "long_stream" => Behavior::LongStream(ms(10_000)),
             "tool_round_trip" => Behavior::ToolRoundTrip,
+            "noisy_tool_round_trip" => Behavior::NoisyToolRoundTrip,
             "thinks_reasoning_content" => Behavior::Thinks(Thinker::ReasoningContent),
             "thinks_reasoning" => Behavior::Thinks(Thinker::Reasoning),
             "thinks_reasoning_details" => Behavior::Thinks(Thinker::ReasoningDetails),

@@ -12,8 +12,9 @@ use serde_json::{json, Value};
 use super::behavior::Behavior;
 use super::state::{RecordedRequest, Shared};
 use super::tools::{
-    call_answer, offered_tool_answer, repeated_call_ids, shell_tool, text_answer_in_pieces,
-    text_then_cut_call, tool_call_answer, ToolMove,
+    call_answer, noisy_verdict, offered_tool_answer, repeated_call_ids, shell_tool,
+    shell_tool_running, text_answer_in_pieces, text_then_cut_call, tool_call_answer, ToolMove,
+    NOISY_COMMAND,
 };
 use super::wire::{
     chunk, completion, ok_answer, ok_answer_with, send_fixed, stream_deltas, stream_words, Said,
@@ -314,6 +315,21 @@ pub(super) fn respond(
                         "The tool ran, but its output did not come back."
                     };
                     ok_answer(out, &id, &model, text, stream, usage, Duration::ZERO)
+                }
+                (_, Some((name, args))) => call_answer(out, &id, &model, stream, &name, &args.to_string()),
+                (_, None) => ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO),
+            }
+        }
+        Behavior::NoisyToolRoundTrip => {
+            let last = body.get("messages").and_then(Value::as_array).and_then(|m| m.last());
+            match (last.and_then(|m| m.get("role")).and_then(Value::as_str), shell_tool_running(&body, NOISY_COMMAND)) {
+                (Some("tool"), _) => {
+                    let output = match last.and_then(|m| m.get("content")) {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(other) => other.to_string(),
+                        None => String::new(),
+                    };
+                    ok_answer(out, &id, &model, &noisy_verdict(&output), stream, usage, Duration::ZERO)
                 }
                 (_, Some((name, args))) => call_answer(out, &id, &model, stream, &name, &args.to_string()),
                 (_, None) => ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO),

@@ -30,13 +30,67 @@ pub(super) fn tool_call_answer(
 
 /// The shell tool a coding client offers, with arguments that echo `fcm-tool-ok`.
 pub(super) fn shell_tool(body: &Value) -> Option<(String, Value)> {
+    shell_tool_running(body, "echo fcm-tool-ok")
+}
+
+/// A command whose output is terminal noise around one marker: `fcm-noisy-ok` in colour,
+/// a progress line redrawn ten times with CRs, and one warning printed 40 times.
+pub const NOISY_COMMAND: &str = "printf '\\033[1;32mfcm-noisy-ok\\033[0m\\n'; for i in 10 20 30 40 50 60 70 80 90 100; do printf '\\rprogress %s%%' \"$i\"; done; printf '\\n'; for i in $(seq 40); do echo 'warning: the same line again'; done";
+
+/// The answer to [`NOISY_COMMAND`]'s output as it reached the provider: whether fcm took
+/// the noise out and kept every line a person would see.
+pub fn noisy_verdict(output: &str) -> String {
+    let warning = "warning: the same line again";
+    let missing: Vec<&str> = [
+        (output.contains("fcm-noisy-ok"), "the marker"),
+        (
+            output.contains("progress 100%"),
+            "the progress line's last state",
+        ),
+        (output.contains(warning), "the warning"),
+        (
+            !output.contains('\u{1b}') && !output.contains("\\u001b"),
+            "no escape codes",
+        ),
+        (
+            !output.contains("progress 10%"),
+            "no earlier progress states",
+        ),
+        // As a line (the command's own text names it too, where a client echoes it).
+        (
+            output.matches(&format!("{warning}\n")).count()
+                + output.matches(&format!("{warning}\\n")).count()
+                == 1,
+            "the warning said once",
+        ),
+        (
+            output.contains("[fcm: the line above appeared 40 times in a row]"),
+            "its count",
+        ),
+    ]
+    .into_iter()
+    .filter(|(ok, _)| !ok)
+    .map(|(_, what)| what)
+    .collect();
+    if missing.is_empty() {
+        "The noisy tool said fcm-noisy-ok, compressed.".to_string()
+    } else {
+        format!(
+            "The noisy tool's output was not compressed as expected: missing {}.",
+            missing.join(", ")
+        )
+    }
+}
+
+/// The shell tool a coding client offers, with arguments that run `command`.
+pub(super) fn shell_tool_running(body: &Value, command: &str) -> Option<(String, Value)> {
     let names: Vec<&str> = body
         .get("tools")
         .and_then(Value::as_array)?
         .iter()
         .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str))
         .collect();
-    let echo = "echo fcm-tool-ok";
+    let echo = command;
     let pick = |name: &str, args: Value| names.contains(&name).then(|| (name.to_string(), args));
     pick(
         "Bash",
@@ -254,6 +308,33 @@ pub(super) fn sample_value(schema: Option<&Value>) -> Value {
 mod tests {
     use super::*;
     use crate::fake_provider::Behavior;
+
+    #[test]
+    fn the_noisy_command_is_judged_by_what_arrived() {
+        let compressed = "fcm-noisy-ok\nprogress 100%\nwarning: the same line again\n[fcm: the line above appeared 40 times in a row]\n";
+        assert_eq!(
+            noisy_verdict(compressed),
+            "The noisy tool said fcm-noisy-ok, compressed."
+        );
+        // Inside Cline's JSON list of results, too, beside the command itself.
+        let listed =
+            serde_json::to_string(&json!([{"query": NOISY_COMMAND, "result": compressed}]))
+                .unwrap();
+        assert_eq!(
+            noisy_verdict(&listed),
+            "The noisy tool said fcm-noisy-ok, compressed."
+        );
+        let raw = format!(
+            "\x1b[1;32mfcm-noisy-ok\x1b[0m\nprogress 10%\rprogress 100%\n{}",
+            "warning: the same line again\n".repeat(40)
+        );
+        assert_eq!(
+            noisy_verdict(&raw),
+            "The noisy tool's output was not compressed as expected: missing no escape codes, no earlier progress states, the warning said once, its count."
+        );
+        let json_raw = serde_json::to_string(&json!([{"query": "x", "result": raw}])).unwrap();
+        assert!(noisy_verdict(&json_raw).contains("missing no escape codes"));
+    }
 
     #[test]
     fn offered_calls_hold_the_required_properties() {
