@@ -310,3 +310,309 @@ fn chat_cline_command_results_are_compressed_inside_their_json() {
     let plain = s.chat("fcm", false);
     assert_eq!(plain.header("x-fcm-v2-compressed"), None);
 }
+
+/// The client protocols, each with its agent's tools: Cline on chat completions, Claude
+/// Code on Anthropic Messages, Codex on Responses (which reads files through its shell).
+#[derive(Debug, Clone, Copy)]
+enum Client {
+    Cline,
+    ClaudeCode,
+    Codex,
+}
+
+/// One tool call of a history and what it printed.
+struct Step {
+    id: &'static str,
+    /// A file read (through the agent's read tool, or Codex's `sed -n`), else a command.
+    read: bool,
+    command: &'static str,
+    printed: String,
+    failed: bool,
+}
+
+impl Client {
+    const ALL: [Client; 3] = [Client::Cline, Client::ClaudeCode, Client::Codex];
+
+    fn path(self) -> &'static str {
+        match self {
+            Client::Cline => "/v1/chat/completions",
+            Client::ClaudeCode => "/v1/messages",
+            Client::Codex => "/v1/responses",
+        }
+    }
+
+    /// A step's result as the router gets it, before compression: what the client
+    /// wraps around the output, and fcm's `Error: ` for an Anthropic `is_error`.
+    fn framed(self, s: &Step, printed: &str) -> String {
+        let code = i32::from(s.failed);
+        match self {
+            Client::Cline if s.failed => format!("Exit code {code}\n{printed}"),
+            Client::Cline => printed.to_string(),
+            Client::ClaudeCode if s.failed => format!("Error: {printed}"),
+            Client::ClaudeCode => printed.to_string(),
+            Client::Codex => codex_output(code, printed),
+        }
+    }
+
+    /// A history: a system prompt and the user's words, both with escapes that must
+    /// stay, then each step's call and result.
+    fn history(self, steps: &[Step]) -> Value {
+        let system = "You are an agent. \x1b[1mBold\x1b[0m stays.";
+        let user = "my log says \x1b[31mred\x1b[0m\rdone";
+        let (mut turns, body) = match self {
+            Client::Cline => (
+                vec![
+                    json!({"role": "system", "content": system}),
+                    json!({"role": "user", "content": user}),
+                ],
+                json!({"model": "fcm", "stream": false, "tools": [
+                    {"type": "function", "function": {"name": "execute_command", "parameters": {"type": "object"}}},
+                    {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]}),
+            ),
+            Client::ClaudeCode => (
+                vec![json!({"role": "user", "content": [{"type": "text", "text": user}]})],
+                json!({"model": "fcm", "max_tokens": 1024, "stream": false,
+                       "system": [{"type": "text", "text": system}], "tools": [
+                    {"name": "Bash", "input_schema": {"type": "object"}},
+                    {"name": "Read", "input_schema": {"type": "object"}}]}),
+            ),
+            Client::Codex => (
+                vec![
+                    json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": system}]}),
+                    json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": user}]}),
+                ],
+                json!({"model": "fcm", "stream": false, "tools": [
+                    {"type": "function", "name": "exec_command", "parameters": {"type": "object"}}]}),
+            ),
+        };
+        for s in steps {
+            let result = self.framed(s, &s.printed);
+            match self {
+                Client::Cline => {
+                    let (name, args) = if s.read {
+                        ("read_file", json!({"path": s.command}))
+                    } else {
+                        ("execute_command", json!({"command": s.command}))
+                    };
+                    turns.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                        {"id": s.id, "type": "function", "function": {"name": name, "arguments": args.to_string()}}]}));
+                    turns.push(json!({"role": "tool", "tool_call_id": s.id, "content": result}));
+                }
+                Client::ClaudeCode => {
+                    let (name, input) = if s.read {
+                        ("Read", json!({"file_path": s.command}))
+                    } else {
+                        ("Bash", json!({"command": s.command}))
+                    };
+                    turns.push(json!({"role": "assistant", "content": [
+                        {"type": "tool_use", "id": s.id, "name": name, "input": input}]}));
+                    turns.push(json!({"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": s.id, "content": s.printed, "is_error": s.failed}]}));
+                }
+                Client::Codex => {
+                    let cmd = if s.read {
+                        format!("sed -n '1,400p' {}", s.command)
+                    } else {
+                        s.command.to_string()
+                    };
+                    turns.push(
+                        json!({"type": "function_call", "call_id": s.id, "name": "exec_command",
+                                      "arguments": json!({"cmd": cmd}).to_string()}),
+                    );
+                    turns.push(
+                        json!({"type": "function_call_output", "call_id": s.id, "output": result}),
+                    );
+                }
+            }
+        }
+        let mut body = body;
+        let key = match self {
+            Client::Codex => "input",
+            _ => "messages",
+        };
+        body[key] = Value::Array(turns);
+        body
+    }
+}
+
+/// A long listing of `n` paths.
+fn listing(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("./src/part_{i:03}/lib.rs\n"))
+        .collect()
+}
+
+/// A search through a tree that could not all be read: the command failed, its errors
+/// spread through its results.
+fn failed_search() -> String {
+    (1..=250)
+        .map(|i| {
+            if i % 50 == 0 {
+                format!("find: '/srv/vault_{i}': Permission denied\n")
+            } else {
+                format!("/usr/share/doc/pkg_{i}/notes.txt\n")
+            }
+        })
+        .collect()
+}
+
+fn history_steps() -> Vec<Step> {
+    vec![
+        Step {
+            id: "call_build",
+            read: false,
+            command: "cargo build",
+            printed: noisy_build(),
+            failed: false,
+        },
+        Step {
+            id: "call_read",
+            read: true,
+            command: "f.py",
+            printed: SOURCE.repeat(10),
+            failed: false,
+        },
+        Step {
+            id: "call_test",
+            read: false,
+            command: "cargo test --color always",
+            printed: test_run(300),
+            failed: true,
+        },
+        Step {
+            id: "call_find",
+            read: false,
+            command: "find . -name '*.rs'",
+            printed: listing(250),
+            failed: false,
+        },
+        Step {
+            id: "call_search",
+            read: false,
+            command: "find / -name notes.txt",
+            printed: failed_search(),
+            failed: true,
+        },
+    ]
+}
+
+#[test]
+fn every_protocol_sends_what_the_mode_says() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["ok"]);
+    let s = w.serve(&[]);
+    let steps = history_steps();
+    let step = |id: &str| steps.iter().find(|s| s.id == id).unwrap();
+    for client in Client::ALL {
+        let body = client.history(&steps).to_string();
+        let framed = |id: &str, printed: &str| client.framed(step(id), printed);
+        let sent_text = || fake.requests().last().unwrap().json().to_string();
+
+        // Lossless, the default: noise gone, every visible line kept, files exact.
+        let r = s.post(client.path(), &body);
+        assert_eq!(r.status, 200, "{client:?}: {r:?}");
+        assert!(saved(&r) > 50, "{client:?}");
+        assert_eq!(
+            sent_tool(&fake, "call_build"),
+            framed("call_build", BUILD_SHOWN),
+            "{client:?}"
+        );
+        let test = sent_tool(&fake, "call_test");
+        assert_eq!(test.matches(" ... ok\n").count(), 300, "{client:?}");
+        assert!(
+            !test.contains('\u{1b}') && !test.contains("[fcm:"),
+            "{client:?}"
+        );
+        for id in ["call_read", "call_find", "call_search"] {
+            assert_eq!(
+                sent_tool(&fake, id),
+                framed(id, &step(id).printed),
+                "{client:?} {id}"
+            );
+        }
+        // The system prompt and the user's words keep their escapes.
+        let text = sent_text();
+        for kept in [
+            "You are an agent. \\u001b[1mBold\\u001b[0m stays.",
+            "my log says \\u001b[31mred\\u001b[0m\\rdone",
+        ] {
+            assert!(
+                text.contains(kept),
+                "{client:?}: {kept} missing from {text}"
+            );
+        }
+
+        // The same history, the same bytes; the next turn starts with them.
+        let first = fake.requests().last().unwrap().body.clone();
+        assert_eq!(s.post(client.path(), &body).status, 200);
+        assert_eq!(fake.requests().last().unwrap().body, first, "{client:?}");
+        let mut longer = history_steps();
+        longer.push(Step {
+            id: "call_again",
+            read: false,
+            command: "cargo build",
+            printed: noisy_build(),
+            failed: false,
+        });
+        let next = client.history(&longer).to_string();
+        assert_eq!(s.post(client.path(), &next).status, 200);
+        let messages = |body: &[u8]| -> Vec<Value> {
+            let v: Value = serde_json::from_slice(body).unwrap();
+            v["messages"].as_array().unwrap().clone()
+        };
+        let (before, after) = (
+            messages(&first),
+            messages(&fake.requests().last().unwrap().body),
+        );
+        assert_eq!(
+            serde_json::to_string(&before).unwrap(),
+            serde_json::to_string(&after[..before.len()]).unwrap(),
+            "{client:?}: the next turn starts with the same bytes"
+        );
+
+        // Off: every tool result as the client sent it.
+        let r = s.post_with(client.path(), &body, &[("x-fcm-compress", "off")]);
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("x-fcm-v2-compressed"), None, "{client:?}");
+        for st in &steps {
+            assert_eq!(
+                sent_tool(&fake, st.id),
+                framed(st.id, &st.printed),
+                "{client:?} {}",
+                st.id
+            );
+        }
+
+        // Aggressive: long outputs cut by kind, each cut saying what it left out; the
+        // file, and the failed command's results and errors, whole.
+        let r = s.post_with(client.path(), &body, &[("x-fcm-compress", "aggressive")]);
+        assert_eq!(r.status, 200);
+        let test = sent_tool(&fake, "call_test");
+        assert!(
+            test.contains("[fcm: 300 passing test lines omitted]"),
+            "{client:?}: {test}"
+        );
+        for kept in [
+            "test tests::broken ... FAILED",
+            "thread 'tests::broken' panicked at src/lib.rs:9:5:",
+            "test result: FAILED. 300 passed; 1 failed; 0 ignored",
+        ] {
+            assert!(test.contains(kept), "{client:?}: {kept} missing:\n{test}");
+        }
+        let find = sent_tool(&fake, "call_find");
+        assert!(find.contains(" lines omitted ("), "{client:?}: {find}");
+        assert!(
+            find.contains("./src/part_001/lib.rs\n") && find.contains("./src/part_250/lib.rs\n")
+        );
+        assert!(find.lines().count() < 80, "{client:?}: {find}");
+        assert!(saved(&r) > 2_000, "{client:?}");
+        for id in ["call_read", "call_search"] {
+            assert_eq!(
+                sent_tool(&fake, id),
+                framed(id, &step(id).printed),
+                "{client:?} {id}"
+            );
+        }
+    }
+}

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
+use super::memo::{Changed, Memo};
 use super::mode::Mode;
 use super::result::{tool_result, Call};
 
@@ -32,8 +33,9 @@ impl Compressed {
     }
 }
 
-/// `body`'s tool results compressed in `mode`.
-pub fn chat_body(body: &Value, mode: Mode) -> Compressed {
+/// `body`'s tool results compressed in `mode`, through `memo` when there is one (results
+/// seen on earlier turns are not compressed again).
+pub fn chat_body(body: &Value, mode: Mode, memo: Option<&Memo>) -> Compressed {
     let mut out = Compressed::default();
     if mode == Mode::Off {
         return out;
@@ -73,7 +75,7 @@ pub fn chat_body(body: &Value, mode: Mode) -> Compressed {
                     .and_then(|id| calls.get(id).copied());
                 if let Some(content) = m
                     .get("content")
-                    .and_then(|c| content(c, call, mode, &mut out))
+                    .and_then(|c| content(c, call, mode, memo, &mut out))
                 {
                     replaced.push((i, content));
                 }
@@ -93,18 +95,18 @@ fn content(
     content: &Value,
     call: Option<Call<'_>>,
     mode: Mode,
+    memo: Option<&Memo>,
     out: &mut Compressed,
 ) -> Option<Value> {
     let mut one = |text: &str| -> Option<String> {
-        let new = tool_result(text, call, mode);
-        match new {
-            std::borrow::Cow::Owned(new) => {
-                out.chars_before += text.chars().count();
-                out.chars_after += new.chars().count();
-                Some(new)
-            }
-            std::borrow::Cow::Borrowed(_) => None,
-        }
+        let compress = |t: &str| Changed::of(t, |t| tool_result(t, call, mode));
+        let changed = match memo {
+            Some(memo) => memo.get_or(text, call, mode, compress),
+            None => compress(text),
+        }?;
+        out.chars_before += changed.chars_before;
+        out.chars_after += changed.chars_after;
+        Some(changed.text)
     };
     match content {
         Value::String(s) => one(s).map(Value::String),
@@ -195,7 +197,7 @@ mod tests {
     #[test]
     fn only_shell_results_change() {
         let body = request(&noisy());
-        let c = chat_body(&body, Mode::Lossless);
+        let c = chat_body(&body, Mode::Lossless, None);
         assert_eq!(c.tool_results, 2);
         let new = c.body.as_ref().unwrap();
         let msgs = new["messages"].as_array().unwrap();
@@ -213,24 +215,34 @@ mod tests {
             body.as_object().unwrap().keys().collect::<Vec<_>>()
         );
         assert!(c.saved_tokens() > 100, "{}", c.saved_tokens());
-        // The same history, the same bytes.
-        let again = chat_body(&body, Mode::Lossless).body.unwrap();
+        // The same history, the same bytes, remembered or not.
+        let again = chat_body(&body, Mode::Lossless, None).body.unwrap();
         assert_eq!(again.to_string(), new.to_string());
+        let memo = Memo::new(1 << 20);
+        for _ in 0..2 {
+            let c = chat_body(&body, Mode::Lossless, Some(&memo));
+            assert_eq!(c.body.as_ref().unwrap().to_string(), new.to_string());
+            assert_eq!(
+                c.saved_tokens(),
+                chat_body(&body, Mode::Lossless, None).saved_tokens()
+            );
+        }
     }
 
     #[test]
     fn text_parts_and_off() {
         let mut body = request(&noisy());
         body["messages"][3]["content"] = json!([{"type": "text", "text": noisy()}]);
-        let c = chat_body(&body, Mode::Lossless);
+        let c = chat_body(&body, Mode::Lossless, None);
         let part = &c.body.unwrap()["messages"][3]["content"][0];
         assert_eq!(part["type"], "text");
         assert!(part["text"].as_str().unwrap().starts_with("ok\nwarning"));
-        let off = chat_body(&body, Mode::Off);
+        let off = chat_body(&body, Mode::Off, None);
         assert!(off.body.is_none() && off.tool_results == 0);
         let clean = chat_body(
             &request("all clean here, nothing to take out"),
             Mode::Aggressive,
+            None,
         );
         assert!(clean.body.is_none());
         assert_eq!((clean.tool_results, clean.saved_tokens()), (2, 0));

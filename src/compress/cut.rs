@@ -7,9 +7,11 @@
 //!   warnings go.
 //! - Anything else long (a listing, a log, a search) keeps its head and its tail.
 //!
-//! A line that reports an error is never cut, whatever the kind; and an output the tool
-//! reported as failed is only ever cut by kind (its passing tests, its progress), never
-//! by head and tail. Outputs shorter than [`MIN_LINES`] are left whole.
+//! A line that reports an error is never cut from a test run or a build; and an output the
+//! tool reported as failed is only ever cut by kind (its passing tests, its progress),
+//! never by head and tail (a successful listing's lines are its results, whatever words
+//! they hold: `grep -rn error` is not an error). Outputs shorter than [`MIN_LINES`] are
+//! left whole.
 
 use std::borrow::Cow;
 
@@ -42,13 +44,14 @@ enum Left {
     Middle,
 }
 
-/// What `lines` holds, by counting its passing tests and its progress lines.
-pub fn kind(lines: &[&str]) -> Kind {
-    let n = lines.len();
-    let told = |count: usize| count >= KIND_MIN && count * 5 >= n;
-    if told(lines.iter().filter(|l| lines::passing_test(l)).count()) {
+/// What `all` holds, by counting its passing tests and its progress lines (only as far
+/// as needed to tell).
+pub fn kind(all: &[&str]) -> Kind {
+    let needed = KIND_MIN.max(all.len().div_ceil(5));
+    let told = |is: fn(&str) -> bool| all.iter().filter(|l| is(l)).take(needed).count() == needed;
+    if told(lines::passing_test) {
         Kind::TestRun
-    } else if told(lines.iter().filter(|l| lines::build_progress(l)).count()) {
+    } else if told(lines::build_progress) {
         Kind::Build
     } else {
         Kind::Listing
@@ -82,12 +85,8 @@ pub fn cut(text: &str, failed: bool) -> Cow<'_, str> {
         Kind::Listing if failed => return Cow::Borrowed(text),
         Kind::Listing => {
             let n = all.len();
-            all.iter()
-                .enumerate()
-                .map(|(i, l)| {
-                    let middle = i >= HEAD_LINES && i + TAIL_LINES < n;
-                    (middle && !lines::error(l)).then_some(Left::Middle)
-                })
+            (0..n)
+                .map(|i| (i >= HEAD_LINES && i + TAIL_LINES < n).then_some(Left::Middle))
                 .collect()
         }
     };
@@ -99,24 +98,22 @@ pub fn cut(text: &str, failed: bool) -> Cow<'_, str> {
     }
 }
 
-/// A build's cuts: progress lines, and the detail under each warning's location.
+/// A build's cuts: progress lines, and the detail under each warning's location (an
+/// error's words are checked only on lines that would go).
 fn build(all: &[&str]) -> Vec<Option<Left>> {
     let mut left = Vec::with_capacity(all.len());
     // Inside a warning, past its header (and location): its detail may go.
     let mut in_warning = false;
     for l in all {
-        let cut = if lines::error(l) {
-            in_warning = false;
-            None
-        } else if lines::warning_header(l) {
+        let cut = if lines::warning_header(l) {
             in_warning = true;
             None
         } else if lines::build_progress(l) {
             in_warning = false;
-            Some(Left::Progress)
+            (!lines::error(l)).then_some(Left::Progress)
         } else if in_warning && lines::location(l) {
             None
-        } else if in_warning && lines::warning_detail(l) {
+        } else if in_warning && lines::warning_detail(l) && !lines::error(l) {
             Some(Left::WarningDetail)
         } else {
             in_warning = false;
@@ -251,23 +248,27 @@ mod tests {
     }
 
     #[test]
-    fn a_long_listing_keeps_head_and_tail_and_errors() {
-        let mut text: String = (1..=300).map(|i| format!("./src/file_{i}.rs\n")).collect();
-        text = text.replace(
-            "./src/file_150.rs\n",
-            "find: './secret': Permission denied\n",
-        );
+    fn a_long_listing_keeps_head_and_tail() {
+        let text: String = (1..=300)
+            .map(|i| format!("src/file_{i}.rs:{i}: let error = {i};\n"))
+            .collect();
         let out = cut(&text, false);
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines[0], "./src/file_1.rs");
-        assert_eq!(lines[39], "./src/file_40.rs");
-        assert_eq!(lines[40], "[fcm: 109 lines omitted (41-149 of 300)]");
-        assert_eq!(lines[41], "find: './secret': Permission denied");
-        assert_eq!(lines[42], "[fcm: 130 lines omitted (151-280 of 300)]");
-        assert_eq!(lines[43], "./src/file_281.rs");
-        assert_eq!(*lines.last().unwrap(), "./src/file_300.rs");
+        assert_eq!(lines.len(), 61);
+        assert_eq!(lines[0], "src/file_1.rs:1: let error = 1;");
+        assert_eq!(lines[39], "src/file_40.rs:40: let error = 40;");
+        assert_eq!(lines[40], "[fcm: 240 lines omitted (41-280 of 300)]");
+        assert_eq!(lines[41], "src/file_281.rs:281: let error = 281;");
+        assert_eq!(
+            *lines.last().unwrap(),
+            "src/file_300.rs:300: let error = 300;"
+        );
         // A failed command's output is never cut by head and tail.
-        assert_eq!(cut(&text, true), text);
+        let failed = text.replace(
+            "src/file_150.rs:150: let error = 150;",
+            "find: './secret': Permission denied",
+        );
+        assert_eq!(cut(&failed, true), failed);
     }
 
     #[test]

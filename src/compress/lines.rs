@@ -9,28 +9,35 @@ fn bare(line: &str) -> &str {
     line.strip_suffix('\r').unwrap_or(line)
 }
 
-/// A test that passed (or was skipped) as a runner lists it.
+/// A test that passed (or was skipped) as a runner lists it. Told by the line's first
+/// byte before any search: most lines of a long output are not tests.
 pub fn passing_test(line: &str) -> bool {
     let t = bare(line);
     let s = t.trim_start();
-    // libtest: `test tests::parse ... ok`.
-    (s.starts_with("test ") && (t.ends_with(" ... ok") || t.contains(" ... ignored")))
-        // pytest -v: `tests/test_a.py::test_x[1] PASSED     [ 10%]`.
-        || (t.contains("::") && (t.contains(" PASSED") || t.contains(" SKIPPED") || t.contains(" XFAIL")))
+    let by_start = match s.as_bytes().first() {
+        // libtest: `test tests::parse ... ok`.
+        Some(b't') => {
+            s.starts_with("test ") && (t.ends_with(" ... ok") || t.contains(" ... ignored"))
+        }
         // go test -v.
-        || s.starts_with("=== RUN ")
-        || s.starts_with("=== PAUSE ")
-        || s.starts_with("=== CONT ")
-        || s.starts_with("--- PASS: ")
-        || s.starts_with("--- SKIP: ")
-        // jest, vitest, mocha.
-        || s.starts_with("✓ ")
-        || s.starts_with("✔ ")
-        || s.starts_with("√ ")
+        Some(b'=') => ["=== RUN ", "=== PAUSE ", "=== CONT "]
+            .iter()
+            .any(|p| s.starts_with(p)),
+        Some(b'-') => s.starts_with("--- PASS: ") || s.starts_with("--- SKIP: "),
+        // jest, vitest, mocha: ✓ ✔ √.
+        Some(0xe2) => ["✓ ", "✔ ", "√ "].iter().any(|p| s.starts_with(p)),
         // node --test (TAP): `ok 3 - parses`.
-        || (s.starts_with("ok ") && s[3..].starts_with(|c: char| c.is_ascii_digit()))
+        Some(b'o') => s.starts_with("ok ") && s[3..].starts_with(|c: char| c.is_ascii_digit()),
         // dotnet test -v n.
-        || s.starts_with("Passed ")
+        Some(b'P') => s.starts_with("Passed "),
+        _ => false,
+    };
+    // pytest -v: `tests/test_a.py::test_x[1] PASSED     [ 10%]`.
+    by_start
+        || (memchr::memmem::find(t.as_bytes(), b"::").is_some()
+            && [" PASSED", " SKIPPED", " XFAIL"]
+                .iter()
+                .any(|w| t.contains(w)))
 }
 
 /// Cargo's status verbs, right-aligned in 12 columns, so always indented.
@@ -99,6 +106,13 @@ const PROGRESS_STARTS: [&str; 36] = [
 pub fn build_progress(line: &str) -> bool {
     let t = bare(line);
     let s = t.trim_start();
+    // Every progress line starts with one of these (most of a listing's lines do not).
+    if !matches!(
+        s.as_bytes().first(),
+        Some(b'A'..=b'Z' | b'n' | b'g' | b'm' | b'(' | b'[')
+    ) {
+        return false;
+    }
     if s.len() < t.len() && CARGO_VERBS.iter().any(|v| s.starts_with(v)) {
         return true;
     }

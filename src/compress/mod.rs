@@ -19,18 +19,23 @@
 //!
 //! The files: [`mode`] (the setting), [`body`] (a chat request's tool results, and what was
 //! saved), [`result`] (one tool result: its envelope, its source, the passes), [`source`],
-//! [`terminal`], [`cut`] and [`lines`] (what a line of output is: a passing test, build
-//! progress, an error).
+//! [`terminal`] (with `escape`, the sequences, and `screen`, the whole-screen model),
+//! [`cut`] and [`lines`] (what a line of output is: a passing test, build progress, an
+//! error), and [`memo`] (results compressed on an earlier turn, remembered).
 
 pub mod body;
 pub mod cut;
+mod escape;
 pub mod lines;
+pub mod memo;
 pub mod mode;
 pub mod result;
+mod screen;
 pub mod source;
 pub mod terminal;
 
 pub use body::{chat_body, Compressed};
+pub use memo::Memo;
 pub use mode::Mode;
 pub use result::{tool_result, Call};
 pub use source::Source;

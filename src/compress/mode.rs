@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How tool results are compressed before a request goes upstream.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Tool results go upstream byte for byte.

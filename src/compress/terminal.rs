@@ -1,20 +1,25 @@
 //! The lossless pass: a tool's output as a person would see it on the terminal, and long
 //! runs of one line said once.
 //!
-//! Text with control characters is played on a small screen model: ANSI escape sequences
-//! are dropped (colours, hyperlinks, titles), a carriage return or a backspace moves the
-//! cursor back and what follows overwrites the line, `ESC[K` erases, the cursor moves up
-//! and down for progress displays that redraw several lines (`ESC[2A`). What the screen
-//! holds at the end is the output: every line a person would see, in its last state. A
-//! CRLF ending is a line ending, kept as it is. Text without a control character is not
-//! played (the common case, checked at a few bytes per cycle).
+//! Text with control characters is played as a terminal would show it: ANSI escape
+//! sequences are dropped (colours, hyperlinks, titles), a carriage return or a backspace
+//! moves the cursor back and what follows overwrites the line, `ESC[K` erases. What the
+//! terminal holds at the end is the output: every line a person would see, in its last
+//! state. A CRLF ending is a line ending, kept as it is. Lines are played one at a time,
+//! copied through while nothing moves the cursor back; output that moves the cursor up to
+//! redraw several lines (`ESC[2A`) is played on the whole-screen model of [`screen`].
+//! Text without a control character is not played (the common case, checked at a few
+//! bytes per cycle).
 //!
 //! A run of [`MIN_RUN`] or more identical lines (not blank) becomes the line once and a
 //! note of how many times it appeared, where the caller allows it: in a shell command's
-//! output, or in any output that came with terminal redraws (a file's contents never get
+//! output, or in any output that came with terminal controls (a file's contents never get
 //! here).
 
 use std::borrow::Cow;
+
+use super::escape::{self, Escape};
+use super::screen;
 
 /// The shortest run of one line that is folded.
 pub const MIN_RUN: usize = 5;
@@ -43,7 +48,7 @@ pub fn clean(text: &str, fold: Fold) -> Cow<'_, str> {
             Cow::Borrowed(text)
         };
     }
-    let shown = Screen::play(text);
+    let shown = play(text);
     if fold_runs {
         if let Cow::Owned(folded) = fold_lines(&shown) {
             return Cow::Owned(folded);
@@ -56,6 +61,11 @@ pub fn clean(text: &str, fold: Fold) -> Cow<'_, str> {
     }
 }
 
+/// Whether a byte is a control character other than a newline or a tab.
+fn control(b: u8) -> bool {
+    (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f
+}
+
 /// Whether `text` holds a control character other than a newline, a tab or the CR of a
 /// CRLF. Scanned in blocks without branching per byte; a block with a CR is checked
 /// exactly.
@@ -65,20 +75,15 @@ pub fn has_controls(text: &str) -> bool {
     for (n, block) in bytes.chunks(BLOCK).enumerate() {
         let mut suspect = false;
         for &b in block {
-            suspect |= ((b < 0x20) & (b != b'\n') & (b != b'\t')) | (b == 0x7f);
+            suspect |= control(b);
         }
         if !suspect {
             continue;
         }
         let start = n * BLOCK;
         for (i, &b) in block.iter().enumerate() {
-            let control = match b {
-                b'\n' | b'\t' => false,
-                b'\r' => bytes.get(start + i + 1) != Some(&b'\n'),
-                0x7f => true,
-                b => b < 0x20,
-            };
-            if control {
+            let lone_cr = b == b'\r' && bytes.get(start + i + 1) != Some(&b'\n');
+            if lone_cr || (b != b'\r' && control(b)) {
                 return true;
             }
         }
@@ -86,215 +91,179 @@ pub fn has_controls(text: &str) -> bool {
     false
 }
 
-/// One line of the screen.
-#[derive(Default)]
-struct Row {
+/// What `text` leaves on the terminal.
+fn play(text: &str) -> String {
+    Lines::play(text).unwrap_or_else(|| screen::play(text))
+}
+
+/// The line being played: copied straight to the output until something moves the
+/// cursor back, then held as cells.
+struct Lines {
+    out: String,
+    /// Where the current line starts in `out`.
+    start: usize,
+    /// The current line's cells, once the cursor moved back in it.
     cells: Vec<char>,
-    /// It ended with CRLF.
-    crlf: bool,
+    held: bool,
+    col: usize,
     /// Something was written over or erased: trailing blanks are the redraw's padding.
     redrawn: bool,
 }
 
-/// A screen as tall as the output, with a cursor.
-struct Screen {
-    rows: Vec<Row>,
-    row: usize,
-    col: usize,
-}
-
-impl Screen {
-    /// What `text` leaves on the screen, as lines.
-    fn play(text: &str) -> String {
-        let mut s = Screen {
-            rows: vec![Row::default()],
-            row: 0,
+impl Lines {
+    /// Plays `text` line by line; `None` when the cursor moves to another line (the
+    /// whole screen is needed then).
+    fn play(text: &str) -> Option<String> {
+        let b = text.as_bytes();
+        let mut l = Lines {
+            out: String::with_capacity(text.len()),
+            start: 0,
+            cells: Vec::new(),
+            held: false,
             col: 0,
+            redrawn: false,
         };
-        let mut chars = text.chars().peekable();
-        while let Some(c) = chars.next() {
-            match c {
-                '\n' => s.newline(false),
-                '\r' => {
+        let mut i = 0;
+        while i < b.len() {
+            let run = b[i..]
+                .iter()
+                .position(|&c| c == b'\n' || control(c))
+                .unwrap_or(b.len() - i);
+            if run > 0 {
+                l.write(&text[i..i + run]);
+                i += run;
+                continue;
+            }
+            match b[i] {
+                b'\n' => {
+                    l.end_line("\n");
+                    i += 1;
+                }
+                b'\r' => {
                     // CR LF (CRs before an LF, even several) ends the line as it is.
-                    let mut look = chars.clone();
-                    let mut crs = 0;
-                    while look.peek() == Some(&'\r') {
-                        look.next();
-                        crs += 1;
+                    let mut j = i;
+                    while b.get(j) == Some(&b'\r') {
+                        j += 1;
                     }
-                    if look.peek() == Some(&'\n') {
-                        for _ in 0..=crs {
-                            chars.next();
-                        }
-                        s.newline(true);
+                    if b.get(j) == Some(&b'\n') {
+                        l.end_line("\r\n");
+                        i = j + 1;
                     } else {
-                        s.col = 0;
+                        l.hold();
+                        l.col = 0;
+                        i += 1;
                     }
                 }
-                '\u{8}' => s.col = s.col.saturating_sub(1),
-                '\u{1b}' => s.escape(&mut chars),
-                '\t' => s.put('\t'),
-                c if c < ' ' || c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c) => {}
-                c => s.put(c),
-            }
-        }
-        s.render()
-    }
-
-    fn current(&mut self) -> &mut Row {
-        &mut self.rows[self.row]
-    }
-
-    fn put(&mut self, c: char) {
-        let col = self.col;
-        let row = self.current();
-        if col < row.cells.len() {
-            row.cells[col] = c;
-            row.redrawn = true;
-        } else {
-            row.cells.resize(col, ' ');
-            row.cells.push(c);
-        }
-        self.col += 1;
-    }
-
-    fn newline(&mut self, crlf: bool) {
-        if crlf {
-            self.current().crlf = true;
-        }
-        self.down(1);
-        self.col = 0;
-    }
-
-    fn down(&mut self, n: usize) {
-        self.row += n;
-        while self.rows.len() <= self.row {
-            self.rows.push(Row::default());
-        }
-    }
-
-    /// Plays one escape sequence (the ESC is read); sequences fcm has no use for are
-    /// dropped whole.
-    fn escape(&mut self, chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
-        match chars.next() {
-            Some('[') => self.csi(chars),
-            // OSC (titles, hyperlinks): up to BEL or ST.
-            Some(']') => skip_string(chars, true),
-            // DCS, SOS, PM, APC: up to ST.
-            Some('P' | 'X' | '^' | '_') => skip_string(chars, false),
-            // Reverse index: the line above.
-            Some('M') => self.row = self.row.saturating_sub(1),
-            // Charset designations and the like: intermediates, then one final byte.
-            Some(c) if (' '..='/').contains(&c) => {
-                for n in chars.by_ref() {
-                    if !(' '..='/').contains(&n) {
-                        break;
+                0x08 => {
+                    l.hold();
+                    l.col = l.col.saturating_sub(1);
+                    i += 1;
+                }
+                0x1b => {
+                    let (e, next) = escape::read(b, i);
+                    match e {
+                        Escape::Csi { fin, n } => l.csi(fin, n)?,
+                        Escape::ReverseIndex => return None,
+                        Escape::Skipped => {}
                     }
+                    i = next;
                 }
+                _ => i += 1,
             }
-            _ => {}
         }
+        l.flush();
+        Some(l.out)
     }
 
-    /// A control sequence after `ESC [`: parameters, intermediates, one final byte.
-    fn csi(&mut self, chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
-        let mut first: Option<usize> = None;
-        let mut in_first = true;
-        let mut private = false;
-        let fin = loop {
-            let Some(c) = chars.next() else { return };
-            match c {
-                '0'..='9' if in_first => {
-                    let d = c as usize - '0' as usize;
-                    first = Some(first.unwrap_or(0).saturating_mul(10).saturating_add(d));
-                }
-                ';' | ':' => in_first = false,
-                '<'..='?' => private = true,
-                ' '..='/' | '0'..='9' => {}
-                '@'..='~' => break c,
-                // Not a sequence after all: it ends here.
-                _ => return,
-            }
-        };
-        if private {
+    fn write(&mut self, s: &str) {
+        if !self.held {
+            self.out.push_str(s);
             return;
         }
-        let n = first.unwrap_or(0);
-        let count = n.max(1);
-        match fin {
-            'K' => self.erase_line(n),
-            'A' => self.row = self.row.saturating_sub(count),
-            'F' => {
-                self.row = self.row.saturating_sub(count);
-                self.col = 0;
+        for c in s.chars() {
+            if self.col < self.cells.len() {
+                self.cells[self.col] = c;
+                self.redrawn = true;
+            } else {
+                self.cells.resize(self.col, ' ');
+                self.cells.push(c);
             }
-            'B' => self.down(count),
-            'E' => {
-                self.down(count);
-                self.col = 0;
-            }
-            'C' => self.col += count,
-            'D' => self.col = self.col.saturating_sub(count),
-            'G' => self.col = count - 1,
-            'J' if n == 0 => {
-                self.erase_line(0);
-                self.rows.truncate(self.row + 1);
-            }
-            // Colours, modes, whole-screen clears, absolute positions: nothing a reader
-            // of the output needs.
-            _ => {}
+            self.col += 1;
         }
     }
 
-    fn erase_line(&mut self, how: usize) {
-        let col = self.col;
-        let row = self.current();
-        match how {
-            0 => row.cells.truncate(col),
-            1 => {
-                let end = (col + 1).min(row.cells.len());
-                row.cells[..end].iter_mut().for_each(|c| *c = ' ');
+    /// Takes the current line out of the output into cells, the cursor at its end.
+    fn hold(&mut self) {
+        if self.held {
+            return;
+        }
+        self.cells.clear();
+        self.cells.extend(self.out[self.start..].chars());
+        self.out.truncate(self.start);
+        self.col = self.cells.len();
+        self.held = true;
+    }
+
+    /// A control sequence: erasing and moving along the line are played; moving to
+    /// another line gives up (`None`); the rest is dropped.
+    fn csi(&mut self, fin: u8, n: Option<usize>) -> Option<()> {
+        let count = n.unwrap_or(0).max(1);
+        match fin {
+            b'A' | b'B' | b'E' | b'F' => return None,
+            b'K' => self.erase(n.unwrap_or(0)),
+            // Below the cursor there is nothing yet: the rest of the line goes.
+            b'J' if n.unwrap_or(0) == 0 => self.erase(0),
+            b'C' => {
+                self.hold();
+                self.col += count;
             }
-            2 => row.cells.clear(),
+            b'D' => {
+                self.hold();
+                self.col = self.col.saturating_sub(count);
+            }
+            b'G' => {
+                self.hold();
+                self.col = count - 1;
+            }
+            _ => {}
+        }
+        Some(())
+    }
+
+    fn erase(&mut self, how: usize) {
+        self.hold();
+        match how {
+            0 => self.cells.truncate(self.col),
+            1 => {
+                let end = (self.col + 1).min(self.cells.len());
+                self.cells[..end].iter_mut().for_each(|c| *c = ' ');
+            }
+            2 => self.cells.clear(),
             _ => return,
         }
-        row.redrawn = true;
+        self.redrawn = true;
     }
 
-    fn render(self) -> String {
-        let cells: usize = self.rows.iter().map(|r| r.cells.len() + 2).sum();
-        let mut out = String::with_capacity(cells);
-        let last = self.rows.len() - 1;
-        for (i, row) in self.rows.into_iter().enumerate() {
-            let mut end = row.cells.len();
-            if row.redrawn {
-                while end > 0 && row.cells[end - 1] == ' ' {
-                    end -= 1;
-                }
-            }
-            out.extend(&row.cells[..end]);
-            if i < last {
-                out.push_str(if row.crlf { "\r\n" } else { "\n" });
+    /// The held line back into the output.
+    fn flush(&mut self) {
+        if !self.held {
+            return;
+        }
+        let mut end = self.cells.len();
+        if self.redrawn {
+            while end > 0 && self.cells[end - 1] == ' ' {
+                end -= 1;
             }
         }
-        out
+        self.out.extend(&self.cells[..end]);
+        self.held = false;
+        self.redrawn = false;
     }
-}
 
-/// Skips an OSC, DCS or similar string up to its terminator: ST (`ESC \`), or BEL where
-/// `bel` allows.
-fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, bel: bool) {
-    while let Some(c) = chars.next() {
-        if c == '\u{7}' && bel {
-            return;
-        }
-        if c == '\u{1b}' {
-            if chars.peek() == Some(&'\\') {
-                chars.next();
-            }
-            return;
-        }
+    fn end_line(&mut self, ending: &str) {
+        self.flush();
+        self.out.push_str(ending);
+        self.start = self.out.len();
     }
 }
 
@@ -303,50 +272,58 @@ fn repeat_note(times: usize) -> String {
     format!("[fcm: the line above appeared {times} times in a row]")
 }
 
+/// The note's length in bytes, without writing it.
+fn repeat_note_len(times: usize) -> usize {
+    const FIXED: usize = "[fcm: the line above appeared  times in a row]".len();
+    FIXED + times.to_string().len()
+}
+
 /// `text` with each run of [`MIN_RUN`] or more identical, non-blank lines said once and
 /// a note of how many times; borrowed when there is none (or folding would not shorten
 /// it).
 pub fn fold_lines(text: &str) -> Cow<'_, str> {
+    let b = text.as_bytes();
+    // The line at `start..end` (its ending included).
+    let line_end =
+        |start: usize| memchr::memchr(b'\n', &b[start..]).map_or(b.len(), |k| start + k + 1);
     let mut out: Option<String> = None;
     // Where the text not yet copied to `out` starts.
     let mut copied = 0;
-    let mut lines = text.split_inclusive('\n').peekable();
-    let mut at = 0;
-    while let Some(line) = lines.next() {
-        let start = at;
-        at += line.len();
-        let content = line_content(line);
+    let mut start = 0;
+    let mut end = if b.is_empty() { 0 } else { line_end(0) };
+    while start < b.len() {
+        let content = line_content(&b[start..end]);
         let mut times = 1;
-        let mut run_end = at;
-        while let Some(next) = lines.peek() {
-            if line_content(next) != content {
+        let mut run_end = end;
+        let mut next_end = end;
+        while run_end < b.len() {
+            next_end = line_end(run_end);
+            if line_content(&b[run_end..next_end]) != content {
                 break;
             }
             times += 1;
-            run_end += next.len();
-            lines.next();
+            run_end = next_end;
         }
-        at = run_end;
-        let note = repeat_note(times);
-        let worth = (times - 1) * (content.len() + 1) > note.len() + 1;
-        if times < MIN_RUN || content.trim().is_empty() || !worth {
-            continue;
+        let worth = times >= MIN_RUN
+            && (times - 1) * (content.len() + 1) > repeat_note_len(times) + 1
+            && !content.iter().all(u8::is_ascii_whitespace);
+        if worth {
+            let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            buf.push_str(&text[copied..end]);
+            buf.push_str(&repeat_note(times));
+            // The run's last line's ending (none at the very end of the text).
+            let last = &text[start..run_end];
+            buf.push_str(if last.ends_with("\r\n") {
+                "\r\n"
+            } else if last.ends_with('\n') {
+                "\n"
+            } else {
+                ""
+            });
+            copied = run_end;
         }
-        let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
-        buf.push_str(&text[copied..start]);
-        buf.push_str(line);
-        buf.push_str(&note);
-        // The run's last line's ending (none at the very end of the text).
-        let last_end = &text[start..run_end];
-        let ending = if last_end.ends_with("\r\n") {
-            "\r\n"
-        } else if last_end.ends_with('\n') {
-            "\n"
-        } else {
-            ""
-        };
-        buf.push_str(ending);
-        copied = run_end;
+        start = run_end;
+        end = if run_end < b.len() { next_end } else { b.len() };
     }
     match out {
         Some(mut buf) => {
@@ -358,14 +335,62 @@ pub fn fold_lines(text: &str) -> Cow<'_, str> {
 }
 
 /// A line without its ending.
-fn line_content(line: &str) -> &str {
-    let line = line.strip_suffix('\n').unwrap_or(line);
-    line.strip_suffix('\r').unwrap_or(line)
+fn line_content(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Terminal output made of text, line endings and the controls fcm plays.
+    fn terminal_text() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("a"),
+            Just("bc "),
+            Just("é"),
+            Just("日本"),
+            Just("\t"),
+            Just("  "),
+            Just("\n"),
+            Just("\r\n"),
+            Just("\r"),
+            Just("\r\r\n"),
+            Just("\x08"),
+            Just("\x1b[K"),
+            Just("\x1b[1K"),
+            Just("\x1b[2K"),
+            Just("\x1b[0J"),
+            Just("\x1b[31m"),
+            Just("\x1b[0m"),
+            Just("\x1b[5G"),
+            Just("\x1b[2C"),
+            Just("\x1b[3D"),
+            Just("\x1b[?25l"),
+            Just("\x1b]0;t\x07"),
+            Just("\x07"),
+            Just("\x1b"),
+            Just("\x1b[2A"),
+            Just("\x1bM"),
+        ];
+        proptest::collection::vec(piece, 0..40).prop_map(|p| p.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn prop_lines_play_as_the_whole_screen_does(text in terminal_text()) {
+            // Line by line gives up where the cursor leaves the line; elsewhere it shows
+            // what the whole screen shows.
+            if let Some(lines) = Lines::play(&text) {
+                prop_assert_eq!(lines, screen::play(&text));
+            }
+            let once = clean(&text, Fold::Always).into_owned();
+            prop_assert!(!has_controls(&once), "{:?}", once);
+            prop_assert_eq!(clean(&once, Fold::Always), once.as_str(), "a second pass changes nothing");
+        }
+    }
 
     fn lossless(text: &str) -> String {
         clean(text, Fold::Always).into_owned()

@@ -1,7 +1,8 @@
 //! A request's tool results compressed once, before any attempt (see `compress`): the mode
 //! is the request's `x-fcm-compress` header, else its set's `compress`, else
 //! `router.compress`. The trace keeps the tokens saved; every attempt sends the compressed
-//! body, and the ledger counts the saving per request sent (`attempt`).
+//! body, and the ledger counts the saving per request sent (`attempt`). The router's memo
+//! keeps what earlier turns compressed: the history comes back every turn.
 
 use std::borrow::Cow;
 
@@ -42,7 +43,7 @@ impl Router {
         trace: &mut Trace,
     ) -> Cow<'a, Value> {
         let mode = self.compress_mode(route, ask, trace);
-        let c = compress::chat_body(ask.body, mode);
+        let c = compress::chat_body(ask.body, mode, Some(&self.memo));
         if c.tool_results > 0 {
             trace.saved_tokens = Some(c.saved_tokens());
         }

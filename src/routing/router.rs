@@ -26,6 +26,9 @@ use super::rank::Policy;
 
 /// Largest non-stream answer the router accepts from a provider.
 const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
+/// Tool results (before and after compression) remembered between turns: a long agent
+/// session's history holds one or two MB of them, so this keeps some thirty sessions.
+const MEMO_BYTES: usize = 64 * 1024 * 1024;
 
 /// How a request names its model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +103,8 @@ pub(crate) struct Router {
     pub(super) secrets: Arc<Secrets>,
     /// How tool results are compressed when neither the request nor its set says.
     pub(super) compress: crate::compress::Mode,
+    /// Tool results compressed on earlier turns.
+    pub(super) memo: crate::compress::Memo,
 }
 
 /// What a router is built from.
@@ -155,6 +160,7 @@ impl Router {
             race_clients: RaceClients::default(),
             secrets: p.secrets,
             compress: cfg.compress,
+            memo: crate::compress::Memo::new(MEMO_BYTES),
         }
     }
 
