@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fcm::compress::{chat_body, tool_result, Call, Memo, Mode};
+use fcm::compress::{chat_body, source, tool_result, Call, Memo, Mode, Source};
 use serde_json::{json, Value};
 
 /// One tool output of the corpus.
@@ -245,7 +245,12 @@ fn main() {
     println!("Tokens: o200k_base (tiktoken-rs). Before: the tool result as the client sends it; after: what fcm sends upstream.\n");
     println!("| kind | lines | tokens before | lossless | saved | aggressive | saved | compression time (lossless / aggressive) |");
     println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    let (mut all, mut loud, mut long) = (Totals::default(), Totals::default(), Totals::default());
+    let (mut all, mut loud, mut long, mut long_output) = (
+        Totals::default(),
+        Totals::default(),
+        Totals::default(),
+        Totals::default(),
+    );
     for s in &samples {
         let text = s.result_text();
         let args = s.arguments();
@@ -277,10 +282,18 @@ fn main() {
         }
         if lines > 200 {
             long.add(b, l, a);
+            // A file's contents (a read, a diff) are never changed, in any mode.
+            if source::of_call("Bash", &args) != Source::File {
+                long_output.add(b, l, a);
+            }
         }
     }
     println!("{}", loud.row("noisy kinds (builds, installs, test runs)"));
     println!("{}", long.row("outputs over 200 lines"));
+    println!(
+        "{}",
+        long_output.row("outputs over 200 lines, file contents and diffs aside")
+    );
     println!("{}", all.row("all"));
 
     // Per request: what compression costs beside the JSON work of any request.

@@ -8,18 +8,19 @@
 # 2. examples/compress_bench.rs counts each output's tokens before and after compression,
 #    lossless and aggressive, with OpenAI's o200k BPE (its ranks ship in the tiktoken-rs
 #    crate), per kind and in total, and times the compression per result and per request.
-# 3. fcm serve's CPU per request (utime + stime from /proc) for one Claude Code request
-#    holding the whole corpus as tool results, with compression off, lossless, aggressive.
+# 3. fcm serve's CPU per request (utime + stime from /proc) for Claude Code requests holding
+#    the whole corpus as tool results and one new result each, with compression off,
+#    lossless and aggressive.
 #
 # Cargo builds offline (from the local registry); npm, pip and pytest need Node.js, Python's
 # venv and the package registries: a kind that cannot run is left out, with a note.
-# CORPUS=DIR keeps the corpus there; REQUESTS sizes the CPU run (default 300); CAPTURED=FILE
+# CORPUS=DIR keeps the corpus there; REQUESTS sizes the CPU run (default 600 a mode); CAPTURED=FILE
 # adds a captured Claude Code request (`{"body": ...}`) to the CPU table and takes its system
 # prompt for the sessions; FCM_BIN uses that fcm binary instead of a release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-REQUESTS=${REQUESTS:-300}
+REQUESTS=${REQUESTS:-600}
 source scripts/common.sh
 corpus=${CORPUS:-$work/corpus}
 mkdir -p "$corpus"
@@ -132,7 +133,11 @@ capture "file read (cat)" "$repo" "cat src/edge/mod.rs"
 cargo build --release --locked --quiet --example compress_bench
 "${CARGO_TARGET_DIR:-$repo/target}/release/examples/compress_bench" "$corpus" ${CAPTURED:+"$CAPTURED"}
 
-# fcm serve's own CPU per request for the whole session, by compression mode.
+# fcm serve's own CPU per request, by compression mode: one server per mode, all three up
+# at once and driven in turns (rounds of REQUESTS / 6), so a load beside the run weighs on
+# each alike. Each request is the whole session plus one new tool result (the corpus's
+# outputs in turn, each with a line of its own), as an agent's next turn brings: the
+# history is remembered, the new result is compressed.
 release_binaries
 start_fake "$fcm"
 cat > "$work/catalog.json" << JSON
@@ -140,51 +145,75 @@ cat > "$work/catalog.json" << JSON
  "models":[{"id":"ok","tier":"S","context":1000000}]}]}
 JSON
 export FCM_CATALOG="$work/catalog.json"
-python=$(python3 -c 'import sys; print(sys.executable)')
-echo
-echo "fcm serve's CPU per request (utime + stime), $REQUESTS requests of the whole session ($(($(wc -c < "$corpus/session.json") / 1024)) KB, Anthropic Messages, non-stream):"
-echo
-echo "| router.compress | fcm CPU per request | x-fcm-v2-compressed (tokens, estimated) |"
-echo "| --- | ---: | ---: |"
-base=""
+servers=()
+pids=()
+trap 'kill "${pids[@]}" 2> /dev/null || true; cleanup' EXIT
 for mode in off lossless aggressive; do
   export FCM_HOME="$work/home-$mode"
   mkdir -p "$FCM_HOME"
   echo "{\"router\":{\"compress\":\"$mode\"}}" > "$FCM_HOME/config.json"
   start_serve
-  result=$("$python" - "$proxy" "$corpus/session.json" "$REQUESTS" "$serve_pid" << 'PY'
-import http.client, os, sys
-addr, path, n, pid = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-body = open(path, "rb").read()
-host, port = addr.rsplit(":", 1)
-conn = http.client.HTTPConnection(host, int(port))
-def ticks():
+  servers+=("$mode=$proxy=$serve_pid")
+  pids+=("$serve_pid")
+done
+echo
+echo "fcm serve's CPU per request (utime + stime), $REQUESTS requests per mode of the whole session ($(($(wc -c < "$corpus/session.json") / 1024)) KB, Anthropic Messages, non-stream) plus one new tool result each:"
+echo
+python3 - "$corpus" "$REQUESTS" "${servers[@]}" << 'PY'
+import http.client, json, os, sys
+corpus, n, servers = sys.argv[1], int(sys.argv[2]), [s.split("=") for s in sys.argv[3:]]
+session = json.load(open(os.path.join(corpus, "session.json")))
+outputs = []
+for line in open(os.path.join(corpus, "manifest.tsv")):
+    kind, code, cmd, name = line.rstrip("\n").split("\t", 3)
+    text = open(os.path.join(corpus, name), "rb").read().decode("utf-8", "replace")
+    outputs.append((cmd, text, code != "0"))
+
+def body(i):
+    cmd, text, failed = outputs[i % len(outputs)]
+    msgs = session["messages"] + [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_new{i}", "name": "Bash", "input": {"command": cmd}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_new{i}", "content": f"run {i}\n{text}", "is_error": failed}]},
+    ]
+    return json.dumps(dict(session, messages=msgs)).encode()
+
+def ticks(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])
-def post():
-    conn.request("POST", "/v1/messages", body, {"content-type": "application/json"})
-    r = conn.getresponse()
+
+conns = {}
+for mode, addr, pid in servers:
+    host, port = addr.rsplit(":", 1)
+    conns[mode] = http.client.HTTPConnection(host, int(port))
+saved = {}
+def post(mode, b):
+    conns[mode].request("POST", "/v1/messages", b, {"content-type": "application/json"})
+    r = conns[mode].getresponse()
     r.read()
     assert r.status == 200, r.status
-    return r.getheader("x-fcm-v2-compressed") or "-"
-for _ in range(20):
-    post()
-t0 = ticks()
-for _ in range(n):
-    saved = post()
-spent = ticks() - t0
-print(spent / os.sysconf("SC_CLK_TCK") * 1000 / n, saved)
+    saved[mode] = r.getheader("x-fcm-v2-compressed") or "-"
+
+for mode, _, _ in servers:
+    for i in range(20):
+        post(mode, body(i))
+spent = {mode: 0 for mode, _, _ in servers}
+rounds = 6
+per = max(1, n // rounds)
+for r in range(rounds):
+    bodies = [body(1000 + r * per + i) for i in range(per)]
+    for mode, _, pid in servers:
+        t0 = ticks(pid)
+        for b in bodies:
+            post(mode, b)
+        spent[mode] += ticks(pid) - t0
+hz = os.sysconf("SC_CLK_TCK")
+ms = {m: spent[m] / hz * 1000 / (per * rounds) for m in spent}
+print("| router.compress | fcm CPU per request | x-fcm-v2-compressed (tokens, estimated) |")
+print("| --- | ---: | ---: |")
+for mode, _, _ in servers:
+    share = "" if mode == "off" else f" ({100 * (ms[mode] - ms['off']) / ms['off']:+.1f}%)"
+    print(f"| {mode} | {ms[mode]:.3f} ms{share} | {saved[mode]} |")
 PY
-)
-  kill "$serve_pid"
-  wait "$serve_pid" 2> /dev/null || true
-  read -r ms saved <<< "$result"
-  if [ -z "$base" ]; then
-    base=$ms
-    share=""
-  else
-    share=$(python3 -c "print(f' ({100 * ($ms - $base) / $base:+.0f}%)')")
-  fi
-  printf '| %s | %.3f ms%s | %s |\n' "$mode" "$ms" "$share" "$saved"
-done
+kill "${pids[@]}"
+wait "${pids[@]}" 2> /dev/null || true
