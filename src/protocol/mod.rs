@@ -203,12 +203,18 @@ impl Protocol {
         }
     }
 
-    /// An error body in this protocol's envelope (OpenAI's for chat and Responses).
+    /// An error body in this protocol's envelope (OpenAI's for chat and Responses): the one
+    /// table from protocol to envelope. Both envelopes carry the failed attempts, when there
+    /// were any, as `error.attempts`.
     pub(crate) fn error(self, report: &ErrorReport<'_>) -> Value {
-        match self {
+        let mut body = match self {
             Protocol::Anthropic => anthropic::error(report.status, report.message),
             Protocol::Chat | Protocol::Responses => openai_error(report),
+        };
+        if let Some(attempts) = &report.attempts {
+            body["error"]["attempts"] = attempts.clone();
         }
+        body
     }
 
     /// A complete chat answer in this protocol's shape.
@@ -307,11 +313,7 @@ fn openai_error(r: &ErrorReport<'_>) -> Value {
         400..=499 => "invalid_request_error",
         _ => "server_error",
     });
-    let mut error = json!({"message": r.message, "type": kind, "code": r.code});
-    if let Some(attempts) = &r.attempts {
-        error["attempts"] = attempts.clone();
-    }
-    json!({ "error": error })
+    json!({"error": {"message": r.message, "type": kind, "code": r.code}})
 }
 
 /// Turns a committed chat completion stream into a client's event stream, chunk by chunk.
@@ -453,6 +455,35 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_envelope_lists_the_failed_attempts() {
+        let attempts = json!([{"model": "p/a", "status": 500, "kind": "provider_server_error", "detail": "boom"}]);
+        let report = ErrorReport {
+            code: Some("all_failed"),
+            attempts: Some(attempts.clone()),
+            ..ErrorReport::new(503, "no model could answer")
+        };
+        for proto in [Protocol::Chat, Protocol::Anthropic, Protocol::Responses] {
+            let body = proto.error(&report);
+            assert_eq!(body["error"]["attempts"], attempts, "{proto:?}");
+            assert_eq!(
+                body["error"]["message"], "no model could answer",
+                "{proto:?}"
+            );
+        }
+        let anthropic = Protocol::Anthropic.error(&report);
+        assert_eq!(
+            (
+                anthropic["type"].as_str(),
+                anthropic["error"]["type"].as_str()
+            ),
+            (Some("error"), Some("overloaded_error"))
+        );
+        assert_eq!(Protocol::Chat.error(&report)["error"]["code"], "all_failed");
+        let plain = Protocol::Anthropic.error(&ErrorReport::new(400, "bad"));
+        assert!(plain["error"].get("attempts").is_none());
+    }
 
     #[test]
     fn completion_becomes_a_stream() {
