@@ -30,11 +30,7 @@ pub(super) fn serve(stream: TcpStream, slot: &mut Slot, app: &Arc<App>) {
     let Ok(read_half) = stream.try_clone() else {
         return;
     };
-    let client = ClientReader {
-        stream: read_half,
-        deadline: None,
-        idle: app.idle_timeout,
-    };
+    let client = ClientReader::new(read_half, app.idle_timeout);
     let mut reader = BufReader::with_capacity(16 * 1024, client);
     let mut conn = Conn::new(stream, true);
     loop {

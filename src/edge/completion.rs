@@ -142,7 +142,7 @@ fn refuse(conn: &mut Conn, app: &App, refused: Refused, started: Instant, proto:
     let body = proto.error(&refusal_report(&refused));
     let mut reply = Reply::json(refused.status, &body).with_trace(&refused.trace);
     if let Some(secs) = refused.retry_after_secs {
-        reply.headers.push(("retry-after".into(), secs.to_string()));
+        reply = reply.header("retry-after", &secs.to_string());
     }
     conn.send(reply, false);
     log(app, &refused.trace, refused.status, started);
@@ -165,11 +165,7 @@ fn deliver(conn: &mut Conn, app: &App, served: Served<'_>, asked: &Asked<'_>) {
         } if !asked.stream => {
             trace.completion_tokens = stats.completion_tokens;
             let body = proto.answer(body, parsed, requested, split_think, asked.tools.as_deref());
-            let reply = Reply {
-                status,
-                headers: vec![("content-type".into(), "application/json".into())],
-                body,
-            };
+            let reply = Reply::new(status, "application/json", body);
             conn.send(reply.with_trace(&trace), false);
         }
         Delivery::Full {
@@ -201,15 +197,19 @@ fn deliver(conn: &mut Conn, app: &App, served: Served<'_>, asked: &Asked<'_>) {
 }
 
 /// The request's line on stderr (unless `--quiet`), without a secret the client sent.
+/// Written whole in one call: stderr is unbuffered, so `eprintln!` would make one write per
+/// piece of the line (nine system calls a request, each under stderr's lock, for which 64
+/// connections' threads queue).
 fn log(app: &App, trace: &Trace, status: u16, started: Instant) {
     if app.quiet {
         return;
     }
-    eprintln!(
-        "{} {} {status} {} ms {}",
+    let line = format!(
+        "{} {} {status} {} ms {}\n",
         app.router.redact(&trace.id),
         app.router.redact(&trace.requested_model),
         started.elapsed().as_millis(),
         trace.decision_header()
     );
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
 }

@@ -145,9 +145,5 @@ pub(super) fn dashboard(app: &App) -> Reply {
         &usage,
         &history[history.len().saturating_sub(50)..],
     );
-    Reply {
-        status: 200,
-        headers: vec![("content-type".into(), "text/html; charset=utf-8".into())],
-        body: page.into_bytes(),
-    }
+    Reply::new(200, "text/html; charset=utf-8", page.into_bytes())
 }

@@ -13,20 +13,28 @@ use crate::edge::http::{self, chunk, LAST_CHUNK};
 use crate::protocol::{ErrorReport, Protocol};
 use crate::state::trace::{Outcome, Trace};
 
-/// A response to write: status, headers and body bytes.
+/// A response to write: status, header lines and body bytes.
 pub(super) struct Reply {
     pub(super) status: u16,
-    pub(super) headers: Vec<(String, String)>,
+    /// `name: value\r\n` lines, as `http::header_line` writes them: built once, in place.
+    lines: String,
     pub(super) body: Vec<u8>,
 }
 
 impl Reply {
-    pub(super) fn json(status: u16, v: &Value) -> Reply {
+    /// A reply of `content_type`.
+    pub(super) fn new(status: u16, content_type: &str, body: Vec<u8>) -> Reply {
+        let mut lines = String::with_capacity(256);
+        http::header_line(&mut lines, "content-type", content_type);
         Reply {
             status,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: v.to_string().into_bytes(),
+            lines,
+            body,
         }
+    }
+
+    pub(super) fn json(status: u16, v: &Value) -> Reply {
+        Reply::new(status, "application/json", v.to_string().into_bytes())
     }
 
     /// An error of the edge itself in `proto`'s envelope; `kind` is OpenAI's `error.type`
@@ -45,17 +53,24 @@ impl Reply {
         let mut trace = Trace::new(id, "", false);
         trace.outcome = Outcome::Rejected;
         let msg = "fcm is at its limit of requests in flight; retry in a second";
-        let mut reply = Reply::error(proto, 503, msg, "overloaded").with_trace(&trace);
-        reply.headers.push(("retry-after".into(), "1".into()));
-        reply
+        Reply::error(proto, 503, msg, "overloaded")
+            .with_trace(&trace)
+            .header("retry-after", "1")
     }
 
     pub(super) fn with_trace(mut self, trace: &Trace) -> Reply {
-        self.headers
-            .extend(trace.headers().into_iter().map(|(k, v)| (k.to_string(), v)));
+        trace.write_headers(&mut self.lines);
+        self
+    }
+
+    pub(super) fn header(mut self, name: &str, value: &str) -> Reply {
+        http::header_line(&mut self.lines, name, value);
         self
     }
 }
+
+/// Bytes of a response head besides its header lines (status line, framing).
+const HEAD_ROOM: usize = 96;
 
 /// The writing side of a client connection.
 pub(super) struct Conn {
@@ -84,15 +99,17 @@ impl Conn {
 
     /// Writes a complete response in one write (`head_only` for HEAD requests).
     pub(super) fn send(&mut self, reply: Reply, head_only: bool) {
-        let mut bytes = http::head(
+        let body = if head_only { &[][..] } else { &reply.body[..] };
+        let mut bytes = Vec::with_capacity(HEAD_ROOM + reply.lines.len() + body.len());
+        let length = Some(reply.body.len());
+        http::write_head(
+            &mut bytes,
             reply.status,
-            &reply.headers,
-            Some(reply.body.len()),
+            &reply.lines,
+            length,
             self.keep_alive,
         );
-        if !head_only {
-            bytes.extend_from_slice(&reply.body);
-        }
+        bytes.extend_from_slice(body);
         self.write(&bytes);
     }
 }
@@ -107,7 +124,12 @@ pub(super) struct StreamReply<'c> {
 
 impl<'c> StreamReply<'c> {
     pub(super) fn new(conn: &'c mut Conn, trace: &Trace) -> StreamReply<'c> {
-        let head = http::head(200, &sse_headers(trace), None, conn.keep_alive);
+        let mut lines = String::with_capacity(256);
+        http::header_line(&mut lines, "content-type", "text/event-stream");
+        http::header_line(&mut lines, "cache-control", "no-cache");
+        trace.write_headers(&mut lines);
+        let mut head = Vec::with_capacity(HEAD_ROOM + lines.len());
+        http::write_head(&mut head, 200, &lines, None, conn.keep_alive);
         StreamReply {
             conn,
             head: Some(head),
@@ -137,15 +159,6 @@ impl ClientSink for StreamReply<'_> {
         let out = self.framed(bytes, true);
         self.conn.write(&out);
     }
-}
-
-fn sse_headers(trace: &Trace) -> Vec<(String, String)> {
-    let mut h = vec![
-        ("content-type".to_string(), "text/event-stream".to_string()),
-        ("cache-control".to_string(), "no-cache".to_string()),
-    ];
-    h.extend(trace.headers().into_iter().map(|(k, v)| (k.to_string(), v)));
-    h
 }
 
 #[cfg(test)]
@@ -178,10 +191,9 @@ mod tests {
         assert_eq!(body(&reply)["error"]["type"], "overloaded_error");
         let header = |name: &str| {
             reply
-                .headers
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.as_str())
+                .lines
+                .lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(": "))
         };
         assert_eq!(header("retry-after"), Some("1"));
         assert_eq!(header("x-request-id"), Some("req-1"));

@@ -15,6 +15,8 @@ mod responses_stream;
 
 use serde_json::{json, Value};
 
+use crate::answers::path::Lookup;
+
 use std::sync::Arc;
 
 pub(crate) use crate::answers::toolcall::ToolCalls;
@@ -533,7 +535,7 @@ pub struct ChatDelta {
 
 /// Reads the first choice's delta (or message) of a chat chunk.
 pub fn chat_delta(chunk: &Value) -> ChatDelta {
-    let choice = chunk.pointer("/choices/0");
+    let choice = chunk.at("/choices/0");
     let delta = choice.and_then(|c| c.get("delta").or_else(|| c.get("message")));
     let said = delta
         .map(crate::answers::reasoning::parts)

@@ -1,5 +1,11 @@
 //! The real [`Exchange`]: ureq with a connection pool shared across requests and threads,
-//! its timeouts, and transport errors mapped to [`TransportFailure`]s.
+//! its timeouts, and transport errors mapped to [`TransportFailure`]s. Its connections are
+//! [`tcp::TcpLink`]s (TLS over them for `https`): ureq's TCP transport with fewer system calls
+//! per request.
+
+mod tcp;
+
+use ureq::unversioned::transport::{ConnectProxyConnector, Connector, RustlsConnector};
 
 use super::exchange::{
     io_failure, Exchange, ExchangeTimeouts, Incoming, Outgoing, TransportFailure, RESET_HEADERS,
@@ -37,11 +43,13 @@ impl Upstream {
             .output_buffer_size(8 * 1024)
             .user_agent(concat!("fcm/", env!("CARGO_PKG_VERSION")))
             .build();
-        let agent = ureq::Agent::with_parts(
-            config,
-            ureq::unversioned::transport::DefaultConnector::default(),
-            resolver.clone(),
-        );
+        // ureq's default chain (a CONNECT proxy when one is configured, TCP, rustls) with
+        // fcm's TCP link in place of ureq's.
+        let connector =
+            ().chain(ConnectProxyConnector::default())
+                .chain(tcp::TcpLinkConnector)
+                .chain(RustlsConnector::default());
+        let agent = ureq::Agent::with_parts(config, connector, resolver.clone());
         Upstream { agent, resolver }
     }
 }

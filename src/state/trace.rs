@@ -193,48 +193,70 @@ impl Trace {
 
     /// `x-fcm-v2-decision`: `<served|none>!<outcome>|<m1>:<label>-><m2>:200|skips=<N>`.
     pub(crate) fn decision_header(&self) -> String {
-        let served = self.served_model.as_deref().unwrap_or("none");
-        let mut s = format!("{served}!{}", self.outcome.as_str());
-        if !self.attempts.is_empty() {
-            s.push('|');
-            s.push_str(&self.attempt_chain("->"));
-        }
-        s.push_str(&format!("|skips={}", self.skipped.len()));
+        let mut s = String::with_capacity(64);
+        self.write_decision(&mut s);
         s
+    }
+
+    /// Appends the decision header's value to `out`.
+    fn write_decision(&self, out: &mut String) {
+        use std::fmt::Write;
+        out.push_str(self.served_model.as_deref().unwrap_or("none"));
+        out.push('!');
+        out.push_str(self.outcome.as_str());
+        if !self.attempts.is_empty() {
+            out.push('|');
+            self.write_chain(out, "->");
+        }
+        let _ = write!(out, "|skips={}", self.skipped.len());
     }
 
     /// The attempts in order as `model:label`, joined by `separator`: `->` in the decision
     /// header (model ids contain hyphens, so no spaces there), ` -> ` in `fcm history`,
     /// ` → ` on the dashboard. Empty when nothing was attempted.
     pub(crate) fn attempt_chain(&self, separator: &str) -> String {
-        let links: Vec<String> = self
-            .attempts
-            .iter()
-            .map(|a| format!("{}:{}", a.model, a.label()))
-            .collect();
-        links.join(separator)
+        let mut s = String::new();
+        self.write_chain(&mut s, separator);
+        s
+    }
+
+    fn write_chain(&self, out: &mut String, separator: &str) {
+        for (i, a) in self.attempts.iter().enumerate() {
+            if i > 0 {
+                out.push_str(separator);
+            }
+            out.push_str(&a.model);
+            out.push(':');
+            out.push_str(&a.label());
+        }
     }
 
     /// `x-fcm-v2-model`: the model that served, else the last one tried.
-    pub(crate) fn model_header(&self) -> String {
+    pub(crate) fn model_header(&self) -> &str {
         self.served_model
-            .clone()
-            .or_else(|| self.attempts.last().map(|a| a.model.clone()))
-            .unwrap_or_else(|| "none".to_string())
+            .as_deref()
+            .or_else(|| self.attempts.last().map(|a| a.model.as_str()))
+            .unwrap_or("none")
     }
 
-    /// The trace headers: the four always, `x-fcm-v2-trimmed` when history was trimmed.
-    pub(crate) fn headers(&self) -> Vec<(&'static str, String)> {
-        let mut h = vec![
-            ("x-fcm-v2-model", self.model_header()),
-            ("x-fcm-v2-attempts", self.attempts.len().to_string()),
-            ("x-fcm-v2-decision", self.decision_header()),
-            ("x-request-id", self.id.clone()),
-        ];
+    /// Appends the trace headers to a response head, as `name: value` lines: the four
+    /// always, `x-fcm-v2-trimmed` when history was trimmed. Written straight into the head:
+    /// every answer carries them.
+    pub(crate) fn write_headers(&self, out: &mut String) {
+        use std::fmt::Write;
+        let _ = write!(
+            out,
+            "x-fcm-v2-model: {}\r\nx-fcm-v2-attempts: {}\r\nx-fcm-v2-decision: ",
+            self.model_header(),
+            self.attempts.len()
+        );
+        self.write_decision(out);
+        out.push_str("\r\nx-request-id: ");
+        out.push_str(&self.id);
+        out.push_str("\r\n");
         if let Some(n) = self.trimmed {
-            h.push(("x-fcm-v2-trimmed", n.to_string()));
+            let _ = write!(out, "x-fcm-v2-trimmed: {n}\r\n");
         }
-        h
     }
 }
 
@@ -410,6 +432,24 @@ mod tests {
             "none!all_failed|a/t:timeout|skips=0"
         );
         assert_eq!(failed.model_header(), "a/t", "the last model tried");
+    }
+
+    #[test]
+    fn the_headers_of_every_answer() {
+        let mut t = Trace::new("req-1", "fcm", false);
+        t.attempts = vec![attempt("p/a", Some(200), None)];
+        t.served_model = Some("p/a".into());
+        t.outcome = Outcome::Served;
+        let mut head = String::new();
+        t.write_headers(&mut head);
+        assert_eq!(
+            head,
+            "x-fcm-v2-model: p/a\r\nx-fcm-v2-attempts: 1\r\nx-fcm-v2-decision: p/a!served|p/a:200|skips=0\r\nx-request-id: req-1\r\n"
+        );
+        t.trimmed = Some(12);
+        let mut head = String::new();
+        t.write_headers(&mut head);
+        assert!(head.ends_with("x-request-id: req-1\r\nx-fcm-v2-trimmed: 12\r\n"));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::answers::classify::{looks_like_html, FailureKind};
+use crate::answers::path::Lookup;
 use crate::answers::toolcall::Offered;
 
 /// How much the gate demands of an answer (`router.failover.contentValidation`).
@@ -99,11 +100,11 @@ pub(super) fn useful_chars(msg: &Value, tools: bool) -> Option<usize> {
         has_tool |= !calls.is_empty();
         for call in calls {
             tool += call
-                .pointer("/function/arguments")
+                .at("/function/arguments")
                 .and_then(Value::as_str)
                 .map_or(0, str::len);
             tool += call
-                .pointer("/function/name")
+                .at("/function/name")
                 .and_then(Value::as_str)
                 .map_or(0, str::len);
         }
@@ -120,12 +121,11 @@ pub(super) fn useful_chars(msg: &Value, tools: bool) -> Option<usize> {
 }
 
 pub(super) fn completion_tokens(v: &Value) -> Option<u64> {
-    v.pointer("/usage/completion_tokens")
-        .and_then(Value::as_u64)
+    v.at("/usage/completion_tokens").and_then(Value::as_u64)
 }
 
 pub(super) fn prompt_tokens(v: &Value) -> Option<u64> {
-    v.pointer("/usage/prompt_tokens").and_then(Value::as_u64)
+    v.at("/usage/prompt_tokens").and_then(Value::as_u64)
 }
 
 /// Judges a complete non-stream body; with `offered` (the request's tools, strict mode)
@@ -173,8 +173,8 @@ pub fn check_payload(
             .into_iter()
             .flatten()
         {
-            let name = call.pointer("/function/name").and_then(Value::as_str);
-            let args = call.pointer("/function/arguments").and_then(Value::as_str);
+            let name = call.at("/function/name").and_then(Value::as_str);
+            let args = call.at("/function/arguments").and_then(Value::as_str);
             if let Err(why) = offered.check(name.unwrap_or(""), args.unwrap_or("")) {
                 return Err(GateReject::new(FailureKind::InvalidToolCall, why));
             }
