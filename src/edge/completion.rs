@@ -15,6 +15,7 @@ use crate::edge::forward;
 use crate::edge::http::Request;
 use crate::edge::reply::{Conn, Reply, StreamReply};
 use crate::edge::request_id::request_id;
+use crate::edge::request_log;
 use crate::protocol::{self, BadRequest, ErrorReport, Protocol};
 use crate::routing::{Ask, Delivery, Refused, Served};
 use crate::state::trace::{Outcome, Trace};
@@ -196,20 +197,19 @@ fn deliver(conn: &mut Conn, app: &App, served: Served<'_>, asked: &Asked<'_>) {
     app.router.complete(trace, started);
 }
 
-/// The request's line on stderr (unless `--quiet`), without a secret the client sent.
-/// Written whole in one call: stderr is unbuffered, so `eprintln!` would make one write per
-/// piece of the line (nine system calls a request, each under stderr's lock, for which 64
-/// connections' threads queue).
+/// The request's line in the request log (unless `--quiet`), without a secret the client
+/// sent.
 fn log(app: &App, trace: &Trace, status: u16, started: Instant) {
+    use std::fmt::Write;
     if app.quiet {
         return;
     }
-    let line = format!(
-        "{} {} {status} {} ms {}\n",
-        app.router.redact(&trace.id),
-        app.router.redact(&trace.requested_model),
-        started.elapsed().as_millis(),
-        trace.decision_header()
-    );
-    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+    let mut line = String::with_capacity(128);
+    line.push_str(&app.router.redact(&trace.id));
+    line.push(' ');
+    line.push_str(&app.router.redact(&trace.requested_model));
+    let _ = write!(line, " {status} {} ms ", started.elapsed().as_millis());
+    trace.write_decision(&mut line);
+    line.push('\n');
+    request_log::line(&line);
 }

@@ -58,6 +58,7 @@ pub fn run(listener: TcpListener, app: Arc<App>) -> std::io::Result<()> {
     while app.in_flight.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
+    crate::edge::request_log::flush();
     Ok(())
 }
 

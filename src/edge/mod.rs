@@ -18,10 +18,10 @@
 //!
 //! The files, in the order a request meets them: [`listener`] (accept, slots, shutdown),
 //! `client` (one connection's request loop), `endpoints` (the table of paths), `completion`
-//! (the completion flow) or `local` (what fcm answers itself), and `reply` (writing the
-//! answer); `forward` carries a committed stream to the client.
-//! The files of this folder import each other in that direction only, and this file only
-//! declares and re-exports them.
+//! (the completion flow) or `local` (what fcm answers itself), `reply` (writing the answer)
+//! and `request_log` (its line on stderr); `forward` carries a committed stream to the
+//! client. The files of this folder import each other in that direction only, and this file
+//! only declares and re-exports them.
 
 pub(crate) mod access;
 mod app;
@@ -36,6 +36,7 @@ mod listener;
 mod local;
 mod reply;
 mod request_id;
+mod request_log;
 pub(crate) mod signals;
 
 pub use app::App;

@@ -167,7 +167,7 @@ impl Trace {
     pub(crate) fn new(id: &str, requested_model: &str, stream: bool) -> Trace {
         Trace {
             id: id.to_string(),
-            time: crate::time::rfc3339(crate::time::now_ms()),
+            time: stamp(crate::time::now_ms()),
             requested_model: requested_model.to_string(),
             stream,
             skipped: Vec::new(),
@@ -191,7 +191,10 @@ impl Trace {
         }
     }
 
-    /// `x-fcm-v2-decision`: `<served|none>!<outcome>|<m1>:<label>-><m2>:200|skips=<N>`.
+    /// `x-fcm-v2-decision`: `<served|none>!<outcome>|<m1>:<label>-><m2>:200|skips=<N>`, as
+    /// a string of its own (answers and the log write it in place: [`Trace::write_headers`],
+    /// [`Trace::write_decision`]).
+    #[cfg(test)]
     pub(crate) fn decision_header(&self) -> String {
         let mut s = String::with_capacity(64);
         self.write_decision(&mut s);
@@ -199,7 +202,7 @@ impl Trace {
     }
 
     /// Appends the decision header's value to `out`.
-    fn write_decision(&self, out: &mut String) {
+    pub(crate) fn write_decision(&self, out: &mut String) {
         use std::fmt::Write;
         out.push_str(self.served_model.as_deref().unwrap_or("none"));
         out.push('!');
@@ -258,6 +261,22 @@ impl Trace {
             let _ = write!(out, "x-fcm-v2-trimmed: {n}\r\n");
         }
     }
+}
+
+/// `time::rfc3339` of `ms`, formatted once a second per thread: every request's trace is
+/// stamped, and formatting a date cost more than the rest of `Trace::new`.
+fn stamp(ms: u64) -> String {
+    thread_local! {
+        static LAST: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((u64::MAX, String::new())) };
+    }
+    let second = ms / 1000;
+    LAST.with_borrow_mut(|(at, text)| {
+        if *at != second {
+            *text = crate::time::rfc3339(ms);
+            *at = second;
+        }
+        text.clone()
+    })
 }
 
 /// The history file's format.
@@ -492,6 +511,20 @@ mod tests {
         raced.attempts[1].raced_out = true;
         let s = summarize(&[raced]);
         assert_eq!((s.failover_pct, s.avg_attempts), (0.0, 2.0));
+    }
+
+    #[test]
+    fn a_trace_is_stamped_with_its_second() {
+        for ms in [
+            0,
+            999,
+            1_000,
+            1_764_000_123_456,
+            1_764_000_123_999,
+            1_764_000_124_000,
+        ] {
+            assert_eq!(stamp(ms), crate::time::rfc3339(ms), "{ms}");
+        }
     }
 
     #[test]
