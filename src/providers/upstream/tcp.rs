@@ -12,6 +12,9 @@
 //!   reuse) switched the socket to non-blocking, read and switched back; here it is one
 //!   peek that does not wait (Unix; elsewhere as ureq does it).
 //!
+//! Its buffers ([`LinkBuffers`]) are ureq's less a churn: making room for a request body
+//! shrank ureq's input buffer, which the next read zero-filled back (6 KiB a request).
+//!
 //! Connecting (each resolved address in turn within the connect budget) and cancelling (the
 //! shutdown handle a race's losers are closed through) are ureq's, rewritten here only
 //! because its transport's socket is private.
@@ -22,8 +25,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use ureq::unversioned::transport::{
-    Buffers, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout, ShutdownHandle,
-    Transport,
+    Buffers, ConnectionDetails, Connector, Either, NextTimeout, ShutdownHandle, Transport,
 };
 use ureq::{Error, Timeout};
 
@@ -57,7 +59,7 @@ impl<In: Transport> Connector<In> for TcpLinkConnector {
         if config.no_delay() {
             stream.set_nodelay(true)?;
         }
-        let buffers = LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size());
+        let buffers = LinkBuffers::new(config.input_buffer_size(), config.output_buffer_size());
         let link = TcpLink::new(stream, buffers);
         let handle = Arc::downgrade(&link.stream) as Weak<dyn ShutdownHandle>;
         (details.register_shutdown)(handle)?;
@@ -126,7 +128,7 @@ fn concerns_only_this_address(e: &io::Error) -> bool {
 pub(super) struct TcpLink {
     /// Shared (weakly) with the shutdown handle that cancels a call in progress.
     stream: Arc<TcpStream>,
-    buffers: LazyBuffers,
+    buffers: LinkBuffers,
     /// Request bytes not written yet, and why a write of them would time out.
     unsent: Vec<u8>,
     unsent_reason: Timeout,
@@ -144,7 +146,7 @@ impl std::fmt::Debug for TcpLink {
 }
 
 impl TcpLink {
-    fn new(stream: TcpStream, buffers: LazyBuffers) -> TcpLink {
+    fn new(stream: TcpStream, buffers: LinkBuffers) -> TcpLink {
         TcpLink {
             stream: Arc::new(stream),
             buffers,
@@ -233,6 +235,94 @@ impl Transport for TcpLink {
 
     fn is_open(&mut self) -> bool {
         still_open(&self.stream)
+    }
+}
+
+/// A link's input and output buffers, allocated on first use and never shrunk: the input
+/// holds what was read and not yet consumed, with room to read more (and scratch space for
+/// a request body on its way out, which ureq borrows from it).
+struct LinkBuffers {
+    input: Vec<u8>,
+    filled: usize,
+    consumed: usize,
+    output: Vec<u8>,
+    input_size: usize,
+    output_size: usize,
+    /// Whether the last consume took anything (ureq reads again when it did not).
+    progress: bool,
+}
+
+/// The scratch space ureq wants for a request body (its own buffers' figure).
+const MIN_TMP: usize = 10 * 1024;
+
+impl LinkBuffers {
+    fn new(input_size: usize, output_size: usize) -> LinkBuffers {
+        LinkBuffers {
+            input: Vec::new(),
+            filled: 0,
+            consumed: 0,
+            output: Vec::new(),
+            input_size,
+            output_size,
+            progress: false,
+        }
+    }
+
+    /// Moves unconsumed input to the front (all of it consumed: nothing to move), and
+    /// grows the input to at least `size` bytes.
+    fn make_room(&mut self, size: usize) {
+        if self.consumed == self.filled {
+            (self.consumed, self.filled) = (0, 0);
+        } else if self.consumed > 0 && self.filled > self.input.len() / 2 {
+            self.input.copy_within(self.consumed..self.filled, 0);
+            self.filled -= self.consumed;
+            self.consumed = 0;
+        }
+        if self.input.len() < size {
+            self.input.resize(size, 0);
+        }
+    }
+}
+
+impl Buffers for LinkBuffers {
+    fn output(&mut self) -> &mut [u8] {
+        if self.output.len() < self.output_size {
+            self.output.resize(self.output_size, 0);
+        }
+        &mut self.output
+    }
+
+    fn input(&self) -> &[u8] {
+        &self.input[self.consumed..self.filled]
+    }
+
+    fn input_append_buf(&mut self) -> &mut [u8] {
+        self.make_room(self.input_size);
+        &mut self.input[self.filled..]
+    }
+
+    fn input_appended(&mut self, amount: usize) {
+        self.filled += amount;
+        assert!(self.filled <= self.input.len());
+    }
+
+    fn input_consume(&mut self, amount: usize) {
+        self.progress = amount > 0;
+        self.consumed += amount;
+        assert!(self.consumed <= self.filled);
+    }
+
+    fn tmp_and_output(&mut self) -> (&mut [u8], &mut [u8]) {
+        let wanted = (self.filled + MIN_TMP).max(self.input_size);
+        self.make_room(wanted);
+        if self.output.len() < self.output_size {
+            self.output.resize(self.output_size, 0);
+        }
+        (&mut self.input[self.filled..], &mut self.output)
+    }
+
+    fn can_use_input(&self) -> bool {
+        self.consumed < self.filled && self.progress
     }
 }
 
@@ -330,6 +420,31 @@ mod tests {
         );
         assert!(failed.is_err());
         assert_eq!(applied, None);
+    }
+
+    #[test]
+    fn buffers_keep_unconsumed_input_and_make_room_without_shrinking() {
+        let mut b = LinkBuffers::new(8, 4);
+        assert_eq!(b.output().len(), 4);
+        let room = b.input_append_buf();
+        assert_eq!(room.len(), 8);
+        room[..6].copy_from_slice(b"abcdef");
+        b.input_appended(6);
+        b.input_consume(4);
+        assert_eq!(b.input(), b"ef");
+        assert!(b.can_use_input());
+        // More than half full: the unconsumed bytes move to the front.
+        let room = b.input_append_buf().len();
+        assert_eq!((b.input(), room), (&b"ef"[..], 6));
+        let (tmp, out) = b.tmp_and_output();
+        assert_eq!((tmp.len(), out.len()), (MIN_TMP, 4));
+        assert_eq!(b.input(), b"ef");
+        b.input_consume(2);
+        assert!(!b.can_use_input());
+        // Consumed: the buffer starts over, and keeps its size.
+        assert_eq!(b.input_append_buf().len(), MIN_TMP + 2);
+        b.input_consume(0);
+        assert!(!b.can_use_input());
     }
 
     #[test]
