@@ -220,7 +220,9 @@ impl Protocol {
     }
 
     /// A complete chat answer in this protocol's shape.
-    /// `parsed`: the body as the gate parsed it, when it did (it is not parsed again).
+    /// `parsed`: the body as the gate parsed it, when it did (it is not parsed again). A
+    /// plain answer the gate only skimmed goes to a chat client as the provider's bytes
+    /// when no repair applies, without being parsed at all.
     pub(crate) fn answer(
         self,
         chat_body: Vec<u8>,
@@ -229,6 +231,13 @@ impl Protocol {
         split_think_tags: bool,
         tools: Option<&Offered>,
     ) -> Vec<u8> {
+        if self == Protocol::Chat
+            && parsed.is_none()
+            && crate::answers::gate::skim::Skim::of(&chat_body)
+                .is_some_and(|s| s.needs_no_repair(split_think_tags, tools.is_some()))
+        {
+            return chat_body;
+        }
         let parsed =
             parsed.unwrap_or_else(|| serde_json::from_slice(&chat_body).unwrap_or(Value::Null));
         if self == Protocol::Chat {

@@ -129,8 +129,9 @@ pub(super) fn prompt_tokens(v: &Value) -> Option<u64> {
 }
 
 /// Judges a complete non-stream body; with `offered` (the request's tools, strict mode)
-/// every tool call must be one the client can run. A passing body comes back parsed (except
-/// in `off` mode, which does not read it), so the answer is parsed once on its way out.
+/// every tool call must be one the client can run. A plain answer is judged from its skim
+/// and comes back unparsed (`None`, as in `off` mode, which does not read it); any other
+/// passing body comes back parsed, so the answer is parsed once on its way out.
 pub fn check_payload(
     body: &[u8],
     mode: ContentValidation,
@@ -145,6 +146,50 @@ pub fn check_payload(
             "an HTML page instead of JSON",
         ));
     }
+    match Skim::of(body) {
+        Some(skim) => check_skim(&skim, mode),
+        None => check_tree(body, mode, offered),
+    }
+}
+
+/// Judges a plain answer from its skim (see [`skim`]): the verdicts of [`check_tree`] for
+/// an answer without tool calls or errors, and no tree to hand on (`None`).
+fn check_skim(
+    skim: &Skim<'_>,
+    mode: ContentValidation,
+) -> Result<(AnswerStats, Option<Value>), GateReject> {
+    if !skim.has_choices() {
+        return Err(GateReject::new(
+            FailureKind::EmptyChoices,
+            "no choices in the answer",
+        ));
+    }
+    let mut stats = AnswerStats {
+        completion_tokens: skim.completion_tokens(),
+        prompt_tokens: skim.prompt_tokens(),
+        ..AnswerStats::default()
+    };
+    if mode == ContentValidation::Basic {
+        return Ok((stats, None));
+    }
+    match skim.useful_chars() {
+        Some(chars) => {
+            stats.content_chars = chars;
+            Ok((stats, None))
+        }
+        None => Err(GateReject::new(
+            FailureKind::EmptyContent,
+            "first choice has no text, tool calls or reasoning",
+        )),
+    }
+}
+
+/// Judges an answer from its JSON tree, which comes back with the verdict.
+fn check_tree(
+    body: &[u8],
+    mode: ContentValidation,
+    offered: Option<&Offered>,
+) -> Result<(AnswerStats, Option<Value>), GateReject> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|e| GateReject::new(FailureKind::InvalidJson, format!("body is not JSON: {e}")))?;
     if let Some(msg) = error_message(&v) {
@@ -193,8 +238,10 @@ pub fn check_payload(
     }
 }
 
+pub(crate) mod skim;
 mod stream;
 
+use skim::Skim;
 pub use stream::{Fed, StreamSignal, StreamTracker};
 
 #[cfg(test)]
