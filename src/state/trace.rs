@@ -378,8 +378,12 @@ static REQUEST_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A new request id: `fcm-<ms since epoch, hex>-<counter>`, unique within a process.
 pub(crate) fn new_request_id() -> String {
+    use std::fmt::Write;
     let n = REQUEST_COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("fcm-{:x}-{n}", crate::time::now_ms())
+    // Sized for the whole id at once (`format!` guesses from the literal parts and grows).
+    let mut id = String::with_capacity(40);
+    let _ = write!(id, "fcm-{:x}-{n}", crate::time::now_ms());
+    id
 }
 
 #[cfg(test)]
