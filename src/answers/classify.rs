@@ -346,7 +346,15 @@ pub fn classify_http(
             Some(FailureKind::QuotaExhausted) => FailureKind::QuotaExhausted,
             _ => FailureKind::RateLimit,
         },
-        _ if worded.is_some() && gate_kind != Some(FailureKind::EmptyStream) => worded.unwrap(),
+        // A notice says "quota" or "credits" in the provider's words, not as an error.
+        _ if worded.is_some()
+            && !matches!(
+                gate_kind,
+                Some(FailureKind::EmptyStream | FailureKind::ProviderNotice)
+            ) =>
+        {
+            worded.unwrap()
+        }
         _ if html => FailureKind::HtmlMaintenance,
         408 => FailureKind::Timeout,
         413 => FailureKind::ContextOverflow,

@@ -54,7 +54,15 @@ pub const DEFAULT_PHRASES: &[&str] = &[
 /// without case).
 pub fn is_notice(text: &str, phrases: &[String]) -> bool {
     let text = text.trim();
-    if text.is_empty() || text.chars().count() > MAX_NOTICE_CHARS {
+    // Every answer passes here: most are long, or a word without a space (each default
+    // phrase has one), and are done with before a copy is made.
+    if text.is_empty() || text.len() > MAX_NOTICE_CHARS * 4 {
+        return false;
+    }
+    if !text.contains(' ') && phrases.iter().all(|p| p.contains(' ')) {
+        return false;
+    }
+    if text.chars().count() > MAX_NOTICE_CHARS {
         return false;
     }
     let lower = text.to_lowercase();

@@ -15,6 +15,8 @@ mod responses_stream;
 
 use serde_json::{json, Value};
 
+use crate::answers::path::Lookup;
+
 use std::sync::Arc;
 
 pub(crate) use crate::answers::toolcall::ToolCalls;
@@ -203,16 +205,24 @@ impl Protocol {
         }
     }
 
-    /// An error body in this protocol's envelope (OpenAI's for chat and Responses).
+    /// An error body in this protocol's envelope (OpenAI's for chat and Responses): the one
+    /// table from protocol to envelope. Both envelopes carry the failed attempts, when there
+    /// were any, as `error.attempts`.
     pub(crate) fn error(self, report: &ErrorReport<'_>) -> Value {
-        match self {
+        let mut body = match self {
             Protocol::Anthropic => anthropic::error(report.status, report.message),
             Protocol::Chat | Protocol::Responses => openai_error(report),
+        };
+        if let Some(attempts) = &report.attempts {
+            body["error"]["attempts"] = attempts.clone();
         }
+        body
     }
 
     /// A complete chat answer in this protocol's shape.
-    /// `parsed`: the body as the gate parsed it, when it did (it is not parsed again).
+    /// `parsed`: the body as the gate parsed it, when it did (it is not parsed again). A
+    /// plain answer the gate only skimmed goes to a chat client as the provider's bytes
+    /// when no repair applies, without being parsed at all.
     pub(crate) fn answer(
         self,
         chat_body: Vec<u8>,
@@ -221,6 +231,13 @@ impl Protocol {
         split_think_tags: bool,
         tools: Option<&Offered>,
     ) -> Vec<u8> {
+        if self == Protocol::Chat
+            && parsed.is_none()
+            && crate::answers::gate::skim::Skim::of(&chat_body)
+                .is_some_and(|s| s.needs_no_repair(split_think_tags, tools.is_some()))
+        {
+            return chat_body;
+        }
         let parsed =
             parsed.unwrap_or_else(|| serde_json::from_slice(&chat_body).unwrap_or(Value::Null));
         if self == Protocol::Chat {
@@ -307,11 +324,7 @@ fn openai_error(r: &ErrorReport<'_>) -> Value {
         400..=499 => "invalid_request_error",
         _ => "server_error",
     });
-    let mut error = json!({"message": r.message, "type": kind, "code": r.code});
-    if let Some(attempts) = &r.attempts {
-        error["attempts"] = attempts.clone();
-    }
-    json!({ "error": error })
+    json!({"error": {"message": r.message, "type": kind, "code": r.code}})
 }
 
 /// Turns a committed chat completion stream into a client's event stream, chunk by chunk.
@@ -455,6 +468,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_envelope_lists_the_failed_attempts() {
+        let attempts = json!([{"model": "p/a", "status": 500, "kind": "provider_server_error", "detail": "boom"}]);
+        let report = ErrorReport {
+            code: Some("all_failed"),
+            attempts: Some(attempts.clone()),
+            ..ErrorReport::new(503, "no model could answer")
+        };
+        for proto in [Protocol::Chat, Protocol::Anthropic, Protocol::Responses] {
+            let body = proto.error(&report);
+            assert_eq!(body["error"]["attempts"], attempts, "{proto:?}");
+            assert_eq!(
+                body["error"]["message"], "no model could answer",
+                "{proto:?}"
+            );
+        }
+        let anthropic = Protocol::Anthropic.error(&report);
+        assert_eq!(
+            (
+                anthropic["type"].as_str(),
+                anthropic["error"]["type"].as_str()
+            ),
+            (Some("error"), Some("overloaded_error"))
+        );
+        assert_eq!(Protocol::Chat.error(&report)["error"]["code"], "all_failed");
+        let plain = Protocol::Anthropic.error(&ErrorReport::new(400, "bad"));
+        assert!(plain["error"].get("attempts").is_none());
+    }
+
+    #[test]
     fn completion_becomes_a_stream() {
         let body = br#"{"id":"x","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"completion_tokens":3}}"#;
         let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
@@ -502,7 +544,7 @@ pub struct ChatDelta {
 
 /// Reads the first choice's delta (or message) of a chat chunk.
 pub fn chat_delta(chunk: &Value) -> ChatDelta {
-    let choice = chunk.pointer("/choices/0");
+    let choice = chunk.at("/choices/0");
     let delta = choice.and_then(|c| c.get("delta").or_else(|| c.get("message")));
     let said = delta
         .map(crate::answers::reasoning::parts)

@@ -251,9 +251,12 @@ fn head_end(buf: &[u8], new: usize) -> Option<usize> {
 
 /// Parses a complete head (ending in its blank line) and checks its framing headers.
 fn parse_head(bytes: &[u8]) -> Result<Head, ReadError> {
-    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut parsed = httparse::Request::new(&mut slots);
-    match parsed.parse(bytes) {
+    // Left uninitialised: httparse fills what it uses, and writing out 128 empty headers
+    // (4 KiB) for every request cost more than the parse of a short head.
+    let mut slots =
+        [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut parsed = httparse::Request::new(&mut []);
+    match parsed.parse_with_uninit_headers(bytes, &mut slots) {
         Ok(httparse::Status::Complete(n)) if n == bytes.len() => {}
         Ok(_) => return Err(malformed("the request head ends early")),
         Err(httparse::Error::TooManyHeaders) => return Err(ReadError::HeadTooLarge),
@@ -541,21 +544,44 @@ pub fn head(
     length: Option<usize>,
     keep_alive: bool,
 ) -> Vec<u8> {
-    let mut h = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+    let mut lines = String::new();
     for (k, v) in headers {
-        h.push_str(k);
-        h.push_str(": ");
-        h.push_str(v);
-        h.push_str("\r\n");
+        header_line(&mut lines, k, v);
     }
+    let mut out = Vec::with_capacity(lines.len() + 96);
+    write_head(&mut out, status, &lines, length, keep_alive);
+    out
+}
+
+/// Appends a `name: value` line to a head's header lines.
+pub fn header_line(lines: &mut String, name: &str, value: &str) {
+    lines.push_str(name);
+    lines.push_str(": ");
+    lines.push_str(value);
+    lines.push_str("\r\n");
+}
+
+/// Appends a response head to `out`: the status line, `lines` (`name: value\r\n` each, as
+/// [`header_line`] writes them), then the framing; `length: None` means a chunked body.
+pub fn write_head(
+    out: &mut Vec<u8>,
+    status: u16,
+    lines: &str,
+    length: Option<usize>,
+    keep_alive: bool,
+) {
+    use std::io::Write as _;
+    let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason(status));
+    out.extend_from_slice(lines.as_bytes());
     if !keep_alive {
-        h.push_str("connection: close\r\n");
+        out.extend_from_slice(b"connection: close\r\n");
     }
     match length {
-        Some(n) => h.push_str(&format!("content-length: {n}\r\n\r\n")),
-        None => h.push_str("transfer-encoding: chunked\r\n\r\n"),
+        Some(n) => {
+            let _ = write!(out, "content-length: {n}\r\n\r\n");
+        }
+        None => out.extend_from_slice(b"transfer-encoding: chunked\r\n\r\n"),
     }
-    h.into_bytes()
 }
 
 /// Appends `bytes` as one chunk of a chunked body (nothing for empty input: an empty chunk
@@ -564,7 +590,7 @@ pub fn chunk(bytes: &[u8], out: &mut Vec<u8>) {
     if bytes.is_empty() {
         return;
     }
-    out.extend_from_slice(format!("{:x}\r\n", bytes.len()).as_bytes());
+    let _ = std::io::Write::write_fmt(out, format_args!("{:x}\r\n", bytes.len()));
     out.extend_from_slice(bytes);
     out.extend_from_slice(b"\r\n");
 }
