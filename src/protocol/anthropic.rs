@@ -8,7 +8,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_usage, new_id, take, take_string, BadRequest};
+use super::errors::BadRequest;
+use super::wire::{chat_usage, new_id, take, take_string};
 use crate::answers::path::Lookup;
 
 /// Text of a `content` that is a string or an array of text blocks (moved, not copied).

@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 
 use std::sync::Arc;
 
-use super::{new_id, ContentSplit};
+use super::content::{call_value, ContentSplit};
+use super::wire::new_id;
 use crate::answers::path::Lookup;
 use crate::answers::toolcall::Offered;
 
@@ -436,11 +437,6 @@ fn append_reasoning(msg: &mut Value, reasoning: &str) {
         .to_string();
     all.push_str(reasoning);
     msg["reasoning_content"] = json!(all);
-}
-
-/// A call taken out of text, as a chat tool call (its id is given later).
-pub(super) fn call_value(call: crate::answers::toolcall::ToolCall) -> Value {
-    json!({"id": "", "type": "function", "function": {"name": call.name, "arguments": call.arguments}})
 }
 
 /// Appends a call to a message's or delta's `tool_calls`.

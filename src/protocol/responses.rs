@@ -9,7 +9,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_usage, new_id, take, take_string, BadRequest};
+use super::errors::BadRequest;
+use super::wire::{chat_usage, new_id, take, take_string};
 use crate::answers::path::Lookup;
 
 /// The text of an input or output part (moved, not copied).
