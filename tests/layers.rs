@@ -19,6 +19,7 @@ const LAYERS: &[&[&str]] = &[
     &["providers"],
     &[
         "capability",
+        "hex",
         "tokens",
         "time",
         "secrets",

@@ -59,7 +59,7 @@ pub(super) fn serve(stream: TcpStream, slot: &mut Slot, app: &Arc<App>) {
             let (status, kind) = denied.status();
             let proto = error_protocol(head.path());
             let reply = Reply::error(proto, status, &denied.to_string(), kind).with_trace(&trace);
-            conn.send(reply, head.method == "HEAD");
+            conn.send(reply, head.method() == "HEAD");
             return linger(conn, reader, slot);
         }
         let req = match http::read_body(&mut reader, &head, &mut conn.stream, MAX_REQUEST_BYTES) {

@@ -67,7 +67,7 @@ pub(super) fn error_protocol(path: &str) -> Protocol {
 
 /// Answers an admitted, fully read request at its endpoint.
 pub(super) fn answer(req: &Request, conn: &mut Conn, app: &Arc<App>) {
-    let (method, path) = (req.head.method.as_str(), req.head.path());
+    let (method, path) = (req.head.method(), req.head.path());
     let reply = match Endpoint::of(method, path) {
         Endpoint::Complete(proto) => return completion::complete(req, conn, app, proto),
         Endpoint::CountTokens => local::count_tokens(req),

@@ -1,4 +1,4 @@
-//! The real [`Exchange`]: ureq with a connection pool shared across requests and threads,
+//! The real [`Exchange`]: ureq with connection pools shared across requests and threads,
 //! its timeouts, and transport errors mapped to [`TransportFailure`]s. Its connections are
 //! [`tcp::TcpLink`]s (TLS over them for `https`): ureq's TCP transport with fewer system calls
 //! per request.
@@ -7,17 +7,56 @@ mod tcp;
 
 use ureq::http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use ureq::http::{HeaderMap, HeaderValue};
-use ureq::unversioned::transport::{ConnectProxyConnector, Connector, RustlsConnector};
+use ureq::unversioned::transport::{
+    ConnectProxyConnector, ConnectionDetails, Connector, RustlsConnector, Transport,
+};
 
 use super::exchange::{
     io_failure, Exchange, ExchangeTimeouts, Incoming, Outgoing, TransportFailure, RESET_HEADERS,
 };
 
-/// The HTTP client, with a connection pool reused across requests and threads.
+/// The HTTP client, with connection pools reused across requests and threads.
+///
+/// The pools are [`SHARDS`] ureq agents, each thread using one of them: a ureq pool is one
+/// lock over a list that every return of a connection scans whole (comparing each idle
+/// connection's scheme and host). With one pool, 64 busy connections made that lock the
+/// most contended in the proxy (half its futex calls, by `perf`) and the scans 4% of its
+/// CPU; a thread's connections go back to the pool they came from, so each pool holds an
+/// eighth of them.
 #[derive(Clone)]
 pub struct Upstream {
-    agent: ureq::Agent,
+    agents: std::sync::Arc<[ureq::Agent]>,
     resolver: crate::providers::resolve::CachedResolver,
+}
+
+/// One TLS connector for all the shards: it builds its rustls configuration (the parsed
+/// root certificates) on first use, once rather than once per shard.
+#[derive(Debug, Clone)]
+struct SharedTls(std::sync::Arc<RustlsConnector>);
+
+impl<In: Transport> Connector<In> for SharedTls {
+    type Out = <RustlsConnector as Connector<In>>::Out;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<In>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        self.0.connect(details, chained)
+    }
+}
+
+/// How many connection pools an [`Upstream`] spreads its threads over.
+const SHARDS: usize = 8;
+
+/// This thread's pool, the same for all its calls: threads take the shards in turn.
+fn shard() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
+    }
+    SHARD.with(|s| *s)
 }
 
 impl Default for Upstream {
@@ -28,15 +67,21 @@ impl Default for Upstream {
 
 impl Upstream {
     pub fn new() -> Upstream {
-        Upstream::with_resolver(crate::providers::resolve::CachedResolver::default())
+        Upstream::with_resolver(crate::providers::resolve::CachedResolver::default(), SHARDS)
     }
 
-    fn with_resolver(resolver: crate::providers::resolve::CachedResolver) -> Upstream {
+    /// `shards` pools: [`SHARDS`] for the shared client, one for a sibling (a race's client
+    /// keeps its warm connection for whichever thread runs the next race).
+    fn with_resolver(
+        resolver: crate::providers::resolve::CachedResolver,
+        shards: usize,
+    ) -> Upstream {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .no_delay(true)
-            .max_idle_connections(512)
-            .max_idle_connections_per_host(256)
+            // 512 idle connections, 256 to one host, over all shards.
+            .max_idle_connections(512 / shards)
+            .max_idle_connections_per_host(256 / shards)
             .max_redirects(0)
             // ureq's 128 KiB per connection costs 16 MiB at 64 parallel probes and 64 MiB at
             // 256 open streams; chat answers arrive in small frames, and larger bodies are
@@ -47,23 +92,30 @@ impl Upstream {
             .build();
         // ureq's default chain (a CONNECT proxy when one is configured, TCP, rustls) with
         // fcm's TCP link in place of ureq's.
-        let connector =
-            ().chain(ConnectProxyConnector::default())
-                .chain(tcp::TcpLinkConnector)
-                .chain(RustlsConnector::default());
-        let agent = ureq::Agent::with_parts(config, connector, resolver.clone());
-        Upstream { agent, resolver }
+        let tls = SharedTls(std::sync::Arc::new(RustlsConnector::default()));
+        let agents = (0..shards)
+            .map(|_| {
+                let connector =
+                    ().chain(ConnectProxyConnector::default())
+                        .chain(tcp::TcpLinkConnector)
+                        .chain(tls.clone());
+                ureq::Agent::with_parts(config.clone(), connector, resolver.clone())
+            })
+            .collect();
+        Upstream { agents, resolver }
     }
 }
 
 impl Exchange for Upstream {
     /// A client with a connection pool of its own that shares this one's name cache.
     fn sibling(&self) -> Box<dyn Exchange> {
-        Box::new(Upstream::with_resolver(self.resolver.clone()))
+        Box::new(Upstream::with_resolver(self.resolver.clone(), 1))
     }
 
     fn shutdown(&self) {
-        self.agent.clone().shutdown();
+        for agent in self.agents.iter() {
+            agent.clone().shutdown();
+        }
     }
 
     fn send(
@@ -73,8 +125,7 @@ impl Exchange for Upstream {
     ) -> Result<Incoming, (TransportFailure, String)> {
         let loopback = is_loopback(out.url);
         // Names and values known in advance are used as they are, not parsed and copied.
-        let mut req = self
-            .agent
+        let mut req = self.agents[shard() % self.agents.len()]
             .post(out.url)
             .header(CONTENT_TYPE, JSON)
             .header(ACCEPT, if out.stream { EVENT_STREAM } else { JSON });
