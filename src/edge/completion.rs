@@ -17,7 +17,8 @@ use crate::edge::reply::{Conn, Reply, StreamReply};
 use crate::edge::request_id::request_id;
 use crate::edge::request_log;
 use crate::protocol::{self, BadRequest, ErrorReport, Protocol};
-use crate::routing::{Ask, Delivery, Refused, Served, SessionName};
+use crate::routing::carry::Carried;
+use crate::routing::{Ask, Delivery, Refused, Route, Served, SessionName};
 use crate::state::trace::{Outcome, Trace};
 
 /// A completion request in any protocol: translate, route, answer in the client's shapes.
@@ -73,6 +74,7 @@ pub(super) fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Pr
         needs,
         tools: tools.clone(),
         session,
+        exclude: None,
     };
     let asked = Asked {
         proto,
@@ -80,6 +82,8 @@ pub(super) fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Pr
         stream,
         started,
         tools: &tools,
+        route: &route,
+        ask: &ask,
     };
     match app.router.route(&route, &ask, trace) {
         Ok(served) => deliver(conn, app, served, &asked),
@@ -115,6 +119,9 @@ struct Asked<'a> {
     started: Instant,
     /// The tools it offered: every call handed over must pass the check.
     tools: &'a Option<Arc<crate::answers::toolcall::Offered>>,
+    /// Where it was routed, and what was asked: a continuation is routed the same way.
+    route: &'a Route,
+    ask: &'a Ask<'a>,
 }
 
 impl Asked<'_> {
@@ -168,7 +175,18 @@ fn deliver(conn: &mut Conn, app: &App, served: Served<'_>, asked: &Asked<'_>) {
             stats,
         } if !asked.stream => {
             trace.completion_tokens = stats.completion_tokens;
-            let body = proto.answer(body, parsed, requested, split_think, asked.tools.as_deref());
+            // Provider state is rare: a body that names none is not parsed for it.
+            let carried = match &parsed {
+                Some(v) => Carried::of_answer(v),
+                None if carries_state(&body) => serde_json::from_slice(&body)
+                    .map(|v| Carried::of_answer(&v))
+                    .unwrap_or_default(),
+                None => Carried::default(),
+            };
+            let mut ids = protocol::CallIds::default();
+            let tools = asked.tools.as_deref();
+            let body = proto.answer(body, parsed, requested, split_think, tools, &mut ids);
+            keep_carried(app, &trace, &(carried, ids));
             let reply = Reply::new(status, "application/json", body);
             conn.send(reply.with_trace(&trace), false);
         }
@@ -180,24 +198,127 @@ fn deliver(conn: &mut Conn, app: &App, served: Served<'_>, asked: &Asked<'_>) {
         } => {
             // The provider ignored `stream: true`: give the client the stream it asked for.
             let v = parsed.unwrap_or_else(|| serde_json::from_slice(&body).unwrap_or(Value::Null));
-            let chunks = protocol::chunks_from_completion(&v);
-            let mut shape = asked.shape(app);
-            let mut bytes = shape.start();
-            bytes.extend(shape.shape(protocol::chat_events(&chunks), chunks));
-            bytes.extend(shape.finish(None));
             let mut client = StreamReply::new(conn, &trace);
-            forward::ClientSink::end(&mut client, &bytes);
+            let mut relay = forward::Relay::new(&mut client, asked.shape(app));
+            relay.whole(&v, app.router.secrets());
             trace.completion_tokens = stats.completion_tokens;
+            keep_carried(app, &trace, &relay.take_carried());
         }
         Delivery::Stream(committed) => {
             let mut client = StreamReply::new(conn, &trace);
-            let mut committed = *committed;
-            let end = forward::forward(&mut committed.stream, &mut client, asked.shape(app));
-            committed.finish(&end, &mut trace);
+            let mut relay = forward::Relay::new(&mut client, asked.shape(app));
+            trace = relay_stream(app, asked, &mut relay, *committed, trace);
+            keep_carried(app, &trace, &relay.take_carried());
         }
     }
     log(app, &trace, 200, started);
     app.router.complete(trace, started);
+}
+
+/// How many times an answer that broke off is handed to another model to finish.
+const CONTINUATIONS: usize = 2;
+
+/// Forwards a committed stream; when it breaks after content (in text, not inside a tool
+/// call), another model finishes the answer in the same client stream, up to
+/// [`CONTINUATIONS`] times; otherwise the client is told the answer broke off, in its own
+/// protocol. The trace comes back with every attempt; a finished continuation is
+/// [`Outcome::Continued`].
+fn relay_stream(
+    app: &App,
+    asked: &Asked<'_>,
+    relay: &mut forward::Relay<'_>,
+    first: crate::routing::Committed<'_>,
+    mut trace: Trace,
+) -> Trace {
+    let mut committed = first;
+    let mut continued = 0;
+    loop {
+        let broke = match relay.pump(&mut committed.stream) {
+            forward::Pumped::Done(end) => {
+                committed.finish(&end, &mut trace);
+                if continued > 0 && trace.outcome == Outcome::Served {
+                    trace.outcome = Outcome::Continued;
+                }
+                return trace;
+            }
+            forward::Pumped::Broke(f) => f,
+        };
+        let secrets = committed.stream.secrets().clone();
+        let model = trace.served_model.clone().unwrap_or_default();
+        committed.finish(&answers_end(&broke), &mut trace);
+        let given = relay.given();
+        let pinned = matches!(asked.route, Route::Pinned(_));
+        if continued == CONTINUATIONS || given.call_begun || pinned || !relay.client_here() {
+            relay.fail(&broke.detail, secrets);
+            return trace;
+        }
+        continued += 1;
+        trace.notes.push(format!("continued_after:{model}"));
+        let body = crate::routing::continuation::request(asked.ask.body, &given.text);
+        let ask = Ask {
+            body: &body,
+            exclude: Some(&model),
+            session: asked.ask.session.clone(),
+            tools: asked.ask.tools.clone(),
+            ..*asked.ask
+        };
+        match app.router.route(asked.route, &ask, trace) {
+            Ok(served) => {
+                trace = served.trace;
+                match served.delivery {
+                    Delivery::Stream(c) => committed = *c,
+                    Delivery::Full {
+                        body,
+                        parsed,
+                        stats,
+                        ..
+                    } => {
+                        let v = parsed.unwrap_or_else(|| {
+                            serde_json::from_slice(&body).unwrap_or(Value::Null)
+                        });
+                        relay.whole(&v, app.router.secrets());
+                        trace.completion_tokens = stats.completion_tokens;
+                        trace.outcome = Outcome::Continued;
+                        return trace;
+                    }
+                }
+            }
+            Err(refused) => {
+                let mut trace = refused.trace;
+                trace.outcome = Outcome::StreamFailedAfterContent;
+                let detail = format!("{}; no other model could finish it", broke.detail);
+                relay.fail(&detail, secrets);
+                return trace;
+            }
+        }
+    }
+}
+
+fn answers_end(f: &crate::answers::failure::Failure) -> crate::answers::stream::StreamEnd {
+    crate::answers::stream::StreamEnd::Failed(f.clone())
+}
+
+/// Keeps what the served answer carried for the conversation's next turn (see
+/// `routing::carry`).
+fn keep_carried(app: &App, trace: &Trace, (carried, ids): &(Carried, protocol::CallIds)) {
+    if carried.is_empty() {
+        return;
+    }
+    if let Some(provider) = trace
+        .served_model
+        .as_deref()
+        .and_then(|m| m.split('/').next())
+    {
+        app.router
+            .carry
+            .keep(provider, carried, &ids.0, crate::time::now_ms());
+    }
+}
+
+/// Whether a whole chat answer's bytes may carry state a later turn needs.
+fn carries_state(body: &[u8]) -> bool {
+    let has = |needle: &[u8]| body.windows(needle.len()).any(|w| w == needle);
+    has(b"\"extra_content\"") || has(b"\"reasoning_details\"")
 }
 
 /// The request's line in the request log (unless `--quiet`), without a secret the client

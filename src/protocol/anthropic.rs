@@ -9,7 +9,7 @@
 use serde_json::{json, Map, Value};
 
 use super::errors::BadRequest;
-use super::wire::{chat_usage, new_id, take, take_string};
+use super::wire::{chat_usage, new_id, take, take_string, CallIds};
 use crate::answers::path::Lookup;
 
 /// Text of a `content` that is a string or an array of text blocks (moved, not copied).
@@ -242,7 +242,13 @@ pub(crate) fn thinking_signature() -> String {
 
 /// A chat completion JSON as a Messages object: reasoning (any field, or a leading
 /// `<think>` block) as a `thinking` block first, then the text, then the tool calls.
+#[cfg(test)]
 pub fn from_chat(chat: &Value, model: &str) -> Value {
+    from_chat_ids(chat, model, &mut CallIds::default())
+}
+
+/// [`from_chat`], noting the ids given to the provider's calls in `ids`.
+pub(crate) fn from_chat_ids(chat: &Value, model: &str, ids: &mut CallIds) -> Value {
     let choice = chat.at("/choices/0").cloned().unwrap_or(Value::Null);
     let msg = choice.get("message").cloned().unwrap_or(Value::Null);
     let mut content = Vec::new();
@@ -265,8 +271,7 @@ pub fn from_chat(chat: &Value, model: &str) -> Value {
     {
         content.push(json!({
             "type": "tool_use",
-            // Fresh ids: providers repeat theirs (`call_1` every turn) or send none.
-            "id": new_id("toolu_"),
+            "id": ids.mint("toolu_", call.get("id").and_then(Value::as_str).unwrap_or("")),
             "name": call.at("/function/name").cloned().unwrap_or(json!("")),
             "input": tool_input(call.at("/function/arguments").and_then(Value::as_str).unwrap_or("")),
         }));

@@ -23,7 +23,7 @@ use crate::answers::toolcall::Offered;
 pub(crate) struct ChatStream {
     /// Think tags (with `splitThinkTags`) and tool-call markup (with tools) in the content.
     content: ContentSplit,
-    calls: CallIds,
+    calls: StreamCalls,
     /// The request's tools: calls are held until the turn ends and checked.
     offered: Option<Arc<Offered>>,
     /// A finish reason was sent: a repeated finish chunk (some hosts send it twice) goes
@@ -42,13 +42,24 @@ impl ChatStream {
     pub(crate) fn new(split_think_tags: bool, offered: Option<Arc<Offered>>) -> ChatStream {
         ChatStream {
             content: ContentSplit::new(split_think_tags, offered.is_some()),
-            calls: CallIds::default(),
+            calls: StreamCalls::default(),
             finished: false,
             offered,
             held: Vec::new(),
             judged: None,
             mid_event: false,
         }
+    }
+
+    /// The ids given to the provider's calls, each with the provider's own (taken).
+    pub(crate) fn call_ids(&mut self) -> super::wire::CallIds {
+        let pairs = self
+            .calls
+            .calls
+            .iter()
+            .filter_map(|(_, given, ours)| Some((ours.clone(), given.clone()?)))
+            .collect();
+        super::wire::CallIds(pairs)
     }
 
     /// The bytes to send for released `bytes` (whose chat chunks are `chunks`).
@@ -298,7 +309,7 @@ pub(crate) fn normalize(v: &mut Value, split_think_tags: bool, tools: Option<&Of
                 });
                 changed |= calls.len() != before;
             }
-            changed |= CallIds::whole(calls);
+            changed |= StreamCalls::whole(calls);
             !calls.is_empty()
         }
         _ => false,
@@ -316,7 +327,7 @@ pub(crate) fn normalize(v: &mut Value, split_think_tags: bool, tools: Option<&Of
 
 /// Tool-call ids and indexes toward a chat client, for the calls of one answer.
 #[derive(Debug, Default)]
-struct CallIds {
+struct StreamCalls {
     /// Calls in the order they started (their position is the index the client sees):
     /// the provider's index and id for each, and the id fcm gave it.
     calls: Vec<(Option<u64>, Option<String>, String)>,
@@ -326,7 +337,7 @@ struct CallIds {
     last: Option<usize>,
 }
 
-impl CallIds {
+impl StreamCalls {
     /// One streamed tool-call delta. A new call (a new index, a different non-empty id at a
     /// used index, or, without an index, a delta with a name or id) gets a fresh id and the
     /// next index; a continuation gets its call's id and index.

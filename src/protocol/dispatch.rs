@@ -10,6 +10,7 @@ use crate::answers::toolcall::Offered;
 
 use super::errors::{BadRequest, ErrorReport};
 use super::shape::StreamShape;
+use super::wire::CallIds;
 use super::{anthropic, anthropic_stream, chat, responses, responses_stream};
 
 /// The protocol a client speaks; chosen by the endpoint.
@@ -63,6 +64,7 @@ impl Protocol {
         model: &str,
         split_think_tags: bool,
         tools: Option<&Offered>,
+        ids: &mut CallIds,
     ) -> Vec<u8> {
         if self == Protocol::Chat
             && parsed.is_none()
@@ -80,8 +82,8 @@ impl Protocol {
         // Reasoning always goes apart for these clients; tool-call markup becomes calls.
         chat::normalize(&mut chat, true, tools);
         let answer = match self {
-            Protocol::Anthropic => anthropic::from_chat(&chat, model),
-            _ => responses::from_chat(&chat, model),
+            Protocol::Anthropic => anthropic::from_chat_ids(&chat, model, ids),
+            _ => responses::from_chat_ids(&chat, model, ids),
         };
         answer.to_string().into_bytes()
     }

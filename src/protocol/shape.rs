@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::chat;
+use super::wire::CallIds;
 
 /// A committed chat stream on its way to the client: chat bytes repaired where needed
 /// (`chat`), or translated into another protocol's events.
@@ -29,14 +30,26 @@ impl StreamShape {
         }
     }
 
-    /// Ends the client's stream: cleanly, or after content when `error` says the upstream
-    /// broke (a chat stream then ends with `[DONE]`, the others with their error event).
+    /// The ids given to the provider's tool calls so far.
+    pub(crate) fn call_ids(&mut self) -> CallIds {
+        match self {
+            StreamShape::Chat(c) => c.call_ids(),
+            StreamShape::Events(t) => t.call_ids(),
+        }
+    }
+
+    /// Ends the client's stream: cleanly, or after content when `error` says the answer
+    /// broke off. A chat stream then ends with an `error` data frame as OpenAI sends one
+    /// (its SDKs raise on it) and no `[DONE]`; the others with their own error event.
     pub(crate) fn finish(&mut self, error: Option<&str>) -> Vec<u8> {
         match self {
             StreamShape::Chat(c) => {
                 let mut out = c.finish();
-                if error.is_some() {
-                    out.extend_from_slice(b"data: [DONE]\n\n");
+                if let Some(message) = error {
+                    let frame = serde_json::json!({"error": {
+                        "message": format!("the model's answer broke off: {message}"),
+                        "type": "server_error", "param": Value::Null, "code": "stream_broken"}});
+                    out.extend_from_slice(format!("data: {frame}\n\n").as_bytes());
                 }
                 out
             }
@@ -55,6 +68,11 @@ pub(crate) trait StreamTranslator: Send {
     /// Ends the client's stream cleanly. `error` is set when the upstream broke after
     /// content had been sent.
     fn finish(&mut self, error: Option<&str>) -> Vec<u8>;
+
+    /// The ids given to the provider's tool calls so far (taken).
+    fn call_ids(&mut self) -> CallIds {
+        CallIds::default()
+    }
 
     /// Translates parsed chat chunks, in stream order.
     fn feed(&mut self, chunks: &[Value]) -> Vec<u8> {

@@ -80,6 +80,23 @@ pub fn new_id(prefix: &str) -> String {
     )
 }
 
+/// The ids handed to a client for a provider's tool calls, each with the provider's own id:
+/// what the provider said about a call is kept under the id the client will send back.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct CallIds(pub(crate) Vec<(String, String)>);
+
+impl CallIds {
+    /// A fresh id with `prefix` for the provider's call `upstream` (empty: it gave none).
+    /// Fresh, because providers repeat theirs (`call_1` every turn) or send none.
+    pub(crate) fn mint(&mut self, prefix: &str, upstream: &str) -> String {
+        let id = new_id(prefix);
+        if !upstream.is_empty() {
+            self.0.push((id.clone(), upstream.to_string()));
+        }
+        id
+    }
+}
+
 /// What one chat stream chunk says, in the parts translators need.
 #[derive(Debug, Default)]
 pub struct ChatDelta {

@@ -38,6 +38,8 @@ pub(crate) struct Ask<'a> {
     pub tools: Option<std::sync::Arc<crate::answers::toolcall::Offered>>,
     /// The session id the client sent, naming its conversation.
     pub session: Option<SessionName>,
+    /// A model not to try: the one whose answer broke off, when another continues it.
+    pub exclude: Option<&'a str>,
 }
 
 /// The one-by-one loop's state between candidates.
@@ -76,12 +78,14 @@ impl Router {
         }
         turn.keeping = Keeping::of(self, route, ask.session.as_ref(), ask.body);
         let mut queue = Queue {
-            order: self.plan(route, ask.needs, &job, &mut turn).into(),
+            order: self
+                .plan(route, ask.needs, ask.exclude, &job, &mut turn)
+                .into(),
             last_resort: self
                 .failover
                 .last_resort_model
                 .clone()
-                .filter(|m| self.knows(m)),
+                .filter(|m| self.knows(m) && Some(m.as_str()) != ask.exclude),
             waited: false,
             key_retries: Vec::new(),
             deadline,
@@ -138,13 +142,20 @@ impl Router {
     /// The candidates in the order they will be tried: the routable ones that may be tried
     /// now in ranking order, then a set's own order, then capabilities. Skips go into the
     /// trace.
-    fn plan(&self, route: &Route, needs: Needs, job: &Job<'_>, turn: &mut Turn<'_>) -> Vec<usize> {
+    fn plan(
+        &self,
+        route: &Route,
+        needs: Needs,
+        exclude: Option<&str>,
+        job: &Job<'_>,
+        turn: &mut Turn<'_>,
+    ) -> Vec<usize> {
         // With trimming, windows are judged in the loop, where it is known whether a larger
         // window is left.
         let window = if self.trim_history { 0 } else { turn.needed };
         let plan = self.pool.plan(&self.known(), window, job.prompt_tokens);
         let mut order = plan.order;
-        turn.trace.skipped = plan.skipped;
+        turn.trace.skipped.extend(plan.skipped);
         if let (Some(k), Some(held)) = (&turn.keeping, &self.affinity) {
             if k.held.is_none() {
                 let active = held.active(crate::time::now_ms());
@@ -166,6 +177,9 @@ impl Router {
             &mut turn.trace,
         );
         affinity::keep_first(self, &mut order, needs, turn);
+        if let Some(broke) = exclude {
+            order.retain(|&i| self.pool.get(i).key() != broke);
+        }
         order
     }
 

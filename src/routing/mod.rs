@@ -15,6 +15,10 @@
 //!   racers' own clients, kept between races);
 //! - [`trim`]: a conversation's middle dropped to fit the largest window left;
 //! - [`refusal`]: the status and message when no model could serve;
+//! - [`continuation`]: the request that asks another model to finish an answer whose
+//!   stream broke off after content;
+//! - [`carry`]: provider state a later turn needs (thought signatures, reasoning
+//!   details), kept per call id and put back on requests to the provider that made it;
 //! - [`ping`] and [`probe`]: small real questions (the bench's, `fcm check`'s, and opt-in
 //!   trials of models whose cooldown ended), recorded like any attempt.
 //!
@@ -23,6 +27,8 @@
 mod affinity;
 mod attempt;
 mod candidates;
+pub(crate) mod carry;
+pub(crate) mod continuation;
 mod conversation;
 mod failover;
 mod fusion;
@@ -36,13 +42,13 @@ mod refusal;
 mod router;
 pub(crate) mod trim;
 
-pub(crate) use attempt::{Delivery, Recorder, Served};
+pub(crate) use attempt::{Committed, Delivery, Recorder, Served};
 pub(crate) use candidates::Candidate;
 pub(crate) use conversation::SessionName;
 pub(crate) use failover::Ask;
 pub(crate) use live::LIVE_WINDOW;
 pub(crate) use refusal::Refused;
-pub(crate) use router::{NamedIn, Parts, Router};
+pub(crate) use router::{NamedIn, Parts, Route, Router};
 
 #[cfg(test)]
 mod script;

@@ -98,6 +98,8 @@ pub(crate) struct Router {
     pub(super) race_clients: RaceClients,
     /// Every secret fcm knows, shared with each candidate's target.
     pub(super) secrets: Arc<Secrets>,
+    /// Provider state the next turns of conversations need (thought signatures, ...).
+    pub carry: super::carry::CarryStore,
 }
 
 /// What a router is built from.
@@ -152,6 +154,7 @@ impl Router {
             upstream: p.exchange,
             race_clients: RaceClients::default(),
             secrets: p.secrets,
+            carry: super::carry::CarryStore::default(),
         }
     }
 
@@ -169,6 +172,11 @@ impl Router {
     /// Models that automatic routing may use (their key is set or not needed).
     pub(crate) fn routable(&self) -> impl Iterator<Item = &Candidate> {
         self.pool.routable()
+    }
+
+    /// Every secret fcm knows (for cleaning what a client is told).
+    pub(crate) fn secrets(&self) -> Arc<Secrets> {
+        self.secrets.clone()
     }
 
     pub(crate) fn knows(&self, key: &str) -> bool {

@@ -142,8 +142,12 @@ pub(crate) enum Outcome {
     ClientError,
     /// The request was refused before routing (bad JSON, too large, unknown model).
     Rejected,
-    /// Content was forwarded, then the stream broke (error frame, stall).
+    /// Content was forwarded, then the stream broke (error frame, stall, cut), and no other
+    /// model finished the answer.
     StreamFailedAfterContent,
+    /// The stream broke after content and another model finished the answer (the client
+    /// saw one answer).
+    Continued,
     /// The client went away mid-answer.
     ClientAborted,
 }
@@ -156,6 +160,7 @@ impl Outcome {
             Outcome::ClientError => "client_error",
             Outcome::Rejected => "rejected",
             Outcome::StreamFailedAfterContent => "stream_failed_after_content",
+            Outcome::Continued => "continued",
             Outcome::ClientAborted => "client_aborted",
         }
     }

@@ -190,6 +190,7 @@ impl World {
             needs: crate::capability::detect(&body),
             tools: None,
             session,
+            exclude: None,
         };
         let trace = Trace::new("req", model, stream);
         match self.router.route(&route, &ask, trace) {
