@@ -18,6 +18,8 @@ pub(crate) mod connections;
 pub(crate) mod dashboard;
 mod forward;
 pub(crate) mod http;
+pub(crate) mod live;
+pub(crate) mod metrics;
 pub(crate) mod signals;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -404,6 +406,8 @@ fn handle_request(req: &Request, conn: &mut Conn, app: &Arc<App>) {
                 .unwrap_or_default(),
         ),
         ("POST", "/fcm/admin/breakers/reset") => admin_reset(req, app),
+        ("GET", "/fcm/admin/live") => Reply::json(200, &live::answer(req, app)),
+        ("GET" | "HEAD", "/metrics") => metrics::reply(app),
         ("POST", crate::edge::access::STOP_PATH) => {
             // Stops as SIGTERM does: running streams finish, state is saved.
             crate::edge::signals::request_stop();

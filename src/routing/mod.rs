@@ -15,6 +15,8 @@
 //!   racers' own clients, kept between races);
 //! - [`trim`]: a conversation's middle dropped to fit the largest window left;
 //! - [`refusal`]: the status and message when no model could serve;
+//! - [`status`]: each routable model as the router sees it now (rank, breaker, evidence,
+//!   budget, conversations), for `fcm top` and `/metrics`, read off the request path;
 //! - [`ping`] and [`probe`]: small real questions (the bench's, `fcm check`'s, and opt-in
 //!   trials of models whose cooldown ended), recorded like any attempt.
 //!
@@ -34,6 +36,7 @@ mod racers;
 pub(crate) mod rank;
 mod refusal;
 mod router;
+mod status;
 pub(crate) mod trim;
 
 pub(crate) use attempt::{Delivery, Recorder, Served};
@@ -43,6 +46,7 @@ pub(crate) use failover::Ask;
 pub(crate) use live::LIVE_WINDOW;
 pub(crate) use refusal::Refused;
 pub(crate) use router::{NamedIn, Parts, Router};
+pub(crate) use status::ModelStatus;
 
 #[cfg(test)]
 mod script;
