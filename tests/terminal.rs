@@ -45,6 +45,17 @@ impl Pane {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Types `keys` (tmux key names: `q`, `C-c`, `Down`) into the pane.
+    fn keys(&self, keys: &[&str]) {
+        let ok = Command::new("tmux")
+            .args(["send-keys", "-t", &self.name])
+            .args(keys)
+            .status()
+            .expect("tmux send-keys")
+            .success();
+        assert!(ok, "tmux send-keys failed");
+    }
+
     /// Waits (bounded) until the screen satisfies `done`; returns the screen.
     fn until(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
@@ -113,4 +124,97 @@ fn the_bench_table_fills_in_as_models_finish() {
     let piped = w.fcm(&["bench", "--pings", "1", "--no-save"]);
     assert!(!piped.stdout.contains('\u{1b}'), "{piped:?}");
     assert!(!piped.stdout.contains("probing"), "{piped:?}");
+}
+
+/// A line of the screen that holds all of `parts`.
+fn line_with<'s>(screen: &'s str, parts: &[&str]) -> Option<&'s str> {
+    screen.lines().find(|l| parts.iter().all(|p| l.contains(p)))
+}
+
+#[test]
+fn top_follows_a_live_server_and_quits_cleanly() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["server_500", "ok"]);
+    let server = w.serve(&[]);
+    assert_eq!(server.chat("fcm", false).status, 200);
+    let line = format!(
+        "{}; echo \"top exit=$?\"",
+        fcm_line(&w, "top --interval 300")
+    );
+    let Some(pane) = Pane::run("top", &line) else {
+        return;
+    };
+    let first = pane.until("both models, live", |s| {
+        s.contains("Models (live)") && s.contains("p/ok") && s.contains("p/server_500")
+    });
+    assert!(first.contains("Decisions"), "{first}");
+
+    // A request made now shows up in the feed, with its attempt chain.
+    let body = r#"{"model":"fcm","messages":[{"role":"user","content":"watch me"}]}"#;
+    let r = server.post_with(
+        "/v1/chat/completions",
+        body,
+        &[("x-request-id", "watch-me-1")],
+    );
+    assert_eq!(r.status, 200);
+    let s = pane.until("the new decision", |s| s.contains("watch-me-1"));
+    let decision = line_with(&s, &["watch-me-1"]).unwrap();
+    assert!(decision.contains("served"), "{decision}");
+
+    // Its third failure opens p/server_500's breaker: the row says OPEN.
+    for _ in 0..3 {
+        server.chat("fcm:p/server_500", false);
+    }
+    pane.until("p/server_500 OPEN", |s| {
+        line_with(s, &["p/server_500", "OPEN"]).is_some()
+    });
+
+    // A smaller terminal gets a narrower table at once.
+    let ok = Command::new("tmux")
+        .args(["resize-window", "-t", &pane.name, "-x", "80", "-y", "24"])
+        .status()
+        .expect("tmux resize-window")
+        .success();
+    assert!(ok, "tmux resize-window failed");
+    pane.until("the table redrawn at 80 columns", |s| {
+        s.lines().all(|l| l.chars().count() <= 80)
+            && line_with(s, &["p/server_500", "OPEN"]).is_some()
+            && !s.contains("Evidence")
+    });
+
+    // Help opens on ?, any key closes it; q quits with 0 and gives the terminal back.
+    pane.keys(&["?"]);
+    pane.until("the help", |s| s.contains("pin/unpin the selected model"));
+    pane.keys(&["x"]);
+    pane.until("help closed", |s| {
+        !s.contains("pin/unpin the selected model")
+    });
+    pane.keys(&["q"]);
+    let last = pane.until("the exit code", |s| s.contains("top exit="));
+    assert!(last.contains("top exit=0"), "{last}");
+    assert!(
+        !last.contains("Models (live)"),
+        "the screen is given back: {last}"
+    );
+    server.stop();
+}
+
+#[test]
+fn top_without_a_server_shows_the_catalog_and_ctrl_c_quits() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["ok", "slow:100"]);
+    let line = format!("{}; echo \"top exit=$?\"", fcm_line(&w, "top"));
+    let Some(pane) = Pane::run("top-offline", &line) else {
+        return;
+    };
+    let s = pane.until("the catalog", |s| {
+        s.contains("p/slow:100") && s.contains("p/ok")
+    });
+    assert!(s.contains("no fcm serve is running"), "{s}");
+    assert!(s.contains("press s to start fcm serve"), "{s}");
+    pane.keys(&["C-c"]);
+    let last = pane.until("the exit code", |s| s.contains("top exit="));
+    assert!(last.contains("top exit=0"), "{last}");
 }

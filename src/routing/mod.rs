@@ -46,7 +46,7 @@ pub(crate) use failover::Ask;
 pub(crate) use live::LIVE_WINDOW;
 pub(crate) use refusal::Refused;
 pub(crate) use router::{NamedIn, Parts, Router};
-pub(crate) use status::ModelStatus;
+pub(crate) use status::{Budget, Evidence, EvidenceFrom, ModelStatus};
 
 #[cfg(test)]
 mod script;
