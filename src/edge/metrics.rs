@@ -157,6 +157,11 @@ fn render(app: &App) -> String {
     );
 
     let m = &router.metrics;
+    // Every series of a routable model exists from the start (zeros), so that rate() and
+    // increase() see its first attempt; others appear when something happens to them.
+    let routable: std::collections::HashSet<&str> =
+        models.iter().map(|s| s.model.as_str()).collect();
+    let listed = |model: &str| routable.contains(model);
     e.family("fcm_requests_total", "counter", "Finished requests by outcome: served, all_failed, client_error, rejected, stream_failed_after_content, client_aborted.");
     for (outcome, n) in m.requests() {
         e.sample(
@@ -172,7 +177,7 @@ fn render(app: &App) -> String {
     );
     e.histogram("fcm_request_duration_seconds", &[], &m.duration());
     e.family("fcm_attempts_total", "counter", "Attempts by model and result: ok, a failure kind, or raced_out (cancelled when another racer won).");
-    for (model, result, n) in m.attempts() {
+    for (model, result, n) in m.attempts(listed) {
         e.sample(
             "fcm_attempts_total",
             &[("model", model), ("result", result.as_str())],
@@ -180,7 +185,7 @@ fn render(app: &App) -> String {
         );
     }
     e.family("fcm_skips_total", "counter", "Models passed over without an attempt, by model and reason (circuit_open, quota_paused, quota_budget, ...).");
-    for (model, reason, n) in m.skips() {
+    for (model, reason, n) in m.skips(listed) {
         e.sample(
             "fcm_skips_total",
             &[("model", model), ("reason", reason.as_str())],
@@ -188,7 +193,7 @@ fn render(app: &App) -> String {
         );
     }
     e.family("fcm_time_to_first_token_seconds", "histogram", "Time to first token of the attempts that served (a whole answer's time when not streamed), by model.");
-    for (model, h) in m.ttft() {
+    for (model, h) in m.ttft(listed) {
         e.histogram("fcm_time_to_first_token_seconds", &[("model", model)], &h);
     }
 

@@ -216,13 +216,19 @@ impl Metrics {
             .map(|o| (o, self.requests[o as usize].load(Relaxed)))
     }
 
-    /// Attempts so far per model and result, those that happened.
-    pub(crate) fn attempts(&self) -> Vec<(&str, AttemptResult, u64)> {
+    /// Attempts so far per model and result: every result of the models `listed` says
+    /// (zeros too, so that a rate sees their first attempt), and whatever happened to the
+    /// others.
+    pub(crate) fn attempts(
+        &self,
+        listed: impl Fn(&str) -> bool,
+    ) -> Vec<(&str, AttemptResult, u64)> {
         let mut out = Vec::new();
         for (m, row) in self.models.iter().zip(&self.rows) {
+            let all = listed(m);
             for (i, c) in row.attempts.iter().enumerate() {
                 let n = c.load(Relaxed);
-                if n > 0 {
+                if n > 0 || all {
                     out.push((m.as_str(), AttemptResult::of_index(i), n));
                 }
             }
@@ -230,13 +236,14 @@ impl Metrics {
         out
     }
 
-    /// Skips so far per model and reason, those that happened.
-    pub(crate) fn skips(&self) -> Vec<(&str, SkipReason, u64)> {
+    /// Skips so far per model and reason, as [`Metrics::attempts`] lists them.
+    pub(crate) fn skips(&self, listed: impl Fn(&str) -> bool) -> Vec<(&str, SkipReason, u64)> {
         let mut out = Vec::new();
         for (m, row) in self.models.iter().zip(&self.rows) {
+            let all = listed(m);
             for (reason, c) in SkipReason::ALL.into_iter().zip(&row.skips) {
                 let n = c.load(Relaxed);
-                if n > 0 {
+                if n > 0 || all {
                     out.push((m.as_str(), reason, n));
                 }
             }
@@ -248,13 +255,13 @@ impl Metrics {
         self.duration.snapshot()
     }
 
-    /// Each model's time to first token, for the models that served at least once.
-    pub(crate) fn ttft(&self) -> Vec<(&str, HistogramSnapshot)> {
+    /// Each model's time to first token: the models `listed` says, and any that served.
+    pub(crate) fn ttft(&self, listed: impl Fn(&str) -> bool) -> Vec<(&str, HistogramSnapshot)> {
         self.models
             .iter()
             .zip(&self.rows)
             .map(|(m, row)| (m.as_str(), row.ttft.snapshot()))
-            .filter(|(_, h)| h.count > 0)
+            .filter(|(m, h)| h.count > 0 || listed(m))
             .collect()
     }
 }
@@ -317,8 +324,9 @@ mod tests {
             "every outcome is listed, zeros too"
         );
         assert_eq!(m.requests().count(), Outcome::ALL.len());
+        let none = |_: &str| false;
         assert_eq!(
-            m.attempts(),
+            m.attempts(none),
             [
                 (
                     "p/a",
@@ -328,7 +336,15 @@ mod tests {
                 ("p/b", AttemptResult::Ok, 1)
             ]
         );
-        assert_eq!(m.skips(), [("p/a", SkipReason::CircuitOpen, 1)]);
+        assert_eq!(m.skips(none), [("p/a", SkipReason::CircuitOpen, 1)]);
+        let listed = |m: &str| m == "p/b";
+        assert_eq!(
+            m.attempts(listed).len(),
+            RESULTS + 1,
+            "every result of a listed model, zeros too"
+        );
+        assert_eq!(m.skips(listed).len(), SkipReason::ALL.len() + 1);
+        assert_eq!(m.ttft(|m| m == "p/a").len(), 2);
         let d = m.duration();
         assert_eq!((d.count, d.sum_ms), (2, 740));
         assert_eq!(
@@ -338,7 +354,7 @@ mod tests {
         );
         assert_eq!(d.buckets[3], (Some(1_000), 2), "cumulative");
         assert_eq!(*d.buckets.last().unwrap(), (None, 2));
-        let ttft = m.ttft();
+        let ttft = m.ttft(none);
         assert_eq!(ttft.len(), 1, "only models that served: {ttft:?}");
         assert_eq!(ttft[0].0, "p/b");
         assert_eq!(ttft[0].1.buckets[1], (Some(100), 0));

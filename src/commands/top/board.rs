@@ -11,7 +11,6 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::edge::live::{ActiveSet, Decision, LiveModel, ServerLine};
 use crate::routing::{Evidence, EvidenceFrom};
-use crate::state::bench_file::BenchVerdict;
 use crate::state::breaker::BreakerState;
 
 /// Decisions kept for the feed: a few screens.
@@ -42,7 +41,6 @@ pub(crate) struct Snapshot {
 pub(crate) struct BenchFigures {
     pub(crate) success_rate: f64,
     pub(crate) ttft_ms: Option<u64>,
-    pub(crate) verdict: BenchVerdict,
 }
 
 /// The pins as config.json has them: the members of set `top` and the active set.

@@ -180,7 +180,6 @@ fn bench_figures(path: &Path) -> (HashMap<String, BenchFigures>, Option<String>)
             let f = BenchFigures {
                 success_rate: m.success_rate,
                 ttft_ms: m.ttft_ms_p50,
-                verdict: m.verdict,
             };
             (m.model.clone(), f)
         })

@@ -46,7 +46,8 @@ fn width(c: Column) -> u16 {
         Column::Model => MODEL_MIN,
         Column::Tier => 4,
         Column::State => 9,
-        Column::Left => 13,
+        // "23h59m overload", a skip's "provider_blocked".
+        Column::Left => 16,
         Column::Evidence => 13,
         Column::Ttft => 9,
         Column::Success => 7,
@@ -666,6 +667,51 @@ mod tests {
     }
 
     #[test]
+    fn every_breaker_state_and_pause_has_its_word() {
+        let mut b = live_board();
+        let mut degraded = model("demo/flaky", Some(3), BreakerState::Degraded);
+        degraded.status.consecutive_failures = 2;
+        let mut trial = model("demo/trial", None, BreakerState::HalfOpen);
+        trial.status.skipped = Some(crate::state::trace::SkipReason::CircuitOpen);
+        let mut overloaded = model("demo/busy", None, BreakerState::Closed);
+        overloaded.status.pause_ms_left = 90_000;
+        overloaded.status.paused_for = Some(FailureKind::ModelOverloaded);
+        let mut snapshot = b.snapshot.clone();
+        snapshot.models.extend([degraded, trial, overloaded]);
+        snapshot.decisions.clear();
+        b.update(snapshot);
+        for (w, h) in [(160, 48), (100, 30)] {
+            let s = render(&b, w, h);
+            let row = |model: &str| {
+                s.lines()
+                    .find(|l| l.contains(model))
+                    .unwrap_or_else(|| panic!("{w}x{h}: no row for {model}:\n{s}"))
+            };
+            for (model, want) in [
+                ("demo/ok", "CLOSED"),
+                ("demo/flaky", "DEGRADED"),
+                ("demo/trial", "HALF_OPEN"),
+                ("demo/server_500 ", "OPEN"),
+                ("demo/server_500 ", "29.0 s"),
+                ("budget/countdown", "PAUSED"),
+                ("budget/countdown", "45.0 s quota"),
+                ("demo/busy", "PAUSED"),
+                ("demo/busy", "1m30s overload"),
+                ("demo/trial", "circuit_open"),
+            ] {
+                assert!(
+                    row(model).contains(want),
+                    "{w}x{h}: {model} lacks {want:?}:\n{s}"
+                );
+            }
+            assert!(
+                s.contains("1 OPEN"),
+                "the header counts OPEN breakers:\n{s}"
+            );
+        }
+    }
+
+    #[test]
     fn a_tiny_terminal_says_so() {
         let s = render(&live_board(), 30, 8);
         assert!(s.contains("too small"), "{s}");
@@ -679,6 +725,13 @@ mod tests {
             bench_at: Some("2025-01-02T03:04:05Z".into()),
             ..Board::default()
         };
+        b.bench.insert(
+            "demo/ok".into(),
+            super::super::board::BenchFigures {
+                success_rate: 0.75,
+                ttft_ms: Some(380),
+            },
+        );
         b.update(Snapshot {
             models: vec![model("demo/ok", Some(1), BreakerState::Closed)],
             note: Some("no fcm serve is running".into()),
@@ -691,6 +744,8 @@ mod tests {
             "last bench 2025-01-02T03:04:05Z",
             "demo/ok",
             "s start server",
+            "380 ms b",
+            "75% b",
         ] {
             assert!(s.contains(want), "lacks {want:?}:\n{s}");
         }
