@@ -14,6 +14,7 @@ pub mod cli;
 pub(crate) mod commands;
 pub(crate) mod edge;
 pub mod fake_provider;
+pub(crate) mod hex;
 pub mod install;
 pub(crate) mod process;
 pub(crate) mod protocol;

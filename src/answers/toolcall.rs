@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use crate::answers::path::Lookup;
 use serde_json::Value;
 
 /// One tool call assembled from stream deltas.
@@ -33,11 +34,11 @@ impl ToolCalls {
             .filter(|s| !s.is_empty())
             .map(str::to_string);
         let name = delta
-            .pointer("/function/name")
+            .at("/function/name")
             .and_then(Value::as_str)
             .unwrap_or("");
         let args = delta
-            .pointer("/function/arguments")
+            .at("/function/arguments")
             .and_then(Value::as_str)
             .unwrap_or("");
         let existing = self.calls.iter_mut().rev().find(|(i, _, _)| *i == index);
@@ -92,7 +93,7 @@ impl Offered {
                 let f = t.get("function")?;
                 let name = f.get("name")?.as_str()?.to_string();
                 let required = f
-                    .pointer("/parameters/required")
+                    .at("/parameters/required")
                     .and_then(Value::as_array)
                     .map(|r| {
                         r.iter()

@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
 
+use crate::edge::app::App;
 use crate::edge::http::Request;
-use crate::edge::App;
 use crate::routing::ModelStatus;
 use crate::state::trace::Trace;
 

@@ -11,7 +11,8 @@
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
-use crate::edge::{App, Reply};
+use crate::edge::app::App;
+use crate::edge::reply::Reply;
 use crate::routing::ModelStatus;
 use crate::state::breaker::BreakerState;
 use crate::state::ledger::report::UsageReport;
@@ -28,11 +29,7 @@ const STATES: [BreakerState; 4] = [
 ];
 
 pub(super) fn reply(app: &App) -> Reply {
-    Reply {
-        status: 200,
-        headers: vec![("content-type".into(), CONTENT_TYPE.into())],
-        body: render(app).into_bytes(),
-    }
+    Reply::new(200, CONTENT_TYPE, render(app).into_bytes())
 }
 
 /// Metric families being written.

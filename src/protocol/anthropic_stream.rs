@@ -7,9 +7,11 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::anthropic::{stop_reason, thinking_signature};
-use super::{chat_delta, new_id, sse_event, StreamTranslator, ToolCalls};
-use super::{ContentParts, ContentSplit};
+use super::content::{runnable, ContentParts, ContentSplit};
+use super::shape::StreamTranslator;
+use super::wire::{chat_delta, new_id, sse_event};
 use crate::answers::toolcall::Offered;
+use crate::answers::toolcall::ToolCalls;
 
 /// The kind of content block that is open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,7 +169,7 @@ impl StreamTranslator for Translator {
             ));
             return out;
         }
-        let (calls, _) = super::runnable(self.calls.take(), self.tools.as_deref());
+        let (calls, _) = runnable(self.calls.take(), self.tools.as_deref());
         for call in &calls {
             let index = self.open_block(
                 json!({"type": "tool_use", "id": new_id("toolu_"), "name": call.name, "input": {}}),

@@ -9,7 +9,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_usage, new_id, take, take_string, BadRequest};
+use super::errors::BadRequest;
+use super::wire::{chat_usage, new_id, take, take_string};
+use crate::answers::path::Lookup;
 
 /// The text of an input or output part (moved, not copied).
 fn part_text(mut part: Value) -> Option<String> {
@@ -40,7 +42,7 @@ fn content(c: Value) -> Value {
             let url = p
                 .get("image_url")
                 .and_then(Value::as_str)
-                .or_else(|| p.pointer("/image_url/url").and_then(Value::as_str));
+                .or_else(|| p.at("/image_url/url").and_then(Value::as_str));
             if let Some(url) = url {
                 out.push(json!({"type": "image_url", "image_url": {"url": url}}));
             }
@@ -258,7 +260,7 @@ pub(super) fn call_item(
 /// block) as a `reasoning` item first, then the message, then the function calls.
 pub fn from_chat(chat: &Value, model: &str) -> Value {
     let msg = chat
-        .pointer("/choices/0/message")
+        .at("/choices/0/message")
         .cloned()
         .unwrap_or(Value::Null);
     let mut output = Vec::new();
@@ -280,11 +282,11 @@ pub fn from_chat(chat: &Value, model: &str) -> Value {
         // Fresh ids: providers repeat theirs (`call_1` every turn) or send none.
         let call_id = new_id("call_");
         let name = call
-            .pointer("/function/name")
+            .at("/function/name")
             .and_then(Value::as_str)
             .unwrap_or("");
         let args = call
-            .pointer("/function/arguments")
+            .at("/function/arguments")
             .and_then(Value::as_str)
             .unwrap_or("{}");
         output.push(call_item(&new_id("fc_"), &call_id, name, args, "completed"));

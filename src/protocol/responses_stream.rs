@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::content::{runnable, ContentParts, ContentSplit};
 use super::responses::{call_item, message_item, reasoning_item, response, usage};
-use super::{chat_delta, new_id, sse_event, StreamTranslator, ToolCalls};
-use super::{ContentParts, ContentSplit};
+use super::shape::StreamTranslator;
+use super::wire::{chat_delta, new_id, sse_event};
 use crate::answers::toolcall::Offered;
+use crate::answers::toolcall::ToolCalls;
 
 /// Chat stream → Responses events. Text streams as it comes; function calls are assembled
 /// and sent whole at the end (only whole calls can be trusted to run).
@@ -228,7 +230,7 @@ impl StreamTranslator for Translator {
             self.emit("response.failed", json!({"response": r}), &mut out);
             return out;
         }
-        let (calls, _) = super::runnable(self.calls.take(), self.tools.as_deref());
+        let (calls, _) = runnable(self.calls.take(), self.tools.as_deref());
         for call in calls {
             let index = self.done_items.len();
             let (id, call_id) = (new_id("fc_"), new_id("call_"));

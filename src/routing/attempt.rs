@@ -27,8 +27,8 @@ use crate::state::breaker::{Admission, Breakers};
 use crate::state::ledger::{Blocked, Grant, Ledger, Tokens};
 use crate::state::trace::{AttemptRecord, Outcome, Trace};
 
-use super::affinity::Keeping;
 use super::candidates::{BreakerSays, Candidate, Candidates};
+use super::conversation::Keeping;
 use super::live::Evidence;
 use super::refusal::FailedAttempt;
 use super::router::Router;

@@ -18,9 +18,9 @@ use crate::state::breaker::Admission;
 use crate::state::trace::{Skip, SkipReason, Trace};
 use crate::tokens;
 
-use super::affinity::{self, Keeping};
+use super::affinity;
 use super::attempt::{Job, Missed, Served, Turn, Won};
-use super::conversation::SessionName;
+use super::conversation::{Keeping, SessionName};
 use super::race::RaceEnd;
 use super::refusal::Refused;
 use super::router::{Route, Router};

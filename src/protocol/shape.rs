@@ -1,0 +1,67 @@
+//! A committed chat stream's shape on its way to the client: chat bytes repaired where
+//! needed (`chat`), or translated into another protocol's events ([`StreamTranslator`]).
+
+use serde_json::Value;
+
+use super::chat;
+
+/// A committed chat stream on its way to the client: chat bytes repaired where needed
+/// (`chat`), or translated into another protocol's events.
+pub(crate) enum StreamShape {
+    Chat(Box<chat::ChatStream>),
+    Events(Box<dyn StreamTranslator>),
+}
+
+impl StreamShape {
+    /// Bytes to send before the stream's own.
+    pub(crate) fn start(&mut self) -> Vec<u8> {
+        match self {
+            StreamShape::Chat(_) => Vec::new(),
+            StreamShape::Events(t) => t.start(),
+        }
+    }
+
+    /// The client's bytes for chat bytes the hold buffer released, and their parsed chunks.
+    pub(crate) fn shape(&mut self, bytes: Vec<u8>, chunks: Vec<Value>) -> Vec<u8> {
+        match self {
+            StreamShape::Chat(c) => c.shape(bytes, chunks),
+            StreamShape::Events(t) => t.feed(&chunks),
+        }
+    }
+
+    /// Ends the client's stream: cleanly, or after content when `error` says the upstream
+    /// broke (a chat stream then ends with `[DONE]`, the others with their error event).
+    pub(crate) fn finish(&mut self, error: Option<&str>) -> Vec<u8> {
+        match self {
+            StreamShape::Chat(c) => {
+                let mut out = c.finish();
+                if error.is_some() {
+                    out.extend_from_slice(b"data: [DONE]\n\n");
+                }
+                out
+            }
+            StreamShape::Events(t) => t.finish(error),
+        }
+    }
+}
+
+/// Turns a committed chat completion stream into a client's event stream, chunk by chunk.
+/// It reads the chunks the content gate already parsed: a stream is parsed once.
+pub(crate) trait StreamTranslator: Send {
+    /// Bytes to send before anything else (e.g. `message_start`).
+    fn start(&mut self) -> Vec<u8>;
+    /// Translates one parsed chat chunk, appending the client's events to `out`.
+    fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>);
+    /// Ends the client's stream cleanly. `error` is set when the upstream broke after
+    /// content had been sent.
+    fn finish(&mut self, error: Option<&str>) -> Vec<u8>;
+
+    /// Translates parsed chat chunks, in stream order.
+    fn feed(&mut self, chunks: &[Value]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for chunk in chunks {
+            self.on_chunk(chunk, &mut out);
+        }
+        out
+    }
+}
