@@ -8,7 +8,9 @@ use std::sync::Arc;
 use crate::edge::app::App;
 use crate::edge::completion;
 use crate::edge::http::Request;
+use crate::edge::live;
 use crate::edge::local;
+use crate::edge::metrics;
 use crate::edge::reply::{Conn, Reply};
 use crate::protocol::Protocol;
 
@@ -26,6 +28,10 @@ pub(super) enum Endpoint {
     Stop,
     Usage,
     History,
+    /// The snapshot `fcm top` polls.
+    Live,
+    /// The Prometheus text format.
+    Metrics,
     /// A completion or listing path, with a method it does not take (405).
     NotAllowed,
     NotFound,
@@ -46,6 +52,8 @@ impl Endpoint {
             ("POST", crate::edge::access::STOP_PATH) => Endpoint::Stop,
             ("GET", "/fcm/admin/usage") => Endpoint::Usage,
             ("GET", "/fcm/admin/history") => Endpoint::History,
+            ("GET", "/fcm/admin/live") => Endpoint::Live,
+            ("GET" | "HEAD", "/metrics") => Endpoint::Metrics,
             (_, "/v1/chat/completions" | "/health" | "/v1/models") => Endpoint::NotAllowed,
             _ => Endpoint::NotFound,
         }
@@ -79,6 +87,8 @@ pub(super) fn answer(req: &Request, conn: &mut Conn, app: &Arc<App>) {
         Endpoint::Stop => local::stop(),
         Endpoint::Usage => local::usage(app),
         Endpoint::History => local::history(req, app),
+        Endpoint::Live => Reply::json(200, &live::answer(req, app)),
+        Endpoint::Metrics => metrics::reply(app),
         Endpoint::NotAllowed => Reply::error(
             error_protocol(path),
             405,
@@ -116,6 +126,10 @@ mod tests {
             ("POST", "/fcm/admin/stop", Stop),
             ("GET", "/fcm/admin/usage", Usage),
             ("GET", "/fcm/admin/history", History),
+            ("GET", "/fcm/admin/live", Live),
+            ("GET", "/metrics", Metrics),
+            ("HEAD", "/metrics", Metrics),
+            ("POST", "/metrics", NotFound),
             ("GET", "/v1/chat/completions", NotAllowed),
             ("POST", "/health", NotAllowed),
             ("DELETE", "/v1/models", NotAllowed),

@@ -18,9 +18,9 @@
 //!
 //! The files, in the order a request meets them: [`listener`] (accept, slots, shutdown),
 //! `client` (one connection's request loop), `endpoints` (the table of paths), `completion`
-//! (the completion flow) or `local` (what fcm answers itself), `reply` (writing the answer)
-//! and `request_log` (its line on stderr); `forward` carries a committed stream to the
-//! client. The files of this folder import each other in that direction only, and this file
+//! (the completion flow) or `local` (what fcm answers itself; with `live`, the snapshot
+//! `fcm top` polls, and `metrics`, the Prometheus text), `reply` (writing the answer) and
+//! `request_log` (its line on stderr); `forward` carries a committed stream to the client. The files of this folder import each other in that direction only, and this file
 //! only declares and re-exports them.
 
 pub(crate) mod access;
@@ -33,7 +33,9 @@ mod endpoints;
 mod forward;
 pub(crate) mod http;
 mod listener;
+pub(crate) mod live;
 mod local;
+pub(crate) mod metrics;
 mod reply;
 mod request_id;
 mod request_log;

@@ -19,6 +19,8 @@
 //!   stream broke off after content;
 //! - [`carry`]: provider state a later turn needs (thought signatures, reasoning
 //!   details), kept per call id and put back on requests to the provider that made it;
+//! - [`status`]: each routable model as the router sees it now (rank, breaker, evidence,
+//!   budget, conversations), for `fcm top` and `/metrics`, read off the request path;
 //! - [`ping`] and [`probe`]: small real questions (the bench's, `fcm check`'s, and opt-in
 //!   trials of models whose cooldown ended), recorded like any attempt.
 //!
@@ -40,6 +42,7 @@ mod racers;
 pub(crate) mod rank;
 mod refusal;
 mod router;
+mod status;
 pub(crate) mod trim;
 
 pub(crate) use attempt::{Committed, Delivery, Recorder, Served};
@@ -49,6 +52,7 @@ pub(crate) use failover::Ask;
 pub(crate) use live::LIVE_WINDOW;
 pub(crate) use refusal::Refused;
 pub(crate) use router::{NamedIn, Parts, Route, Router};
+pub(crate) use status::{Budget, Evidence, EvidenceFrom, ModelStatus};
 
 #[cfg(test)]
 mod script;

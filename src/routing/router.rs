@@ -83,6 +83,8 @@ pub(crate) struct Router {
     /// What was spent and is left, per provider, model and key; which key goes next.
     pub ledger: Ledger,
     pub history: History,
+    /// Counts of finished requests for `/metrics`.
+    pub metrics: crate::state::metrics::Metrics,
     /// The model and key each conversation keeps (`None`: affinity is off).
     pub affinity: Option<Affinity>,
     pub failover: FailoverConfig,
@@ -135,8 +137,10 @@ impl Router {
     pub fn new(p: Parts<'_>) -> Router {
         let pool = Candidates::new(p.catalog, p.keys, p.session_id, &p.secrets);
         let evidence = Evidence::new(pool.all().map(Candidate::key), p.bench);
+        let metrics = crate::state::metrics::Metrics::new(pool.all().map(Candidate::key));
         let cfg = p.config;
         Router {
+            metrics,
             pool,
             sets: cfg.sets.clone(),
             active_set: cfg.active_set.clone(),
@@ -303,6 +307,7 @@ impl Router {
     /// its model name or request id.
     pub(crate) fn complete(&self, mut trace: Trace, started: Instant) {
         trace.wall_ms = started.elapsed().as_millis() as u64;
+        self.metrics.record(&trace);
         trace.redact(&self.secrets);
         self.history.push(trace);
     }

@@ -40,6 +40,21 @@ pub(crate) enum SkipReason {
 }
 
 impl SkipReason {
+    /// Every reason, in declaration order (`ALL[r as usize] == r`).
+    pub(crate) const ALL: [SkipReason; 11] = [
+        SkipReason::MissingKey,
+        SkipReason::ProviderBlocked,
+        SkipReason::CircuitOpen,
+        SkipReason::QuotaPaused,
+        SkipReason::ContextTooSmall,
+        SkipReason::Stale,
+        SkipReason::OverloadPaused,
+        SkipReason::QuotaBudget,
+        SkipReason::KeyRejected,
+        SkipReason::ModelNotFound,
+        SkipReason::ProviderNotice,
+    ];
+
     /// Its name in history, headers and `x-fcm-v2-affinity` (as serialised).
     pub(crate) fn as_str(self) -> &'static str {
         match self {
@@ -153,6 +168,17 @@ pub(crate) enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, in declaration order (`ALL[o as usize] == o`).
+    pub(crate) const ALL: [Outcome; 7] = [
+        Outcome::Served,
+        Outcome::AllFailed,
+        Outcome::ClientError,
+        Outcome::Rejected,
+        Outcome::StreamFailedAfterContent,
+        Outcome::Continued,
+        Outcome::ClientAborted,
+    ];
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Outcome::Served => "served",
@@ -328,6 +354,9 @@ pub(crate) struct HistoryFile {
 /// The ring of recent requests of a running server.
 pub struct History {
     ring: Mutex<VecDeque<Trace>>,
+    /// Entries ever pushed (those loaded at start included): the newest entry's sequence
+    /// number, so a reader asks for what came after the last one it saw.
+    pushed: AtomicU64,
     dirty: AtomicBool,
 }
 
@@ -338,6 +367,7 @@ impl History {
             ring.pop_front();
         }
         History {
+            pushed: AtomicU64::new(ring.len() as u64),
             ring: Mutex::new(ring),
             dirty: AtomicBool::new(false),
         }
@@ -349,7 +379,27 @@ impl History {
             ring.pop_front();
         }
         ring.push_back(trace);
+        // Under the lock, so the numbers of the entries in the ring are consecutive.
+        self.pushed.fetch_add(1, Ordering::Release);
         self.dirty.store(true, Ordering::Release);
+    }
+
+    /// The entries after sequence number `seq` (at most the last `max` of them), oldest
+    /// first, each with its number; and the newest number (0: none yet).
+    pub(crate) fn since(&self, seq: u64, max: usize) -> (u64, Vec<(u64, Trace)>) {
+        let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        let newest = self.pushed.load(Ordering::Acquire);
+        let first = newest + 1 - ring.len() as u64;
+        let skip = ring
+            .len()
+            .saturating_sub(newest.saturating_sub(seq).min(max as u64) as usize);
+        let entries = ring
+            .iter()
+            .enumerate()
+            .skip(skip)
+            .map(|(i, t)| (first + i as u64, t.clone()))
+            .collect();
+        (newest, entries)
     }
 
     /// The last `n` entries, oldest first.
@@ -553,6 +603,37 @@ mod tests {
         raced.attempts[1].raced_out = true;
         let s = summarize(&[raced]);
         assert_eq!((s.failover_pct, s.avg_attempts), (0.0, 2.0));
+    }
+
+    #[test]
+    fn entries_since_a_sequence_number() {
+        let h = History::new(HistoryFile {
+            version: 1,
+            entries: vec![Trace::new("old", "fcm", false)],
+        });
+        assert_eq!(h.since(0, 10).0, 1, "a loaded entry has a number too");
+        for i in 0..5 {
+            h.push(Trace::new(&i.to_string(), "fcm", false));
+        }
+        let ids = |(_, e): (u64, Vec<(u64, Trace)>)| {
+            e.into_iter()
+                .map(|(n, t)| format!("{n}:{}", t.id))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(h.since(4, 10)), ["5:3", "6:4"]);
+        assert_eq!(ids(h.since(0, 2)), ["5:3", "6:4"], "at most the last `max`");
+        assert!(ids(h.since(6, 10)).is_empty());
+        assert_eq!(
+            ids(h.since(99, 10)),
+            Vec::<String>::new(),
+            "a number from a restarted server"
+        );
+        for i in 0..HISTORY_LEN {
+            h.push(Trace::new(&format!("n{i}"), "fcm", false));
+        }
+        let (newest, e) = h.since(0, usize::MAX);
+        assert_eq!((newest, e.len()), (6 + HISTORY_LEN as u64, HISTORY_LEN));
+        assert_eq!(e[0].0, 7, "the ring's oldest entry keeps its number");
     }
 
     #[test]
