@@ -1,6 +1,7 @@
 //! `fcm serve` and the hold buffer as a client meets them: streams read in awkward pieces
 //! reach the client whole in every validation mode, an event far over the buffer cap is
-//! passed on in full, and a stream that breaks after commit is recorded as a failure.
+//! passed on in full, and a stream that breaks after commit is recorded as a failure
+//! (and finished by the next model: see `broken_streams`).
 
 mod support;
 
@@ -145,14 +146,19 @@ fn a_stream_broken_after_commit_is_a_recorded_failure() {
                 format!("p/{top}!served|p/{top}:200|skips=0"),
                 "{model}: committed before it broke"
             );
-            assert_eq!(text(&r.body), said, "{model}: what came before the break");
+            // What came before the break, then the next model's continuation of it.
+            let got = text(&r.body);
+            assert!(
+                got.starts_with(said) && got.len() > said.len(),
+                "{model}: {got}"
+            );
             assert!(
                 r.body.trim_end().ends_with("data: [DONE]"),
-                "{model}: ends cleanly"
+                "{model}: ends cleanly, once finished"
             );
             let h = s.history();
             let last = h.last().unwrap();
-            assert_eq!(last["outcome"], "stream_failed_after_content", "{model}");
+            assert_eq!(last["outcome"], "continued", "{model}");
             assert_eq!(
                 (
                     last["attempts"][0]["status"].as_u64(),

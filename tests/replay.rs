@@ -971,6 +971,7 @@ fn replay(
         }
         Outcome::Answer => false,
     };
+    let continued;
     let expected = if fails_over {
         let want = format!(
             "{PROVIDER}/{FALLBACK}!served|{PROVIDER}/{}:",
@@ -988,7 +989,19 @@ fn replay(
         if !decision.starts_with(&want) {
             wrong.push(format!("served by: want {want:?}…, decision {decision:?}"));
         }
-        meaning
+        if meaning.outcome == Outcome::ErrorAfterContent && meaning.calls.is_empty() {
+            // Broken off in text or reasoning, not inside a call: the next model finishes
+            // the answer in the same stream.
+            continued = Meaning {
+                text: format!("{}{}", meaning.text, fallback.text),
+                reasoning: format!("{}{}", meaning.reasoning, fallback.reasoning),
+                calls: fallback.calls.clone(),
+                outcome: Outcome::Answer,
+            };
+            &continued
+        } else {
+            meaning
+        }
     };
     judge(expected, &seen, protocol, sample.stream, &mut wrong);
     wrong

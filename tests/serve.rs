@@ -540,14 +540,16 @@ fn timeouts_from_config_take_effect() {
     }
     drop(s);
 
-    // streamStallTimeoutMs: content, then silence: the stream is closed cleanly.
+    // streamStallTimeoutMs: content, then silence: with no other model to finish it, the
+    // client is told the answer broke off (an error frame, never `[DONE]`).
     let w = World::new();
     ordered(&w, &fake.base_url(), &["stall_after_content:8000"]);
     config(&w, json!({"streamStallTimeoutMs": 1000}));
     let s = w.serve(&[]);
     let r = s.chat("fcm", true);
     assert!(r.body.contains("Hello from stall_after_content:8000."));
-    assert!(r.body.trim_end().ends_with("data: [DONE]"));
+    assert!(r.body.contains("\"code\":\"stream_broken\""), "{}", r.body);
+    assert!(!r.body.contains("data: [DONE]"));
     let last = s.history().last().unwrap().clone();
     assert_eq!(last["outcome"], "stream_failed_after_content");
     assert_eq!(

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::answers::classify::{classify_http, classify_transport, FailureKind, Verdict};
 use crate::answers::failure::{failure, one_line, Failure};
-use crate::answers::gate::{check_payload, AnswerStats, ContentValidation, GateReject};
+use crate::answers::gate::{check_answer, AnswerStats, ContentValidation, GateReject};
 use crate::answers::limits::Limits;
 use crate::answers::notice::only_a_notice;
 use crate::providers::catalog::ApiKey;
@@ -153,24 +153,7 @@ fn judge(
         }
         return Ok(Answer::Stream(Box::new(open)));
     }
-    let answer = read_full(incoming, target, limits, started)?;
-    if let Answer::Full {
-        parsed: Some(v),
-        status,
-        ..
-    } = &answer
-    {
-        let notice = v
-            .pointer("/choices/0/message")
-            .filter(|_| limits.validation == ContentValidation::Strict)
-            .and_then(|m| only_a_notice([m], &target.notices));
-        if let Some(notice) = notice {
-            let mut f = notice_failure(target, &notice, started);
-            f.status = Some(*status);
-            return Err(f);
-        }
-    }
-    Ok(answer)
+    read_full(incoming, target, limits, started)
 }
 
 /// The provider notice a stream said before it was committed, when that is all it said: the
@@ -236,7 +219,12 @@ fn read_full(
         let detail = format!("answer larger than {} MiB", limits.max_body / (1024 * 1024));
         return Err(failure(v, Some(status), detail, started));
     }
-    let gate = check_payload(&body, limits.validation, limits.tools.as_deref());
+    let gate = check_answer(
+        &body,
+        limits.validation,
+        limits.tools.as_deref(),
+        &target.notices,
+    );
     let gate = match gate {
         Err(r)
             if r.kind == FailureKind::InvalidJson

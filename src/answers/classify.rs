@@ -251,16 +251,24 @@ pub fn kind_from_wording(text: &str) -> Option<FailureKind> {
 
 /// True when a body is an HTML page (a maintenance or login page) rather than an API answer.
 pub fn looks_like_html(content_type: Option<&str>, body: &[u8]) -> bool {
-    if content_type.is_some_and(|c| c.to_ascii_lowercase().contains("text/html")) {
+    let html = b"text/html";
+    if content_type.is_some_and(|c| {
+        c.as_bytes()
+            .windows(html.len())
+            .any(|w| w.eq_ignore_ascii_case(html))
+    }) {
         return true;
     }
-    let start: Vec<u8> = body
+    let at = body
         .iter()
-        .skip_while(|b| b.is_ascii_whitespace())
-        .take(15)
-        .map(|b| b.to_ascii_lowercase())
-        .collect();
-    start.starts_with(b"<!doctype html") || start.starts_with(b"<html")
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(body.len());
+    let starts = |tag: &[u8]| {
+        body[at..]
+            .get(..tag.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(tag))
+    };
+    starts(b"<!doctype html") || starts(b"<html")
 }
 
 /// Reads `Retry-After`: delta seconds or an HTTP date, relative to `now`.
@@ -346,7 +354,15 @@ pub fn classify_http(
             Some(FailureKind::QuotaExhausted) => FailureKind::QuotaExhausted,
             _ => FailureKind::RateLimit,
         },
-        _ if worded.is_some() && gate_kind != Some(FailureKind::EmptyStream) => worded.unwrap(),
+        // A notice says "quota" or "credits" in the provider's words, not as an error.
+        _ if worded.is_some()
+            && !matches!(
+                gate_kind,
+                Some(FailureKind::EmptyStream | FailureKind::ProviderNotice)
+            ) =>
+        {
+            worded.unwrap()
+        }
         _ if html => FailureKind::HtmlMaintenance,
         408 => FailureKind::Timeout,
         413 => FailureKind::ContextOverflow,

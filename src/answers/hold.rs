@@ -187,6 +187,13 @@ impl HoldBuffer {
             };
             return self.fail(reject);
         }
+        if self.tracker.ended_unfinished() {
+            let reject = GateReject {
+                kind: FailureKind::NetworkError,
+                detail: "stream ended without a finish_reason or [DONE]".into(),
+            };
+            return self.fail(reject);
+        }
         let step = match self.state {
             // Everything arrived while holding: commit all of it; the caller sees the end next.
             HoldState::Holding => HoldStep::Commit {
@@ -400,7 +407,7 @@ mod tests {
         let streams = [
             format!(": ping\n\n{ROLE}{TEXT}{TEXT}{DONE}"),
             format!("{ROLE}{TEXT}{TEXT}{err}{TEXT}"),
-            format!("{TEXT}data: {{\"choices\":[{{\"delta\":{{\"content\":\"end\"}}}}]}}"),
+            format!("{TEXT}data: {{\"choices\":[{{\"delta\":{{\"content\":\"end\"}},\"finish_reason\":\"stop\"}}]}}"),
         ];
         for input in &streams {
             for size in 1..input.len() {
@@ -619,10 +626,46 @@ mod tests {
         // Content only in an unterminated last frame: committed at the end.
         let st = steps(
             &mut b,
-            "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"x\"},\"finish_reason\":\"stop\"}]}",
             1000,
         );
         assert!(matches!(st[0], HoldStep::Commit { .. }), "{st:?}");
+        assert_eq!(b.on_end(), HoldStep::End);
+    }
+
+    #[test]
+    fn a_stream_that_ends_without_saying_so_was_cut() {
+        // Content, then the connection ends: no finish_reason, no [DONE].
+        let mut b = HoldBuffer::new(Strict);
+        assert!(matches!(
+            b.on_bytes(format!("{ROLE}{TEXT}").as_bytes()),
+            HoldStep::Commit { .. }
+        ));
+        assert!(matches!(
+            b.on_end(),
+            HoldStep::Fail {
+                reject: GateReject {
+                    kind: FailureKind::NetworkError,
+                    ..
+                },
+                ..
+            }
+        ));
+        // Either word of the provider's is an end: [DONE] alone, or finish_reason alone.
+        for end in [
+            DONE.to_string(),
+            "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n".to_string(),
+        ] {
+            let mut b = HoldBuffer::new(Strict);
+            assert!(matches!(
+                b.on_bytes(format!("{ROLE}{TEXT}{end}").as_bytes()),
+                HoldStep::Commit { .. }
+            ));
+            assert_eq!(b.on_end(), HoldStep::End, "{end}");
+        }
+        // With validation off nothing is judged.
+        let mut b = HoldBuffer::new(ContentValidation::Off);
+        b.on_bytes(format!("{ROLE}{TEXT}").as_bytes());
         assert_eq!(b.on_end(), HoldStep::End);
     }
 }

@@ -3,7 +3,8 @@
 //! whether a 2xx answer carries content and runnable tool calls (`toolcall`), with
 //! reasoning (`reasoning`) and tool calls written as text (`textcalls`) told apart; a
 //! stream is held (`hold`) until it proves useful and then owned by `stream`; failures
-//! get a kind and a verdict (`classify`, `failure`).
+//! get a kind and a verdict (`classify`, `failure`). `path` reads a field deep in an
+//! answer.
 //!
 //! Nothing here knows which model should be tried, nor keeps anything between calls
 //! (that is `routing` and `state`), nor speaks a client's protocol (that is `protocol`).
@@ -15,6 +16,7 @@ pub(crate) mod gate;
 pub(crate) mod hold;
 pub(crate) mod limits;
 pub(crate) mod notice;
+pub(crate) mod path;
 pub(crate) mod readers;
 pub(crate) mod reasoning;
 pub mod sse;

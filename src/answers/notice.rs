@@ -54,15 +54,35 @@ pub const DEFAULT_PHRASES: &[&str] = &[
 /// without case).
 pub fn is_notice(text: &str, phrases: &[String]) -> bool {
     let text = text.trim();
-    if text.is_empty() || text.chars().count() > MAX_NOTICE_CHARS {
+    // Every answer passes here: most are long, or a word without a space (each default
+    // phrase has one), and are done with before a copy is made.
+    if text.is_empty() || text.len() > MAX_NOTICE_CHARS * 4 {
         return false;
     }
-    let lower = text.to_lowercase();
-    DEFAULT_PHRASES.iter().any(|p| lower.contains(p))
+    if !text.contains(' ') && phrases.iter().all(|p| p.contains(' ')) {
+        return false;
+    }
+    if text.chars().count() > MAX_NOTICE_CHARS {
+        return false;
+    }
+    DEFAULT_PHRASES.iter().any(|p| says(text, p))
         || phrases
             .iter()
             .filter(|p| !p.trim().is_empty())
-            .any(|p| lower.contains(&p.to_lowercase()))
+            .any(|p| says(text, p))
+}
+
+/// Whether `text` holds `phrase`, without case. An ASCII phrase (every default one) is
+/// looked for in place; any other is compared on lower-cased copies.
+fn says(text: &str, phrase: &str) -> bool {
+    if phrase.is_ascii() {
+        let phrase = phrase.as_bytes();
+        return text
+            .as_bytes()
+            .windows(phrase.len())
+            .any(|w| w.eq_ignore_ascii_case(phrase));
+    }
+    text.to_lowercase().contains(&phrase.to_lowercase())
 }
 
 /// The notice a chat message or stream deltas (each `choices[0]`'s `delta` or `message`)

@@ -137,6 +137,7 @@ fn call(name: &str, arguments: Option<&Value>) -> Option<ToolCall> {
     (!name.is_empty()).then(|| ToolCall {
         name: name.to_string(),
         arguments,
+        id: String::new(),
     })
 }
 
@@ -167,6 +168,7 @@ mod tests {
             .map(|(n, a)| ToolCall {
                 name: n.to_string(),
                 arguments: a.to_string(),
+                id: String::new(),
             })
             .collect()
     }

@@ -7,13 +7,17 @@
 
 use std::collections::HashMap;
 
+use crate::answers::path::Lookup;
 use serde_json::Value;
 
 /// One tool call assembled from stream deltas.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ToolCall {
     pub name: String,
     pub arguments: String,
+    /// The provider's id for it (empty when it sent none): what it said about the call is
+    /// kept under the id the client is given instead (see `routing::carry`).
+    pub id: String,
 }
 
 /// Tool calls assembled from chat stream deltas, in the order they started. A delta joins
@@ -33,11 +37,11 @@ impl ToolCalls {
             .filter(|s| !s.is_empty())
             .map(str::to_string);
         let name = delta
-            .pointer("/function/name")
+            .at("/function/name")
             .and_then(Value::as_str)
             .unwrap_or("");
         let args = delta
-            .pointer("/function/arguments")
+            .at("/function/arguments")
             .and_then(Value::as_str)
             .unwrap_or("");
         let existing = self.calls.iter_mut().rev().find(|(i, _, _)| *i == index);
@@ -49,14 +53,7 @@ impl ToolCalls {
                 call
             }
             _ => {
-                self.calls.push((
-                    index,
-                    id,
-                    ToolCall {
-                        name: String::new(),
-                        arguments: String::new(),
-                    },
-                ));
+                self.calls.push((index, id, ToolCall::default()));
                 &mut self.calls.last_mut().expect("just pushed").2
             }
         };
@@ -70,7 +67,10 @@ impl ToolCalls {
     pub fn take(&mut self) -> Vec<ToolCall> {
         std::mem::take(&mut self.calls)
             .into_iter()
-            .map(|(_, _, c)| c)
+            .map(|(_, id, c)| ToolCall {
+                id: id.unwrap_or_default(),
+                ..c
+            })
             .collect()
     }
 }
@@ -92,7 +92,7 @@ impl Offered {
                 let f = t.get("function")?;
                 let name = f.get("name")?.as_str()?.to_string();
                 let required = f
-                    .pointer("/parameters/required")
+                    .at("/parameters/required")
                     .and_then(Value::as_array)
                     .map(|r| {
                         r.iter()
@@ -178,11 +178,13 @@ mod tests {
             vec![
                 ToolCall {
                     name: "Bash".into(),
-                    arguments: "{\"command\":\"ls\"}".into()
+                    arguments: "{\"command\":\"ls\"}".into(),
+                    id: "c1".into(),
                 },
                 ToolCall {
                     name: "Read".into(),
-                    arguments: "{\"path\":\"a\"}".into()
+                    arguments: "{\"path\":\"a\"}".into(),
+                    id: "c2".into(),
                 },
             ]
         );

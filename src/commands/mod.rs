@@ -20,6 +20,7 @@ pub(crate) mod service;
 pub(crate) mod sets;
 pub(crate) mod status;
 pub(crate) mod stop;
+pub(crate) mod top;
 pub(crate) mod usage;
 
 use std::path::PathBuf;

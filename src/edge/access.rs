@@ -81,7 +81,7 @@ pub(crate) fn admit(
 
 /// A stop request with the stop key.
 fn is_stop(head: &Head, stop_key: &str) -> bool {
-    head.method == "POST"
+    head.method() == "POST"
         && head.path() == STOP_PATH
         && head
             .header(STOP_KEY_HEADER)
@@ -172,10 +172,9 @@ fn same_secret(given: &str, secret: &str) -> bool {
 pub fn random_token(prefix: &str, bytes: usize) -> Result<String, getrandom::Error> {
     let mut buf = vec![0u8; bytes];
     getrandom::getrandom(&mut buf)?;
-    Ok(buf.iter().fold(prefix.to_string(), |mut s, b| {
-        s.push_str(&format!("{b:02x}"));
-        s
-    }))
+    let mut token = prefix.to_string();
+    crate::hex::push_hex(&mut token, &buf);
+    Ok(token)
 }
 
 #[cfg(test)]

@@ -46,7 +46,7 @@ body{{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fafa
 h1{{font-size:20px;margin:0 0 4px}}h2{{font-size:16px;margin:24px 0 8px}}.meta{{color:#666}}\
 table{{border-collapse:collapse;background:#fff;width:100%}}td,th{{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}}\
 th{{background:#f0f0f0}}svg{{display:block}}.bar{{background:#eee;width:160px;height:10px;display:inline-block;vertical-align:middle;margin-right:6px}}.bar i{{display:block;height:10px;background:#1a7f37}}.bar i.hi{{background:#cf222e}}.CLOSED{{color:#1a7f37}}.DEGRADED{{color:#9a6700}}.HALF_OPEN{{color:#0969da}}.OPEN{{color:#cf222e;font-weight:bold}}\
-.served{{color:#1a7f37}}.all_failed,.stream_failed_after_content{{color:#cf222e}}code{{font-size:12px}}\
+.served,.continued{{color:#1a7f37}}.all_failed,.stream_failed_after_content{{color:#cf222e}}code{{font-size:12px}}\
 </style></head><body><h1>fcm serve</h1><div class=\"meta\">{} · listening on {} · up {} · {} routable models · {} in flight · reloads every {REFRESH_SECS} s</div>",
         esc(summary.version),
         esc(&summary.address),

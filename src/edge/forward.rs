@@ -1,10 +1,16 @@
 //! A committed stream forwarded to its client: each event the upstream stream hands out is
 //! shaped for the client's protocol (`protocol::StreamShape`, from the chunks the gate
-//! already parsed) and written through a [`ClientSink`]; the client's stream ends cleanly
-//! however the upstream's ends, and the end is handed back to be recorded.
+//! already parsed) and written through a [`ClientSink`]. A stream that ends is ended for
+//! the client; one that breaks after content is left open ([`Pumped::Broke`]), so that
+//! another model's continuation can follow in the same answer, or the client can be told
+//! in its own protocol that the answer broke off ([`Relay::fail`]): never a clean finish.
 
+use serde_json::Value;
+
+use crate::answers::failure::Failure;
 use crate::answers::stream::{OpenStream, StreamEnd, StreamItem};
-use crate::protocol::StreamShape;
+use crate::protocol::{self, StreamShape};
+use crate::routing::carry::Carried;
 
 /// The client's side of a stream: the HTTP edge frames and writes the bytes.
 pub(crate) trait ClientSink {
@@ -15,43 +21,154 @@ pub(crate) trait ClientSink {
     fn end(&mut self, bytes: &[u8]);
 }
 
-/// Forwards `stream` to `client` in `shape` until it ends, breaks or the client leaves.
-pub(crate) fn forward(
-    stream: &mut OpenStream,
-    client: &mut dyn ClientSink,
-    mut shape: StreamShape,
-) -> StreamEnd {
-    let shape = &mut shape.redacted(stream.secrets().clone());
-    let held = std::mem::take(&mut stream.held);
-    let mut first = shape.start();
-    first.extend(shape.shape(held, stream.take_chunks()));
-    if !client.send(&first) {
-        return StreamEnd::ClientGone;
+/// What the client has been given of the answer so far.
+#[derive(Debug, Default)]
+pub(crate) struct Given {
+    /// The answer's text (not its reasoning): a continuation starts where it stops.
+    pub(crate) text: String,
+    /// A tool call had begun: a break inside one cannot be continued by another model.
+    pub(crate) call_begun: bool,
+}
+
+/// How forwarding one upstream stream came out.
+pub(crate) enum Pumped {
+    /// The client's stream was ended (the answer finished, or a tool call failed its check
+    /// at the end), or the client left.
+    Done(StreamEnd),
+    /// The upstream broke after content; the client's stream is still open.
+    Broke(Failure),
+}
+
+/// One client stream, fed by one upstream stream or, after a break, by the next model's
+/// continuation of it.
+pub(crate) struct Relay<'c> {
+    client: &'c mut dyn ClientSink,
+    shape: StreamShape,
+    given: Given,
+    /// Provider state the answer's calls carry, for the conversation's next turn.
+    carried: Carried,
+    started: bool,
+    gone: bool,
+}
+
+impl<'c> Relay<'c> {
+    pub(crate) fn new(client: &'c mut dyn ClientSink, shape: StreamShape) -> Relay<'c> {
+        Relay {
+            client,
+            shape,
+            given: Given::default(),
+            carried: Carried::default(),
+            started: false,
+            gone: false,
+        }
     }
-    loop {
-        match stream.next_item() {
-            StreamItem::Data(bytes) => {
-                let out = shape.shape(bytes, stream.take_chunks());
-                if !out.is_empty() && !client.send(&out) {
-                    return StreamEnd::ClientGone;
+
+    pub(crate) fn given(&self) -> &Given {
+        &self.given
+    }
+
+    /// The provider state of the last answer forwarded, with the ids its calls were given.
+    pub(crate) fn take_carried(&mut self) -> (Carried, protocol::CallIds) {
+        (std::mem::take(&mut self.carried), self.shape.call_ids())
+    }
+
+    /// Forwards `stream` until it ends, breaks or the client leaves.
+    pub(crate) fn pump(&mut self, stream: &mut OpenStream) -> Pumped {
+        // What a later turn needs is the state of the answer that made its calls: the last.
+        self.carried = Carried::default();
+        let secrets = stream.secrets().clone();
+        let held = std::mem::take(&mut stream.held);
+        let chunks = stream.take_chunks();
+        self.observe(&chunks);
+        let shape = &mut self.shape.redacted(secrets);
+        let mut first = if self.started {
+            Vec::new()
+        } else {
+            shape.start()
+        };
+        self.started = true;
+        first.extend(shape.shape(held, chunks));
+        if !first.is_empty() && !self.client.send(&first) {
+            self.gone = true;
+            return Pumped::Done(StreamEnd::ClientGone);
+        }
+        loop {
+            let item = stream.next_item();
+            let chunks = stream.take_chunks();
+            observe(&mut self.given, &mut self.carried, &chunks);
+            match item {
+                StreamItem::Data(bytes) => {
+                    let out = shape.shape(bytes, chunks);
+                    if !out.is_empty() && !self.client.send(&out) {
+                        self.gone = true;
+                        return Pumped::Done(StreamEnd::ClientGone);
+                    }
+                }
+                StreamItem::End => {
+                    self.client.end(&shape.finish(None));
+                    if let Some(f) = stream.tool_failure() {
+                        return Pumped::Done(StreamEnd::Failed(f));
+                    }
+                    return Pumped::Done(StreamEnd::Complete {
+                        completion_tokens: stream.stats().completion_tokens,
+                    });
+                }
+                StreamItem::Failed(f, tail) => {
+                    let out = shape.shape(tail, chunks);
+                    if !out.is_empty() && !self.client.send(&out) {
+                        self.gone = true;
+                    }
+                    return Pumped::Broke(f);
                 }
             }
-            StreamItem::End => {
-                client.end(&shape.finish(None));
-                if let Some(f) = stream.tool_failure() {
-                    return StreamEnd::Failed(f);
-                }
-                return StreamEnd::Complete {
-                    completion_tokens: stream.stats().completion_tokens,
-                };
-            }
-            StreamItem::Failed(f, tail) => {
-                // Content already reached the client: end its stream cleanly.
-                let mut last = shape.shape(tail, stream.take_chunks());
-                last.extend(shape.finish(Some(&f.detail)));
-                client.end(&last);
-                return StreamEnd::Failed(f);
-            }
+        }
+    }
+
+    /// A continuation that came as a whole answer (its provider ignored `stream: true`):
+    /// its chunks go out, and the client's stream ends.
+    pub(crate) fn whole(&mut self, v: &Value, secrets: std::sync::Arc<crate::secrets::Secrets>) {
+        let chunks = protocol::chunks_from_completion(v);
+        self.carried = Carried::of_answer(v);
+        let shape = &mut self.shape.redacted(secrets);
+        let mut bytes = shape.shape(protocol::chat_events(&chunks), chunks);
+        bytes.extend(shape.finish(None));
+        self.client.end(&bytes);
+    }
+
+    /// The client still reads the answer.
+    pub(crate) fn client_here(&self) -> bool {
+        !self.gone
+    }
+
+    /// Ends the client's stream after a break, as its protocol says a failed answer ends
+    /// (an `error` frame or event, `response.failed`), with `detail` (secrets removed).
+    pub(crate) fn fail(&mut self, detail: &str, secrets: std::sync::Arc<crate::secrets::Secrets>) {
+        let shape = &mut self.shape.redacted(secrets);
+        let bytes = shape.finish(Some(detail));
+        self.client.end(&bytes);
+    }
+
+    fn observe(&mut self, chunks: &[Value]) {
+        observe(&mut self.given, &mut self.carried, chunks);
+    }
+}
+
+/// Notes what `chunks` give the client: text, the start of a call, provider state.
+fn observe(given: &mut Given, carried: &mut Carried, chunks: &[Value]) {
+    for chunk in chunks {
+        carried.observe(chunk);
+        let Some(delta) = chunk.pointer("/choices/0/delta") else {
+            continue;
+        };
+        if let Some(Value::String(text)) = delta.get("content") {
+            given.text.push_str(text);
+        }
+        if delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .is_some_and(|calls| !calls.is_empty())
+        {
+            given.call_begun = true;
         }
     }
 }

@@ -60,6 +60,19 @@ pub enum Behavior {
     Garbage(usize),
     /// Streams some content, then stalls for this long before finishing.
     StallAfterContent(Duration),
+    /// Some text, then `finish_reason: length`: the answer was cut at `max_tokens`.
+    CutAtLength,
+    /// Streams some content, then drops the connection in the middle of the body.
+    DropAfterContent,
+    /// Streams some content and ends the body cleanly, but never says the answer is over
+    /// (no `finish_reason`, no `[DONE]`).
+    EndsWithoutFinish,
+    /// Gemini 3's tool calls: each carries a thought signature that must come back on the
+    /// next turn, or the request is refused (400). See `signatures`.
+    SignedToolTurns,
+    /// Answers the rest of an answer another model began: the text it was given as the
+    /// assistant's turn, said back after `continued: `, so a test can see what it got.
+    Continues,
     /// Waits this long, then answers 500.
     SlowFail(Duration),
     /// An agent's turn: calls the client's shell tool (`Bash`, `exec_command`,
@@ -233,6 +246,11 @@ impl Behavior {
             "tool_calls_only" => Behavior::ToolCallsOnly,
             "garbage" => Behavior::Garbage(param.unwrap_or(5 * 1024 * 1024) as usize),
             "stall_after_content" => Behavior::StallAfterContent(ms(5000)),
+            "drop_after_content" => Behavior::DropAfterContent,
+            "cut_at_length" => Behavior::CutAtLength,
+            "ends_without_finish" => Behavior::EndsWithoutFinish,
+            "signed_tool_turns" => Behavior::SignedToolTurns,
+            "continues" => Behavior::Continues,
             "slow_fail" => Behavior::SlowFail(ms(300)),
             "long_stream" => Behavior::LongStream(ms(10_000)),
             "tool_round_trip" => Behavior::ToolRoundTrip,

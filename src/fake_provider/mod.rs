@@ -15,6 +15,7 @@ mod behavior;
 mod rate_limits;
 mod respond;
 mod server;
+mod signatures;
 mod state;
 mod thinking;
 mod tools;

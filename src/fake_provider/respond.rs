@@ -361,6 +361,42 @@ pub(super) fn respond(
             w.data(&chunk(&id, &model, json!({}), Some("stop")))?;
             w.done()
         }
+        Behavior::DropAfterContent | Behavior::EndsWithoutFinish => {
+            let mut w = SseWriter::start(out);
+            w.data(&chunk(&id, &model, json!({"role": "assistant", "content": "Partial answer from "}), None))?;
+            w.data(&chunk(&id, &model, json!({"content": model}), None))?;
+            std::thread::sleep(Duration::from_millis(100));
+            if behavior == Behavior::DropAfterContent {
+                // The chunked body never ends: the connection closes mid-answer.
+                return Ok(false);
+            }
+            w.end_body()
+        }
+        Behavior::CutAtLength if !stream => completion(
+            out,
+            &id,
+            &model,
+            json!({"role": "assistant", "content": "The first half of a long answer"}),
+            "length",
+        ),
+        Behavior::CutAtLength => stream_deltas(
+            out,
+            &id,
+            &model,
+            [json!({"content": "The first half "}), json!({"content": "of a long answer"})],
+            "length",
+        ),
+        Behavior::SignedToolTurns => super::signatures::signed_turn(out, &id, &model, stream, &body),
+        Behavior::Continues => {
+            let messages = body.get("messages").and_then(Value::as_array);
+            let before = messages
+                .and_then(|m| m.iter().rev().nth(1))
+                .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+                .and_then(|m| m.get("content").and_then(Value::as_str))
+                .unwrap_or("");
+            let text = format!(" and the rest (continued: {} chars)", before.chars().count());
+            ok_answer(out, &id, &model, &text, stream, usage, Duration::ZERO)
+        }
         Behavior::CallsOfferedTool => offered_tool_answer(out, &said_ok, &body, ToolMove::Call),
         Behavior::DescribesOfferedTool => offered_tool_answer(out, &said_ok, &body, ToolMove::Describe),
         Behavior::BreaksOfferedTool => offered_tool_answer(out, &said_ok, &body, ToolMove::Break),

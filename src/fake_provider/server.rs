@@ -150,9 +150,12 @@ fn read_request(reader: &mut BufReader<TcpStream>, out: &mut TcpStream) -> Optio
         crate::edge::http::read_request(reader, out, MAX_REQUEST).ok()?;
     Some(RecordedRequest {
         keep_alive: head.keep_alive,
-        method: head.method,
-        path: head.target,
-        headers: head.headers,
+        method: head.method().to_string(),
+        path: head.target().to_string(),
+        headers: head
+            .headers()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
         body,
         at: Instant::now(),
     })

@@ -66,6 +66,14 @@ impl<'a> SseWriter<'a> {
         self.out.write_all(&bytes)
     }
 
+    /// Ends the body without `[DONE]`.
+    pub(super) fn end_body(mut self) -> io::Result<bool> {
+        self.pending
+            .extend_from_slice(crate::edge::http::LAST_CHUNK);
+        self.flush()?;
+        Ok(true)
+    }
+
     pub(super) fn done(mut self) -> io::Result<bool> {
         self.raw("data: [DONE]\n\n")?;
         self.pending

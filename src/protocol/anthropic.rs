@@ -8,7 +8,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_usage, new_id, take, take_string, BadRequest};
+use super::errors::BadRequest;
+use super::wire::{chat_usage, new_id, take, take_string, CallIds};
+use crate::answers::path::Lookup;
 
 /// Text of a `content` that is a string or an array of text blocks (moved, not copied).
 fn text_of(content: Value) -> String {
@@ -199,10 +201,8 @@ fn user_messages(content: Value, out: &mut Vec<Value>) {
                 parts.push(json!({"type": "text", "text": take_string(&mut b, "text")}))
             }
             Some("image") => parts.extend(image_part(&b)),
-            Some("document")
-                if b.pointer("/source/type").and_then(Value::as_str) == Some("text") =>
-            {
-                if let Some(Value::String(t)) = b.pointer_mut("/source/data").map(Value::take) {
+            Some("document") if b.at("/source/type").and_then(Value::as_str) == Some("text") => {
+                if let Some(Value::String(t)) = b.at_mut("/source/data").map(Value::take) {
                     parts.push(json!({"type": "text", "text": t}));
                 }
             }
@@ -242,8 +242,14 @@ pub(crate) fn thinking_signature() -> String {
 
 /// A chat completion JSON as a Messages object: reasoning (any field, or a leading
 /// `<think>` block) as a `thinking` block first, then the text, then the tool calls.
+#[cfg(test)]
 pub fn from_chat(chat: &Value, model: &str) -> Value {
-    let choice = chat.pointer("/choices/0").cloned().unwrap_or(Value::Null);
+    from_chat_ids(chat, model, &mut CallIds::default())
+}
+
+/// [`from_chat`], noting the ids given to the provider's calls in `ids`.
+pub(crate) fn from_chat_ids(chat: &Value, model: &str, ids: &mut CallIds) -> Value {
+    let choice = chat.at("/choices/0").cloned().unwrap_or(Value::Null);
     let msg = choice.get("message").cloned().unwrap_or(Value::Null);
     let mut content = Vec::new();
     let said = crate::answers::reasoning::parts(&msg);
@@ -265,10 +271,9 @@ pub fn from_chat(chat: &Value, model: &str) -> Value {
     {
         content.push(json!({
             "type": "tool_use",
-            // Fresh ids: providers repeat theirs (`call_1` every turn) or send none.
-            "id": new_id("toolu_"),
-            "name": call.pointer("/function/name").cloned().unwrap_or(json!("")),
-            "input": tool_input(call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or("")),
+            "id": ids.mint("toolu_", call.get("id").and_then(Value::as_str).unwrap_or("")),
+            "name": call.at("/function/name").cloned().unwrap_or(json!("")),
+            "input": tool_input(call.at("/function/arguments").and_then(Value::as_str).unwrap_or("")),
         }));
     }
     let has_tools = content.iter().any(|c| c["type"] == "tool_use");

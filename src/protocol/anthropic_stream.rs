@@ -7,9 +7,11 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::anthropic::{stop_reason, thinking_signature};
-use super::{chat_delta, new_id, sse_event, StreamTranslator, ToolCalls};
-use super::{ContentParts, ContentSplit};
+use super::content::{runnable, ContentParts, ContentSplit};
+use super::shape::StreamTranslator;
+use super::wire::{chat_delta, new_id, sse_event, CallIds};
 use crate::answers::toolcall::Offered;
+use crate::answers::toolcall::ToolCalls;
 
 /// The kind of content block that is open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +23,8 @@ enum Block {
 /// Chat stream → Messages events. Text streams as it comes; tool calls are assembled and
 /// sent as whole `tool_use` blocks at the end (only whole calls can be trusted to run).
 pub struct Translator {
+    /// The ids given to the provider's calls.
+    ids: CallIds,
     model: String,
     id: String,
     next_index: usize,
@@ -42,6 +46,7 @@ impl Translator {
         Translator {
             content: ContentSplit::new(true, tools.is_some()),
             tools,
+            ids: CallIds::default(),
             model: model.to_string(),
             id: new_id("msg_"),
             next_index: 0,
@@ -136,6 +141,10 @@ impl Translator {
 }
 
 impl StreamTranslator for Translator {
+    fn call_ids(&mut self) -> CallIds {
+        std::mem::take(&mut self.ids)
+    }
+
     fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
         self.translate_chunk(chunk, out);
     }
@@ -167,10 +176,11 @@ impl StreamTranslator for Translator {
             ));
             return out;
         }
-        let (calls, _) = super::runnable(self.calls.take(), self.tools.as_deref());
+        let (calls, _) = runnable(self.calls.take(), self.tools.as_deref());
         for call in &calls {
+            let id = self.ids.mint("toolu_", &call.id);
             let index = self.open_block(
-                json!({"type": "tool_use", "id": new_id("toolu_"), "name": call.name, "input": {}}),
+                json!({"type": "tool_use", "id": id, "name": call.name, "input": {}}),
                 &mut out,
             );
             if !call.arguments.is_empty() {

@@ -13,7 +13,9 @@ use serde_json::{json, Value};
 
 use std::sync::Arc;
 
-use super::{new_id, ContentSplit};
+use super::content::{call_value, ContentSplit};
+use super::wire::new_id;
+use crate::answers::path::Lookup;
 use crate::answers::toolcall::Offered;
 
 /// A chat stream's repairs, fed the bytes the hold buffer released and their parsed chunks.
@@ -21,7 +23,7 @@ use crate::answers::toolcall::Offered;
 pub(crate) struct ChatStream {
     /// Think tags (with `splitThinkTags`) and tool-call markup (with tools) in the content.
     content: ContentSplit,
-    calls: CallIds,
+    calls: StreamCalls,
     /// The request's tools: calls are held until the turn ends and checked.
     offered: Option<Arc<Offered>>,
     /// A finish reason was sent: a repeated finish chunk (some hosts send it twice) goes
@@ -40,13 +42,24 @@ impl ChatStream {
     pub(crate) fn new(split_think_tags: bool, offered: Option<Arc<Offered>>) -> ChatStream {
         ChatStream {
             content: ContentSplit::new(split_think_tags, offered.is_some()),
-            calls: CallIds::default(),
+            calls: StreamCalls::default(),
             finished: false,
             offered,
             held: Vec::new(),
             judged: None,
             mid_event: false,
         }
+    }
+
+    /// The ids given to the provider's calls, each with the provider's own (taken).
+    pub(crate) fn call_ids(&mut self) -> super::wire::CallIds {
+        let pairs = self
+            .calls
+            .calls
+            .iter()
+            .filter_map(|(_, given, ours)| Some((ours.clone(), given.clone()?)))
+            .collect();
+        super::wire::CallIds(pairs)
     }
 
     /// The bytes to send for released `bytes` (whose chat chunks are `chunks`).
@@ -133,13 +146,13 @@ impl ChatStream {
             .collect();
         self.judged = Some(bad.clone());
         for mut chunk in std::mem::take(&mut self.held) {
-            if let Some(Value::Array(calls)) = chunk.pointer_mut("/choices/0/delta/tool_calls") {
+            if let Some(Value::Array(calls)) = chunk.at_mut("/choices/0/delta/tool_calls") {
                 calls.retain(|c| {
                     let i = c.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
                     !bad.contains(&i)
                 });
                 if calls.is_empty() {
-                    if let Some(delta) = chunk.pointer_mut("/choices/0/delta") {
+                    if let Some(delta) = chunk.at_mut("/choices/0/delta") {
                         if let Some(obj) = delta.as_object_mut() {
                             obj.remove("tool_calls");
                         }
@@ -148,7 +161,7 @@ impl ChatStream {
             }
             self.fix_finish(&mut chunk);
             let empty = chunk
-                .pointer("/choices/0/delta")
+                .at("/choices/0/delta")
                 .and_then(Value::as_object)
                 .is_some_and(|d| d.is_empty())
                 && finish_reason(&chunk).is_none();
@@ -199,7 +212,7 @@ impl ChatStream {
     }
 
     fn repair(&mut self, chunk: &mut Value) {
-        let Some(delta) = chunk.pointer_mut("/choices/0/delta") else {
+        let Some(delta) = chunk.at_mut("/choices/0/delta") else {
             return;
         };
         flatten_content(delta);
@@ -243,12 +256,16 @@ pub(crate) fn answer(
 /// unique, and the finish reason made to match the calls that are left. Returns whether
 /// anything changed.
 pub(crate) fn normalize(v: &mut Value, split_think_tags: bool, tools: Option<&Offered>) -> bool {
-    let Some(msg) = v.pointer_mut("/choices/0/message") else {
+    let Some(msg) = v.at_mut("/choices/0/message") else {
         return false;
     };
     let mut changed = flatten_content(msg);
     let mut made = false;
-    if let Some(Value::String(content)) = msg.get("content") {
+    // Text is taken apart only for think tags or tool-call markup; otherwise left as it is.
+    let content = msg
+        .get("content")
+        .filter(|_| split_think_tags || tools.is_some());
+    if let Some(Value::String(content)) = content {
         let mut text = content.clone();
         let mut reasoning = String::new();
         if split_think_tags {
@@ -277,8 +294,8 @@ pub(crate) fn normalize(v: &mut Value, split_think_tags: bool, tools: Option<&Of
                 // taken out of text, and trivial slips to repair (empty arguments: `{}`).
                 let before = calls.len();
                 calls.retain_mut(|c| {
-                    let name = c.pointer("/function/name").and_then(Value::as_str);
-                    let args = c.pointer("/function/arguments").and_then(Value::as_str);
+                    let name = c.at("/function/name").and_then(Value::as_str);
+                    let args = c.at("/function/arguments").and_then(Value::as_str);
                     match tools.check(name.unwrap_or(""), args.unwrap_or("")) {
                         Ok(checked) => {
                             if Some(checked.as_str()) != args {
@@ -292,14 +309,12 @@ pub(crate) fn normalize(v: &mut Value, split_think_tags: bool, tools: Option<&Of
                 });
                 changed |= calls.len() != before;
             }
-            changed |= CallIds::whole(calls);
+            changed |= StreamCalls::whole(calls);
             !calls.is_empty()
         }
         _ => false,
     };
-    let finish = v
-        .pointer("/choices/0/finish_reason")
-        .and_then(Value::as_str);
+    let finish = v.at("/choices/0/finish_reason").and_then(Value::as_str);
     if !has_calls && finish == Some("tool_calls") {
         v["choices"][0]["finish_reason"] = json!("stop");
         changed = true;
@@ -312,7 +327,7 @@ pub(crate) fn normalize(v: &mut Value, split_think_tags: bool, tools: Option<&Of
 
 /// Tool-call ids and indexes toward a chat client, for the calls of one answer.
 #[derive(Debug, Default)]
-struct CallIds {
+struct StreamCalls {
     /// Calls in the order they started (their position is the index the client sees):
     /// the provider's index and id for each, and the id fcm gave it.
     calls: Vec<(Option<u64>, Option<String>, String)>,
@@ -322,7 +337,7 @@ struct CallIds {
     last: Option<usize>,
 }
 
-impl CallIds {
+impl StreamCalls {
     /// One streamed tool-call delta. A new call (a new index, a different non-empty id at a
     /// used index, or, without an index, a delta with a name or id) gets a fresh id and the
     /// next index; a continuation gets its call's id and index.
@@ -393,7 +408,7 @@ fn needs_repair(chunk: &Value) -> bool {
     if finish_reason(chunk) == Some("tool_calls") {
         return true;
     }
-    let Some(delta) = chunk.pointer("/choices/0/delta") else {
+    let Some(delta) = chunk.at("/choices/0/delta") else {
         return false;
     };
     has_tool_calls(chunk) || delta.get("content").is_some_and(Value::is_array)
@@ -401,14 +416,12 @@ fn needs_repair(chunk: &Value) -> bool {
 
 fn has_tool_calls(chunk: &Value) -> bool {
     chunk
-        .pointer("/choices/0/delta/tool_calls")
+        .at("/choices/0/delta/tool_calls")
         .is_some_and(|c| c.as_array().is_some_and(|a| !a.is_empty()))
 }
 
 fn finish_reason(chunk: &Value) -> Option<&str> {
-    chunk
-        .pointer("/choices/0/finish_reason")
-        .and_then(Value::as_str)
+    chunk.at("/choices/0/finish_reason").and_then(Value::as_str)
 }
 
 /// A `content` array (text and thinking parts) as text `content` plus `reasoning_content`.
@@ -435,11 +448,6 @@ fn append_reasoning(msg: &mut Value, reasoning: &str) {
         .to_string();
     all.push_str(reasoning);
     msg["reasoning_content"] = json!(all);
-}
-
-/// A call taken out of text, as a chat tool call (its id is given later).
-pub(super) fn call_value(call: crate::answers::toolcall::ToolCall) -> Value {
-    json!({"id": "", "type": "function", "function": {"name": call.name, "arguments": call.arguments}})
 }
 
 /// Appends a call to a message's or delta's `tool_calls`.

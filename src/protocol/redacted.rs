@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::secrets::Secrets;
 
-use super::StreamShape;
+use super::shape::StreamShape;
 
 /// A [`StreamShape`] whose output has every secret removed (see `secrets`).
 pub(crate) struct RedactedShape<'s> {

@@ -9,7 +9,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{chat_usage, new_id, take, take_string, BadRequest};
+use super::errors::BadRequest;
+use super::wire::{chat_usage, new_id, take, take_string, CallIds};
+use crate::answers::path::Lookup;
 
 /// The text of an input or output part (moved, not copied).
 fn part_text(mut part: Value) -> Option<String> {
@@ -40,7 +42,7 @@ fn content(c: Value) -> Value {
             let url = p
                 .get("image_url")
                 .and_then(Value::as_str)
-                .or_else(|| p.pointer("/image_url/url").and_then(Value::as_str));
+                .or_else(|| p.at("/image_url/url").and_then(Value::as_str));
             if let Some(url) = url {
                 out.push(json!({"type": "image_url", "image_url": {"url": url}}));
             }
@@ -256,9 +258,15 @@ pub(super) fn call_item(
 
 /// A chat completion JSON as a Responses object: reasoning (any field, or a leading `<think>`
 /// block) as a `reasoning` item first, then the message, then the function calls.
+#[cfg(test)]
 pub fn from_chat(chat: &Value, model: &str) -> Value {
+    from_chat_ids(chat, model, &mut CallIds::default())
+}
+
+/// [`from_chat`], noting the ids given to the provider's calls in `ids`.
+pub(crate) fn from_chat_ids(chat: &Value, model: &str, ids: &mut CallIds) -> Value {
     let msg = chat
-        .pointer("/choices/0/message")
+        .at("/choices/0/message")
         .cloned()
         .unwrap_or(Value::Null);
     let mut output = Vec::new();
@@ -268,8 +276,11 @@ pub fn from_chat(chat: &Value, model: &str) -> Value {
     if !reasoning.is_empty() {
         output.push(reasoning_item(&new_id("rs_"), &reasoning));
     }
+    // Cut at the length limit: the answer says so, as the streamed one does.
+    let cut = chat.at("/choices/0/finish_reason").and_then(Value::as_str) == Some("length");
+    let status = if cut { "incomplete" } else { "completed" };
     if !split.text.is_empty() {
-        output.push(message_item(&new_id("msg_"), &split.text, "completed"));
+        output.push(message_item(&new_id("msg_"), &split.text, status));
     }
     for call in msg
         .get("tool_calls")
@@ -277,26 +288,32 @@ pub fn from_chat(chat: &Value, model: &str) -> Value {
         .into_iter()
         .flatten()
     {
-        // Fresh ids: providers repeat theirs (`call_1` every turn) or send none.
-        let call_id = new_id("call_");
+        let call_id = ids.mint(
+            "call_",
+            call.get("id").and_then(Value::as_str).unwrap_or(""),
+        );
         let name = call
-            .pointer("/function/name")
+            .at("/function/name")
             .and_then(Value::as_str)
             .unwrap_or("");
         let args = call
-            .pointer("/function/arguments")
+            .at("/function/arguments")
             .and_then(Value::as_str)
             .unwrap_or("{}");
         output.push(call_item(&new_id("fc_"), &call_id, name, args, "completed"));
     }
     let (input, out_tokens) = chat_usage(chat).unwrap_or((0, 0));
-    response(
+    let mut r = response(
         &new_id("resp_"),
         model,
-        "completed",
+        status,
         output,
         usage(input, out_tokens),
-    )
+    );
+    if cut {
+        r["incomplete_details"] = json!({"reason": "max_output_tokens"});
+    }
+    r
 }
 
 #[cfg(test)]

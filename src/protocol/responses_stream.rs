@@ -7,14 +7,18 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::content::{runnable, ContentParts, ContentSplit};
 use super::responses::{call_item, message_item, reasoning_item, response, usage};
-use super::{chat_delta, new_id, sse_event, StreamTranslator, ToolCalls};
-use super::{ContentParts, ContentSplit};
+use super::shape::StreamTranslator;
+use super::wire::{chat_delta, new_id, sse_event, CallIds};
 use crate::answers::toolcall::Offered;
+use crate::answers::toolcall::ToolCalls;
 
 /// Chat stream → Responses events. Text streams as it comes; function calls are assembled
 /// and sent whole at the end (only whole calls can be trusted to run).
 pub struct Translator {
+    /// The ids given to the provider's calls.
+    ids: CallIds,
     model: String,
     id: String,
     seq: u64,
@@ -39,6 +43,7 @@ impl Translator {
         Translator {
             content: ContentSplit::new(true, tools.is_some()),
             tools,
+            ids: CallIds::default(),
             model: model.to_string(),
             id: new_id("resp_"),
             seq: 0,
@@ -192,6 +197,10 @@ impl Translator {
 }
 
 impl StreamTranslator for Translator {
+    fn call_ids(&mut self) -> CallIds {
+        std::mem::take(&mut self.ids)
+    }
+
     fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<u8>) {
         self.translate_chunk(chunk, out);
     }
@@ -228,10 +237,10 @@ impl StreamTranslator for Translator {
             self.emit("response.failed", json!({"response": r}), &mut out);
             return out;
         }
-        let (calls, _) = super::runnable(self.calls.take(), self.tools.as_deref());
+        let (calls, _) = runnable(self.calls.take(), self.tools.as_deref());
         for call in calls {
             let index = self.done_items.len();
-            let (id, call_id) = (new_id("fc_"), new_id("call_"));
+            let (id, call_id) = (new_id("fc_"), self.ids.mint("call_", &call.id));
             self.emit("response.output_item.added", json!({"output_index": index, "item": call_item(&id, &call_id, &call.name, "", "in_progress")}), &mut out);
             if !call.arguments.is_empty() {
                 self.emit(

@@ -105,7 +105,8 @@ pub fn io_failure(e: &io::Error) -> (TransportFailure, String) {
 
 /// Reads at most `limit` bytes; `Ok((bytes, truncated))`.
 pub fn read_limited(r: &mut dyn Read, limit: usize) -> io::Result<(Vec<u8>, bool)> {
-    let mut buf = Vec::new();
+    // Most answers fit in a few KiB: start there rather than growing from nothing.
+    let mut buf = Vec::with_capacity(limit.min(8 * 1024));
     r.take(limit as u64 + 1).read_to_end(&mut buf)?;
     let truncated = buf.len() > limit;
     buf.truncate(limit);

@@ -11,69 +11,11 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use crate::capability::Needs;
-use crate::state::affinity::Held;
 use crate::state::config::Prefer;
-use crate::state::sets::Strategy;
 
 use super::attempt::Turn;
-use super::conversation::{Conversation, SessionName};
 use super::rank::Standing;
-use super::router::{Route, Router};
-
-/// A request's conversation and what was held for it.
-pub(crate) struct Keeping {
-    pub conversation: Conversation,
-    /// What the conversation's last turn was served by, if it is still held.
-    pub held: Option<Held>,
-    /// The held model's candidate and key, when the catalog still has them.
-    pub kept: Option<(usize, Option<usize>)>,
-}
-
-impl Keeping {
-    /// The conversation of a request on `route`, and what is held for it; `None` when
-    /// affinity is off or the route says its own order.
-    pub(super) fn of(
-        router: &Router,
-        route: &Route,
-        session: Option<&SessionName>,
-        body: &serde_json::Value,
-    ) -> Option<Keeping> {
-        let affinity = router.affinity.as_ref()?;
-        if let Route::Set(name) = route {
-            let set = router.sets.get(name)?;
-            if set.strategy != Strategy::Fallback {
-                return None;
-            }
-        }
-        if matches!(route, Route::Pinned(_)) {
-            return None;
-        }
-        let conversation = Conversation::of(affinity, session, body)?;
-        let held = match &conversation {
-            Conversation::Continues(id) => affinity.get(id, crate::time::now_ms()),
-            Conversation::Opens(_) => None,
-        };
-        let kept = held.as_ref().and_then(|h| {
-            let i = router.pool.position(&h.model)?;
-            let c = router.pool.get(i);
-            let key = h
-                .key
-                .as_ref()
-                .and_then(|label| c.target.keys.iter().position(|k| &k.label == label));
-            Some((i, key))
-        });
-        Some(Keeping {
-            conversation,
-            held,
-            kept,
-        })
-    }
-
-    /// The key to send candidate `i` with, when it is the held model.
-    pub(super) fn key_for(&self, i: usize) -> Option<usize> {
-        self.kept.filter(|(c, _)| *c == i).and_then(|(_, k)| k)
-    }
-}
+use super::router::Router;
 
 /// A new conversation goes to the equally strong candidate (same health, tier and score)
 /// with the fewest active conversations, then the most budget headroom, then the fastest:

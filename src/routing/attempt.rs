@@ -27,8 +27,8 @@ use crate::state::breaker::{Admission, Breakers};
 use crate::state::ledger::{Blocked, Grant, Ledger, Tokens};
 use crate::state::trace::{AttemptRecord, Outcome, Trace};
 
-use super::affinity::Keeping;
 use super::candidates::{BreakerSays, Candidate, Candidates};
+use super::conversation::Keeping;
 use super::live::Evidence;
 use super::refusal::FailedAttempt;
 use super::router::Router;
@@ -317,11 +317,15 @@ impl Router {
     ) -> Result<Answer, Failure> {
         let c = self.pool.get(i);
         let api_key = grant.api_key(&c.target.keys);
+        // What the provider's earlier answers carried goes back to it (see `carry`).
+        let restored = self
+            .carry
+            .restore(&job.body, &c.target.provider_id, crate::time::now_ms());
         call(
             exchange,
             &c.target,
             api_key,
-            &job.body,
+            restored.as_ref().unwrap_or(&job.body),
             job.stream,
             &job.limits,
         )

@@ -16,15 +16,19 @@ use super::router::{Route, Router};
 
 impl Router {
     /// The compression `ask` gets on `route`; a header fcm cannot read is noted and passed
-    /// over.
+    /// over. Noted once, when a continuation routes the request again.
     pub(super) fn compress_mode(&self, route: &Route, ask: &Ask<'_>, trace: &mut Trace) -> Mode {
         if let Some(header) = ask.compress {
-            match Mode::parse(header) {
-                Some(m) => {
-                    trace.notes.push(format!("compress:{m}:header"));
-                    return m;
-                }
-                None => trace.notes.push("compress:unknown_header_value".into()),
+            let mode = Mode::parse(header);
+            let note = match mode {
+                Some(m) => format!("compress:{m}:header"),
+                None => "compress:unknown_header_value".to_string(),
+            };
+            if !trace.notes.contains(&note) {
+                trace.notes.push(note);
+            }
+            if let Some(m) = mode {
+                return m;
             }
         }
         let set = match route {

@@ -9,7 +9,10 @@
 
 use serde_json::Value;
 
-use crate::state::affinity::Affinity;
+use crate::state::affinity::{Affinity, Held};
+use crate::state::sets::Strategy;
+
+use super::router::{Route, Router};
 
 /// A session id the client sent, and where it came from (`x-fcm-session`, ...).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,6 +123,61 @@ fn content(m: &Value) -> String {
         Some(Value::String(s)) => s.clone(),
         Some(v) => v.to_string(),
         None => String::new(),
+    }
+}
+
+/// A request's conversation and what was held for it.
+pub(crate) struct Keeping {
+    pub conversation: Conversation,
+    /// What the conversation's last turn was served by, if it is still held.
+    pub held: Option<Held>,
+    /// The held model's candidate and key, when the catalog still has them.
+    pub kept: Option<(usize, Option<usize>)>,
+}
+
+impl Keeping {
+    /// The conversation of a request on `route`, and what is held for it; `None` when
+    /// affinity is off or the route says its own order.
+    pub(super) fn of(
+        router: &Router,
+        route: &Route,
+        session: Option<&SessionName>,
+        body: &serde_json::Value,
+    ) -> Option<Keeping> {
+        let affinity = router.affinity.as_ref()?;
+        if let Route::Set(name) = route {
+            let set = router.sets.get(name)?;
+            if set.strategy != Strategy::Fallback {
+                return None;
+            }
+        }
+        if matches!(route, Route::Pinned(_)) {
+            return None;
+        }
+        let conversation = Conversation::of(affinity, session, body)?;
+        let held = match &conversation {
+            Conversation::Continues(id) => affinity.get(id, crate::time::now_ms()),
+            Conversation::Opens(_) => None,
+        };
+        let kept = held.as_ref().and_then(|h| {
+            let i = router.pool.position(&h.model)?;
+            let c = router.pool.get(i);
+            let key = h
+                .key
+                .as_ref()
+                .and_then(|label| c.target.keys.iter().position(|k| &k.label == label));
+            Some((i, key))
+        });
+        Some(Keeping {
+            conversation,
+            held,
+            kept,
+        })
+    }
+
+    /// The key to send candidate `i` with, when it is the held model.
+    pub(super) fn key_for(&self, i: usize) -> Option<usize> {
+        self.kept.filter(|(c, _)| *c == i).and_then(|(_, k)| k)
     }
 }
 

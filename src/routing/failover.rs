@@ -18,9 +18,9 @@ use crate::state::breaker::Admission;
 use crate::state::trace::{Skip, SkipReason, Trace};
 use crate::tokens;
 
-use super::affinity::{self, Keeping};
+use super::affinity;
 use super::attempt::{Job, Missed, Served, Turn, Won};
-use super::conversation::SessionName;
+use super::conversation::{Keeping, SessionName};
 use super::race::RaceEnd;
 use super::refusal::Refused;
 use super::router::{Route, Router};
@@ -40,6 +40,8 @@ pub(crate) struct Ask<'a> {
     pub session: Option<SessionName>,
     /// The client's `x-fcm-compress` header: how this request's tool results are compressed.
     pub compress: Option<&'a str>,
+    /// A model not to try: the one whose answer broke off, when another continues it.
+    pub exclude: Option<&'a str>,
 }
 
 /// The one-by-one loop's state between candidates.
@@ -79,12 +81,14 @@ impl Router {
         }
         turn.keeping = Keeping::of(self, route, ask.session.as_ref(), ask.body);
         let mut queue = Queue {
-            order: self.plan(route, ask.needs, &job, &mut turn).into(),
+            order: self
+                .plan(route, ask.needs, ask.exclude, &job, &mut turn)
+                .into(),
             last_resort: self
                 .failover
                 .last_resort_model
                 .clone()
-                .filter(|m| self.knows(m)),
+                .filter(|m| self.knows(m) && Some(m.as_str()) != ask.exclude),
             waited: false,
             key_retries: Vec::new(),
             deadline,
@@ -141,13 +145,20 @@ impl Router {
     /// The candidates in the order they will be tried: the routable ones that may be tried
     /// now in ranking order, then a set's own order, then capabilities. Skips go into the
     /// trace.
-    fn plan(&self, route: &Route, needs: Needs, job: &Job<'_>, turn: &mut Turn<'_>) -> Vec<usize> {
+    fn plan(
+        &self,
+        route: &Route,
+        needs: Needs,
+        exclude: Option<&str>,
+        job: &Job<'_>,
+        turn: &mut Turn<'_>,
+    ) -> Vec<usize> {
         // With trimming, windows are judged in the loop, where it is known whether a larger
         // window is left.
         let window = if self.trim_history { 0 } else { turn.needed };
         let plan = self.pool.plan(&self.known(), window, job.prompt_tokens);
         let mut order = plan.order;
-        turn.trace.skipped = plan.skipped;
+        turn.trace.skipped.extend(plan.skipped);
         if let (Some(k), Some(held)) = (&turn.keeping, &self.affinity) {
             if k.held.is_none() {
                 let active = held.active(crate::time::now_ms());
@@ -169,6 +180,9 @@ impl Router {
             &mut turn.trace,
         );
         affinity::keep_first(self, &mut order, needs, turn);
+        if let Some(broke) = exclude {
+            order.retain(|&i| self.pool.get(i).key() != broke);
+        }
         order
     }
 

@@ -17,7 +17,7 @@ use crate::routing::rank::{FAILING, PROVEN, UNKNOWN};
 /// Results a model's ranking learns from.
 pub(crate) const LIVE_WINDOW: usize = 20;
 /// Results needed before real traffic outweighs the bench prior.
-const LIVE_MIN: usize = 3;
+pub(crate) const LIVE_MIN: usize = 3;
 
 /// A model's last [`LIVE_WINDOW`] real results (time to first answer, or a failure) and the
 /// ranking they give, worked out when a result arrives: every request reads it for every

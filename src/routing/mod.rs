@@ -16,6 +16,12 @@
 //!   racers' own clients, kept between races);
 //! - [`trim`]: a conversation's middle dropped to fit the largest window left;
 //! - [`refusal`]: the status and message when no model could serve;
+//! - [`continuation`]: the request that asks another model to finish an answer whose
+//!   stream broke off after content;
+//! - [`carry`]: provider state a later turn needs (thought signatures, reasoning
+//!   details), kept per call id and put back on requests to the provider that made it;
+//! - [`status`]: each routable model as the router sees it now (rank, breaker, evidence,
+//!   budget, conversations), for `fcm top` and `/metrics`, read off the request path;
 //! - [`ping`] and [`probe`]: small real questions (the bench's, `fcm check`'s, and opt-in
 //!   trials of models whose cooldown ended), recorded like any attempt.
 //!
@@ -24,7 +30,9 @@
 mod affinity;
 mod attempt;
 mod candidates;
+pub(crate) mod carry;
 mod compression;
+pub(crate) mod continuation;
 mod conversation;
 mod failover;
 mod fusion;
@@ -36,15 +44,17 @@ mod racers;
 pub(crate) mod rank;
 mod refusal;
 mod router;
+mod status;
 pub(crate) mod trim;
 
-pub(crate) use attempt::{Delivery, Recorder, Served};
+pub(crate) use attempt::{Committed, Delivery, Recorder, Served};
 pub(crate) use candidates::Candidate;
 pub(crate) use conversation::SessionName;
 pub(crate) use failover::Ask;
 pub(crate) use live::LIVE_WINDOW;
 pub(crate) use refusal::Refused;
-pub(crate) use router::{NamedIn, Parts, Router};
+pub(crate) use router::{NamedIn, Parts, Route, Router};
+pub(crate) use status::{Budget, Evidence, EvidenceFrom, ModelStatus};
 
 #[cfg(test)]
 mod script;

@@ -86,6 +86,8 @@ pub(crate) struct Router {
     /// What was spent and is left, per provider, model and key; which key goes next.
     pub ledger: Ledger,
     pub history: History,
+    /// Counts of finished requests for `/metrics`.
+    pub metrics: crate::state::metrics::Metrics,
     /// The model and key each conversation keeps (`None`: affinity is off).
     pub affinity: Option<Affinity>,
     pub failover: FailoverConfig,
@@ -105,6 +107,8 @@ pub(crate) struct Router {
     pub(super) compress: crate::compress::Mode,
     /// Tool results compressed on earlier turns.
     pub(super) memo: crate::compress::Memo,
+    /// Provider state the next turns of conversations need (thought signatures, ...).
+    pub carry: super::carry::CarryStore,
 }
 
 /// What a router is built from.
@@ -140,8 +144,10 @@ impl Router {
     pub fn new(p: Parts<'_>) -> Router {
         let pool = Candidates::new(p.catalog, p.keys, p.session_id, &p.secrets);
         let evidence = Evidence::new(pool.all().map(Candidate::key), p.bench);
+        let metrics = crate::state::metrics::Metrics::new(pool.all().map(Candidate::key));
         let cfg = p.config;
         Router {
+            metrics,
             pool,
             sets: cfg.sets.clone(),
             active_set: cfg.active_set.clone(),
@@ -161,6 +167,7 @@ impl Router {
             secrets: p.secrets,
             compress: cfg.compress,
             memo: crate::compress::Memo::new(MEMO_BYTES),
+            carry: super::carry::CarryStore::default(),
         }
     }
 
@@ -178,6 +185,11 @@ impl Router {
     /// Models that automatic routing may use (their key is set or not needed).
     pub(crate) fn routable(&self) -> impl Iterator<Item = &Candidate> {
         self.pool.routable()
+    }
+
+    /// Every secret fcm knows (for cleaning what a client is told).
+    pub(crate) fn secrets(&self) -> Arc<Secrets> {
+        self.secrets.clone()
     }
 
     pub(crate) fn knows(&self, key: &str) -> bool {
@@ -304,6 +316,7 @@ impl Router {
     /// its model name or request id.
     pub(crate) fn complete(&self, mut trace: Trace, started: Instant) {
         trace.wall_ms = started.elapsed().as_millis() as u64;
+        self.metrics.record(&trace);
         trace.redact(&self.secrets);
         self.history.push(trace);
     }

@@ -12,6 +12,7 @@ pub(crate) mod breaker;
 pub(crate) mod config;
 pub(crate) mod files;
 pub(crate) mod ledger;
+pub(crate) mod metrics;
 pub(crate) mod persist;
 pub(crate) mod serve_info;
 pub(crate) mod sets;

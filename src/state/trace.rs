@@ -40,6 +40,21 @@ pub(crate) enum SkipReason {
 }
 
 impl SkipReason {
+    /// Every reason, in declaration order (`ALL[r as usize] == r`).
+    pub(crate) const ALL: [SkipReason; 11] = [
+        SkipReason::MissingKey,
+        SkipReason::ProviderBlocked,
+        SkipReason::CircuitOpen,
+        SkipReason::QuotaPaused,
+        SkipReason::ContextTooSmall,
+        SkipReason::Stale,
+        SkipReason::OverloadPaused,
+        SkipReason::QuotaBudget,
+        SkipReason::KeyRejected,
+        SkipReason::ModelNotFound,
+        SkipReason::ProviderNotice,
+    ];
+
     /// Its name in history, headers and `x-fcm-v2-affinity` (as serialised).
     pub(crate) fn as_str(self) -> &'static str {
         match self {
@@ -142,13 +157,28 @@ pub(crate) enum Outcome {
     ClientError,
     /// The request was refused before routing (bad JSON, too large, unknown model).
     Rejected,
-    /// Content was forwarded, then the stream broke (error frame, stall).
+    /// Content was forwarded, then the stream broke (error frame, stall, cut), and no other
+    /// model finished the answer.
     StreamFailedAfterContent,
+    /// The stream broke after content and another model finished the answer (the client
+    /// saw one answer).
+    Continued,
     /// The client went away mid-answer.
     ClientAborted,
 }
 
 impl Outcome {
+    /// Every outcome, in declaration order (`ALL[o as usize] == o`).
+    pub(crate) const ALL: [Outcome; 7] = [
+        Outcome::Served,
+        Outcome::AllFailed,
+        Outcome::ClientError,
+        Outcome::Rejected,
+        Outcome::StreamFailedAfterContent,
+        Outcome::Continued,
+        Outcome::ClientAborted,
+    ];
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Outcome::Served => "served",
@@ -156,6 +186,7 @@ impl Outcome {
             Outcome::ClientError => "client_error",
             Outcome::Rejected => "rejected",
             Outcome::StreamFailedAfterContent => "stream_failed_after_content",
+            Outcome::Continued => "continued",
             Outcome::ClientAborted => "client_aborted",
         }
     }
@@ -198,7 +229,7 @@ impl Trace {
     pub(crate) fn new(id: &str, requested_model: &str, stream: bool) -> Trace {
         Trace {
             id: id.to_string(),
-            time: crate::time::rfc3339(crate::time::now_ms()),
+            time: stamp(crate::time::now_ms()),
             requested_model: requested_model.to_string(),
             stream,
             skipped: Vec::new(),
@@ -225,59 +256,99 @@ impl Trace {
         }
     }
 
-    /// `x-fcm-v2-decision`: `<served|none>!<outcome>|<m1>:<label>-><m2>:200|skips=<N>`.
+    /// `x-fcm-v2-decision`: `<served|none>!<outcome>|<m1>:<label>-><m2>:200|skips=<N>`, as
+    /// a string of its own (answers and the log write it in place: [`Trace::write_headers`],
+    /// [`Trace::write_decision`]).
+    #[cfg(test)]
     pub(crate) fn decision_header(&self) -> String {
-        let served = self.served_model.as_deref().unwrap_or("none");
-        let mut s = format!("{served}!{}", self.outcome.as_str());
-        if !self.attempts.is_empty() {
-            s.push('|');
-            s.push_str(&self.attempt_chain("->"));
-        }
-        s.push_str(&format!("|skips={}", self.skipped.len()));
+        let mut s = String::with_capacity(64);
+        self.write_decision(&mut s);
         s
+    }
+
+    /// Appends the decision header's value to `out`.
+    pub(crate) fn write_decision(&self, out: &mut String) {
+        use std::fmt::Write;
+        out.push_str(self.served_model.as_deref().unwrap_or("none"));
+        out.push('!');
+        out.push_str(self.outcome.as_str());
+        if !self.attempts.is_empty() {
+            out.push('|');
+            self.write_chain(out, "->");
+        }
+        let _ = write!(out, "|skips={}", self.skipped.len());
     }
 
     /// The attempts in order as `model:label`, joined by `separator`: `->` in the decision
     /// header (model ids contain hyphens, so no spaces there), ` -> ` in `fcm history`,
     /// ` → ` on the dashboard. Empty when nothing was attempted.
     pub(crate) fn attempt_chain(&self, separator: &str) -> String {
-        let links: Vec<String> = self
-            .attempts
-            .iter()
-            .map(|a| format!("{}:{}", a.model, a.label()))
-            .collect();
-        links.join(separator)
+        let mut s = String::new();
+        self.write_chain(&mut s, separator);
+        s
+    }
+
+    fn write_chain(&self, out: &mut String, separator: &str) {
+        for (i, a) in self.attempts.iter().enumerate() {
+            if i > 0 {
+                out.push_str(separator);
+            }
+            out.push_str(&a.model);
+            out.push(':');
+            out.push_str(&a.label());
+        }
     }
 
     /// `x-fcm-v2-model`: the model that served, else the last one tried.
-    pub(crate) fn model_header(&self) -> String {
+    pub(crate) fn model_header(&self) -> &str {
         self.served_model
-            .clone()
-            .or_else(|| self.attempts.last().map(|a| a.model.clone()))
-            .unwrap_or_else(|| "none".to_string())
+            .as_deref()
+            .or_else(|| self.attempts.last().map(|a| a.model.as_str()))
+            .unwrap_or("none")
     }
 
-    /// The trace headers: the four always, `x-fcm-v2-trimmed` when history was trimmed,
-    /// `x-fcm-v2-affinity` when the request belongs to a conversation,
-    /// `x-fcm-v2-compressed` (tokens saved) when its tool results were compressed.
-    pub(crate) fn headers(&self) -> Vec<(&'static str, String)> {
-        let mut h = vec![
-            ("x-fcm-v2-model", self.model_header()),
-            ("x-fcm-v2-attempts", self.attempts.len().to_string()),
-            ("x-fcm-v2-decision", self.decision_header()),
-            ("x-request-id", self.id.clone()),
-        ];
+    /// Appends the trace headers to a response head, as `name: value` lines: the four
+    /// always, `x-fcm-v2-trimmed` when history was trimmed, `x-fcm-v2-affinity` when the
+    /// request belongs to a conversation, `x-fcm-v2-compressed` (tokens saved) when its tool
+    /// results were compressed. Written straight into the head: every answer carries them.
+    pub(crate) fn write_headers(&self, out: &mut String) {
+        use std::fmt::Write;
+        let _ = write!(
+            out,
+            "x-fcm-v2-model: {}\r\nx-fcm-v2-attempts: {}\r\nx-fcm-v2-decision: ",
+            self.model_header(),
+            self.attempts.len()
+        );
+        self.write_decision(out);
+        out.push_str("\r\nx-request-id: ");
+        out.push_str(&self.id);
+        out.push_str("\r\n");
         if let Some(n) = self.trimmed {
-            h.push(("x-fcm-v2-trimmed", n.to_string()));
+            let _ = write!(out, "x-fcm-v2-trimmed: {n}\r\n");
         }
         if let Some(a) = &self.affinity {
-            h.push(("x-fcm-v2-affinity", a.clone()));
+            let _ = write!(out, "x-fcm-v2-affinity: {a}\r\n");
         }
         if let Some(n) = self.saved_tokens {
-            h.push(("x-fcm-v2-compressed", n.to_string()));
+            let _ = write!(out, "x-fcm-v2-compressed: {n}\r\n");
         }
-        h
     }
+}
+
+/// `time::rfc3339` of `ms`, formatted once a second per thread: every request's trace is
+/// stamped, and formatting a date cost more than the rest of `Trace::new`.
+fn stamp(ms: u64) -> String {
+    thread_local! {
+        static LAST: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((u64::MAX, String::new())) };
+    }
+    let second = ms / 1000;
+    LAST.with_borrow_mut(|(at, text)| {
+        if *at != second {
+            *text = crate::time::rfc3339(ms);
+            *at = second;
+        }
+        text.clone()
+    })
 }
 
 /// The history file's format.
@@ -291,6 +362,9 @@ pub(crate) struct HistoryFile {
 /// The ring of recent requests of a running server.
 pub struct History {
     ring: Mutex<VecDeque<Trace>>,
+    /// Entries ever pushed (those loaded at start included): the newest entry's sequence
+    /// number, so a reader asks for what came after the last one it saw.
+    pushed: AtomicU64,
     dirty: AtomicBool,
 }
 
@@ -301,6 +375,7 @@ impl History {
             ring.pop_front();
         }
         History {
+            pushed: AtomicU64::new(ring.len() as u64),
             ring: Mutex::new(ring),
             dirty: AtomicBool::new(false),
         }
@@ -312,7 +387,27 @@ impl History {
             ring.pop_front();
         }
         ring.push_back(trace);
+        // Under the lock, so the numbers of the entries in the ring are consecutive.
+        self.pushed.fetch_add(1, Ordering::Release);
         self.dirty.store(true, Ordering::Release);
+    }
+
+    /// The entries after sequence number `seq` (at most the last `max` of them), oldest
+    /// first, each with its number; and the newest number (0: none yet).
+    pub(crate) fn since(&self, seq: u64, max: usize) -> (u64, Vec<(u64, Trace)>) {
+        let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        let newest = self.pushed.load(Ordering::Acquire);
+        let first = newest + 1 - ring.len() as u64;
+        let skip = ring
+            .len()
+            .saturating_sub(newest.saturating_sub(seq).min(max as u64) as usize);
+        let entries = ring
+            .iter()
+            .enumerate()
+            .skip(skip)
+            .map(|(i, t)| (first + i as u64, t.clone()))
+            .collect();
+        (newest, entries)
     }
 
     /// The last `n` entries, oldest first.
@@ -379,8 +474,12 @@ static REQUEST_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A new request id: `fcm-<ms since epoch, hex>-<counter>`, unique within a process.
 pub(crate) fn new_request_id() -> String {
+    use std::fmt::Write;
     let n = REQUEST_COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("fcm-{:x}-{n}", crate::time::now_ms())
+    // Sized for the whole id at once (`format!` guesses from the literal parts and grows).
+    let mut id = String::with_capacity(40);
+    let _ = write!(id, "fcm-{:x}-{n}", crate::time::now_ms());
+    id
 }
 
 #[cfg(test)]
@@ -455,6 +554,24 @@ mod tests {
     }
 
     #[test]
+    fn the_headers_of_every_answer() {
+        let mut t = Trace::new("req-1", "fcm", false);
+        t.attempts = vec![attempt("p/a", Some(200), None)];
+        t.served_model = Some("p/a".into());
+        t.outcome = Outcome::Served;
+        let mut head = String::new();
+        t.write_headers(&mut head);
+        assert_eq!(
+            head,
+            "x-fcm-v2-model: p/a\r\nx-fcm-v2-attempts: 1\r\nx-fcm-v2-decision: p/a!served|p/a:200|skips=0\r\nx-request-id: req-1\r\n"
+        );
+        t.trimmed = Some(12);
+        let mut head = String::new();
+        t.write_headers(&mut head);
+        assert!(head.ends_with("x-request-id: req-1\r\nx-fcm-v2-trimmed: 12\r\n"));
+    }
+
+    #[test]
     fn ring_keeps_the_last_500() {
         let h = History::new(HistoryFile::default());
         for i in 0..HISTORY_LEN + 20 {
@@ -494,6 +611,51 @@ mod tests {
         raced.attempts[1].raced_out = true;
         let s = summarize(&[raced]);
         assert_eq!((s.failover_pct, s.avg_attempts), (0.0, 2.0));
+    }
+
+    #[test]
+    fn entries_since_a_sequence_number() {
+        let h = History::new(HistoryFile {
+            version: 1,
+            entries: vec![Trace::new("old", "fcm", false)],
+        });
+        assert_eq!(h.since(0, 10).0, 1, "a loaded entry has a number too");
+        for i in 0..5 {
+            h.push(Trace::new(&i.to_string(), "fcm", false));
+        }
+        let ids = |(_, e): (u64, Vec<(u64, Trace)>)| {
+            e.into_iter()
+                .map(|(n, t)| format!("{n}:{}", t.id))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(h.since(4, 10)), ["5:3", "6:4"]);
+        assert_eq!(ids(h.since(0, 2)), ["5:3", "6:4"], "at most the last `max`");
+        assert!(ids(h.since(6, 10)).is_empty());
+        assert_eq!(
+            ids(h.since(99, 10)),
+            Vec::<String>::new(),
+            "a number from a restarted server"
+        );
+        for i in 0..HISTORY_LEN {
+            h.push(Trace::new(&format!("n{i}"), "fcm", false));
+        }
+        let (newest, e) = h.since(0, usize::MAX);
+        assert_eq!((newest, e.len()), (6 + HISTORY_LEN as u64, HISTORY_LEN));
+        assert_eq!(e[0].0, 7, "the ring's oldest entry keeps its number");
+    }
+
+    #[test]
+    fn a_trace_is_stamped_with_its_second() {
+        for ms in [
+            0,
+            999,
+            1_000,
+            1_764_000_123_456,
+            1_764_000_123_999,
+            1_764_000_124_000,
+        ] {
+            assert_eq!(stamp(ms), crate::time::rfc3339(ms), "{ms}");
+        }
     }
 
     #[test]

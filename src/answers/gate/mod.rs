@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::answers::classify::{looks_like_html, FailureKind};
+use crate::answers::path::Lookup;
 use crate::answers::toolcall::Offered;
 
 /// How much the gate demands of an answer (`router.failover.contentValidation`).
@@ -99,11 +100,11 @@ pub(super) fn useful_chars(msg: &Value, tools: bool) -> Option<usize> {
         has_tool |= !calls.is_empty();
         for call in calls {
             tool += call
-                .pointer("/function/arguments")
+                .at("/function/arguments")
                 .and_then(Value::as_str)
                 .map_or(0, str::len);
             tool += call
-                .pointer("/function/name")
+                .at("/function/name")
                 .and_then(Value::as_str)
                 .map_or(0, str::len);
         }
@@ -120,21 +121,34 @@ pub(super) fn useful_chars(msg: &Value, tools: bool) -> Option<usize> {
 }
 
 pub(super) fn completion_tokens(v: &Value) -> Option<u64> {
-    v.pointer("/usage/completion_tokens")
-        .and_then(Value::as_u64)
+    v.at("/usage/completion_tokens").and_then(Value::as_u64)
 }
 
 pub(super) fn prompt_tokens(v: &Value) -> Option<u64> {
-    v.pointer("/usage/prompt_tokens").and_then(Value::as_u64)
+    v.at("/usage/prompt_tokens").and_then(Value::as_u64)
 }
 
-/// Judges a complete non-stream body; with `offered` (the request's tools, strict mode)
-/// every tool call must be one the client can run. A passing body comes back parsed (except
-/// in `off` mode, which does not read it), so the answer is parsed once on its way out.
+/// Judges a complete non-stream body (without a provider's own notice phrases: the tests'
+/// way in); with `offered` (the request's tools, strict mode)
+/// every tool call must be one the client can run. A plain answer is judged from its skim
+/// and comes back unparsed (`None`, as in `off` mode, which does not read it); any other
+/// passing body comes back parsed, so the answer is parsed once on its way out.
+#[cfg(test)]
 pub fn check_payload(
     body: &[u8],
     mode: ContentValidation,
     offered: Option<&Offered>,
+) -> Result<(AnswerStats, Option<Value>), GateReject> {
+    check_answer(body, mode, offered, &[])
+}
+
+/// [`check_payload`], and in strict mode an answer that is only a provider notice (see
+/// `answers::notice`; `notices`: the provider's own phrases) is no answer either.
+pub fn check_answer(
+    body: &[u8],
+    mode: ContentValidation,
+    offered: Option<&Offered>,
+    notices: &[String],
 ) -> Result<(AnswerStats, Option<Value>), GateReject> {
     if mode == ContentValidation::Off {
         return Ok((AnswerStats::default(), None));
@@ -145,6 +159,75 @@ pub fn check_payload(
             "an HTML page instead of JSON",
         ));
     }
+    match Skim::of(body) {
+        Some(skim) => {
+            let judged = check_skim(&skim, mode)?;
+            let notice = skim.content().filter(|_| mode == ContentValidation::Strict);
+            match notice.filter(|text| crate::answers::notice::is_notice(text, notices)) {
+                Some(text) => Err(notice_reject(text)),
+                None => Ok(judged),
+            }
+        }
+        None => {
+            let (stats, tree) = check_tree(body, mode, offered)?;
+            let message = tree
+                .as_ref()
+                .filter(|_| mode == ContentValidation::Strict)
+                .and_then(|v| v.at("/choices/0/message"));
+            match message.and_then(|m| crate::answers::notice::only_a_notice([m], notices)) {
+                Some(text) => Err(notice_reject(&text)),
+                None => Ok((stats, tree)),
+            }
+        }
+    }
+}
+
+/// An answer that was only the provider's notice, quoted.
+fn notice_reject(text: &str) -> GateReject {
+    GateReject::new(
+        FailureKind::ProviderNotice,
+        format!("a provider notice: {}", text.trim()),
+    )
+}
+
+/// Judges a plain answer from its skim (see [`skim`]): the verdicts of [`check_tree`] for
+/// an answer without tool calls or errors, and no tree to hand on (`None`).
+fn check_skim(
+    skim: &Skim<'_>,
+    mode: ContentValidation,
+) -> Result<(AnswerStats, Option<Value>), GateReject> {
+    if !skim.has_choices() {
+        return Err(GateReject::new(
+            FailureKind::EmptyChoices,
+            "no choices in the answer",
+        ));
+    }
+    let mut stats = AnswerStats {
+        completion_tokens: skim.completion_tokens(),
+        prompt_tokens: skim.prompt_tokens(),
+        ..AnswerStats::default()
+    };
+    if mode == ContentValidation::Basic {
+        return Ok((stats, None));
+    }
+    match skim.useful_chars() {
+        Some(chars) => {
+            stats.content_chars = chars;
+            Ok((stats, None))
+        }
+        None => Err(GateReject::new(
+            FailureKind::EmptyContent,
+            "first choice has no text, tool calls or reasoning",
+        )),
+    }
+}
+
+/// Judges an answer from its JSON tree, which comes back with the verdict.
+fn check_tree(
+    body: &[u8],
+    mode: ContentValidation,
+    offered: Option<&Offered>,
+) -> Result<(AnswerStats, Option<Value>), GateReject> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|e| GateReject::new(FailureKind::InvalidJson, format!("body is not JSON: {e}")))?;
     if let Some(msg) = error_message(&v) {
@@ -173,8 +256,8 @@ pub fn check_payload(
             .into_iter()
             .flatten()
         {
-            let name = call.pointer("/function/name").and_then(Value::as_str);
-            let args = call.pointer("/function/arguments").and_then(Value::as_str);
+            let name = call.at("/function/name").and_then(Value::as_str);
+            let args = call.at("/function/arguments").and_then(Value::as_str);
             if let Err(why) = offered.check(name.unwrap_or(""), args.unwrap_or("")) {
                 return Err(GateReject::new(FailureKind::InvalidToolCall, why));
             }
@@ -193,8 +276,10 @@ pub fn check_payload(
     }
 }
 
+pub(crate) mod skim;
 mod stream;
 
+use skim::Skim;
 pub use stream::{Fed, StreamSignal, StreamTracker};
 
 #[cfg(test)]

@@ -82,6 +82,10 @@ pub struct StreamTracker {
     tool_failure: Option<GateReject>,
     /// See [`ended_mid_event`](Self::ended_mid_event).
     cut_short: bool,
+    /// A choice said why it finished (`finish_reason`).
+    finished: bool,
+    /// A delta carried a tool call.
+    saw_call: bool,
 }
 
 impl StreamTracker {
@@ -93,6 +97,8 @@ impl StreamTracker {
             judged: false,
             tool_failure: None,
             cut_short: false,
+            finished: false,
+            saw_call: false,
             mode,
             parser: SseParser::new(),
             events: Vec::new(),
@@ -260,6 +266,17 @@ impl StreamTracker {
         self.cut_short
     }
 
+    /// After [`finish`](Self::finish): a text answer whose provider never said it was over
+    /// (no `finish_reason`, no `[DONE]`), so the stream was cut rather than finished.
+    /// Either one is the provider's word that it is done (some send only one of them); a
+    /// bare end of the connection is what a dropped one looks like. An answer with tool
+    /// calls is judged by its calls instead: a call's arguments are whole JSON or the call
+    /// fails its check, so a call is its own end (Gemini sends a whole call in one chunk).
+    /// Not judged with validation off.
+    pub fn ended_unfinished(&self) -> bool {
+        self.mode != ContentValidation::Off && !self.done && !self.finished && !self.saw_call
+    }
+
     fn fail(&mut self, reject: GateReject) -> StreamSignal {
         self.failed.get_or_insert(reject.clone());
         StreamSignal::Failed(reject)
@@ -308,11 +325,16 @@ impl StreamTracker {
             any_choice = true;
             self.saw_choice = true;
             finished |= choice.get("finish_reason").is_some_and(|f| !f.is_null());
+            self.finished |= finished;
             for key in ["delta", "message"] {
                 let Some(msg) = choice.get(key) else { continue };
                 if let Some(c) = useful_chars(msg, !checked) {
                     chars += c;
                 }
+                self.saw_call |= msg
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .is_some_and(|c| !c.is_empty());
                 if checked && !self.judged {
                     for call in msg
                         .get("tool_calls")

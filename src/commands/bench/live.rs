@@ -107,7 +107,7 @@ pub(super) fn frame(
     let room = height.saturating_sub(5).max(1);
     let rows = report.models.iter().filter(|m| m.pings > 0).count() + pending.len();
     let hidden = rows.saturating_sub(room);
-    let t = super::table(&report, pending, Some(room));
+    let t = super::rows::table(&report, pending, Some(room));
     let mut out = format!("{t}\n");
     let probing = pending.len();
     out.push_str(&format!(

@@ -21,11 +21,11 @@ use crate::routing::rank::Policy;
 use live::LiveTable;
 
 mod live;
+mod rows;
 use crate::routing::{Candidate, Recorder};
 use crate::secrets::Secrets;
 use crate::state::files;
 use crate::state::ledger::{Ledger, Room};
-use crate::table;
 use crate::time;
 
 #[derive(FromArgs)]
@@ -350,7 +350,7 @@ fn table_text(report: &BenchReport) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let (probed, no_key): (Vec<_>, Vec<_>) = report.models.iter().partition(|m| m.pings > 0);
-    let t = table(report, &[], None);
+    let t = rows::table(report, &[], None);
     if !probed.is_empty() {
         let _ = writeln!(out, "{t}");
     }
@@ -382,76 +382,4 @@ fn table_text(report: &BenchReport) -> String {
         );
     }
     out
-}
-
-/// The probed models in rank order, then the `pending` ones (still being probed) marked
-/// as such; at most `limit` rows. The `Tools` column shows only when tool pings were sent.
-pub(super) fn table(
-    report: &BenchReport,
-    pending: &[String],
-    limit: Option<usize>,
-) -> comfy_table::Table {
-    let tools = report.models.iter().any(|m| m.tool_pings.is_some());
-    let mut header = vec!["#", "Model", "Verdict", "OK"];
-    if tools {
-        header.push("Tools");
-    }
-    header.extend(["TTFT p50", "p50", "p95", "Jitter", "Tok/s", "Last failure"]);
-    let mut t = table::new(&header);
-    let probed = report.models.iter().filter(|m| m.pings > 0);
-    let mut rows: Vec<Vec<String>> = probed.map(|m| row(m, tools)).collect();
-    for key in pending {
-        let mut r = vec![
-            "…".to_string(),
-            key.clone(),
-            "probing".to_string(),
-            String::new(),
-        ];
-        r.resize(header.len(), String::new());
-        rows.push(r);
-    }
-    for r in rows.into_iter().take(limit.unwrap_or(usize::MAX)) {
-        t.add_row(r);
-    }
-    t
-}
-
-/// One probed model's row.
-fn row(m: &ModelResult, tools: bool) -> Vec<String> {
-    let failure = match (&m.last_failure_kind, m.last_failure_status) {
-        (Some(k), Some(s)) if !(200..300).contains(&s) => format!("{k} (HTTP {s})"),
-        (Some(k), _) => k.to_string(),
-        // A wrong answer or a provider notice: what it said, cut short.
-        (None, _) => m
-            .last_failure
-            .as_deref()
-            .map(|f| f.chars().take(60).collect())
-            .unwrap_or_default(),
-    };
-    let mut row = vec![
-        m.rank.to_string(),
-        m.model.clone(),
-        m.verdict.label().to_string(),
-        format!("{}/{}", m.successes, m.pings),
-    ];
-    if tools {
-        row.push(tool_cell(m));
-    }
-    row.extend([
-        table::ms(m.ttft_ms_p50),
-        table::ms(m.latency_ms_p50),
-        table::ms(m.latency_ms_p95),
-        table::ms(m.jitter_ms),
-        m.tokens_per_sec.map_or("-".into(), |v| format!("{v:.1}")),
-        failure,
-    ]);
-    row
-}
-
-/// `valid calls/tool pings`, or `-` when no tool ping was sent.
-fn tool_cell(m: &ModelResult) -> String {
-    match (m.tool_calls, m.tool_pings) {
-        (Some(calls), Some(pings)) => format!("{calls}/{pings}"),
-        _ => "-".to_string(),
-    }
 }

@@ -25,18 +25,37 @@ const MAX_HEADERS: usize = 128;
 const MAX_CHUNK_LINE: usize = 4 * 1024;
 
 /// A request's line and headers, read before anything is decided about its body.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// The method, the target and every header live in one string, each found by its span:
+/// a string per name and value cost two allocations a header, most of a small request's.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Head {
-    pub method: String,
-    /// Path and query, as sent (`/v1/messages?beta=true`).
-    pub target: String,
-    /// Header names lower-cased, in order; values without surrounding whitespace.
-    pub headers: Vec<(String, String)>,
+    /// The method, the target, then each header's name (lower-cased) and value (without
+    /// surrounding whitespace), end to end.
+    text: String,
+    /// Where the method ends and the target begins.
+    method_end: u32,
+    /// Where the target ends and the first header begins.
+    target_end: u32,
+    /// Each header's name end and value end in `text`, in order; a name begins where the
+    /// one before it ends.
+    headers: Vec<(u32, u32)>,
     /// The client may send another request on this connection.
     pub keep_alive: bool,
     framing: Framing,
     /// `Expect: 100-continue` on HTTP/1.1: the client waits for `100 Continue` before the body.
     expects_continue: bool,
+}
+
+impl std::fmt::Debug for Head {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Head")
+            .field("method", &self.method())
+            .field("target", &self.target())
+            .field("headers", &self.headers().collect::<Vec<_>>())
+            .field("keep_alive", &self.keep_alive)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How the body of a request is delimited.
@@ -48,21 +67,47 @@ enum Framing {
 }
 
 impl Head {
+    pub fn method(&self) -> &str {
+        &self.text[..self.method_end as usize]
+    }
+
+    /// Path and query, as sent (`/v1/messages?beta=true`).
+    pub fn target(&self) -> &str {
+        &self.text[self.method_end as usize..self.target_end as usize]
+    }
+
+    /// Header names lower-cased, in order, each with its value (without surrounding
+    /// whitespace).
+    pub fn headers(&self) -> impl Iterator<Item = (&str, &str)> {
+        let mut at = self.target_end as usize;
+        self.headers.iter().map(move |&(name_end, value_end)| {
+            let (name_end, value_end) = (name_end as usize, value_end as usize);
+            let header = (&self.text[at..name_end], &self.text[name_end..value_end]);
+            at = value_end;
+            header
+        })
+    }
+
+    /// The first value of the header `name` (lower-case).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.headers().find(|(k, _)| *k == name).map(|(_, v)| v)
+    }
+
+    /// Every value of the header `name` (lower-case), in order.
+    fn values<'h>(&'h self, name: &'h str) -> impl Iterator<Item = &'h str> + 'h {
+        self.headers()
+            .filter(move |(k, _)| *k == name)
+            .map(|(_, v)| v)
     }
 
     pub fn path(&self) -> &str {
-        self.target.split('?').next().unwrap_or("")
+        self.target().split('?').next().unwrap_or("")
     }
 
     /// A query parameter's raw value.
     /// A query parameter's value, percent-decoded (`p%2Fm%23x` is `p/m#x`).
     pub fn query(&self, name: &str) -> Option<String> {
-        let q = self.target.split_once('?')?.1;
+        let q = self.target().split_once('?')?.1;
         q.split('&').find_map(|kv| {
             kv.split_once('=')
                 .filter(|(k, _)| *k == name)
@@ -181,6 +226,13 @@ pub fn read_request(
 /// (RFC 9112 §2.2).
 pub fn read_head(r: &mut impl BufRead) -> Result<Head, ReadError> {
     skip_blank_lines(r)?;
+    // Usually the whole head is in the reader's buffer already: parsed there, not copied.
+    let available = r.fill_buf()?;
+    if let Some(end) = head_end(available, 0).filter(|end| *end <= MAX_HEAD) {
+        let head = parse_head(&available[..end]);
+        r.consume(end);
+        return head;
+    }
     let mut buf: Vec<u8> = Vec::new();
     loop {
         let available = r.fill_buf()?;
@@ -251,9 +303,12 @@ fn head_end(buf: &[u8], new: usize) -> Option<usize> {
 
 /// Parses a complete head (ending in its blank line) and checks its framing headers.
 fn parse_head(bytes: &[u8]) -> Result<Head, ReadError> {
-    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut parsed = httparse::Request::new(&mut slots);
-    match parsed.parse(bytes) {
+    // Left uninitialised: httparse fills what it uses, and writing out 128 empty headers
+    // (4 KiB) for every request cost more than the parse of a short head.
+    let mut slots =
+        [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut parsed = httparse::Request::new(&mut []);
+    match parsed.parse_with_uninit_headers(bytes, &mut slots) {
         Ok(httparse::Status::Complete(n)) if n == bytes.len() => {}
         Ok(_) => return Err(malformed("the request head ends early")),
         Err(httparse::Error::TooManyHeaders) => return Err(ReadError::HeadTooLarge),
@@ -266,52 +321,68 @@ fn parse_head(bytes: &[u8]) -> Result<Head, ReadError> {
         Err(e) => return Err(malformed(describe(e))),
     }
     let http11 = parsed.version == Some(1);
-    let headers: Vec<(String, String)> = parsed
-        .headers
-        .iter()
-        .map(|h| {
-            let value = String::from_utf8_lossy(h.value);
-            (
-                h.name.to_ascii_lowercase(),
-                value.trim_matches([' ', '\t']).to_string(),
-            )
-        })
-        .collect();
-    let all = |name: &str| -> Vec<&str> {
-        headers
+    let method = parsed.method.unwrap_or_default();
+    let target = parsed.path.unwrap_or_default();
+    let size = method.len()
+        + target.len()
+        + parsed
+            .headers
             .iter()
-            .filter(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-            .collect()
+            .map(|h| h.name.len() + h.value.len())
+            .sum::<usize>();
+    let mut text = String::with_capacity(size);
+    text.push_str(method);
+    text.push_str(target);
+    let mut spans = Vec::with_capacity(parsed.headers.len());
+    for h in parsed.headers.iter() {
+        // Names are tokens (ASCII), values may hold any byte: non-UTF-8 ones are replaced.
+        text.extend(h.name.chars().map(|c| c.to_ascii_lowercase()));
+        let name_end = text.len();
+        text.push_str(String::from_utf8_lossy(h.value).trim_matches([' ', '\t']));
+        spans.push((name_end as u32, text.len() as u32));
+    }
+    let mut head = Head {
+        method_end: method.len() as u32,
+        target_end: (method.len() + target.len()) as u32,
+        text,
+        headers: spans,
+        keep_alive: false,
+        framing: Framing::None,
+        expects_continue: false,
     };
-    match all("host").len() {
+    match head.values("host").count() {
         0 if http11 => return Err(malformed("an HTTP/1.1 request without a Host header")),
         0 | 1 => {}
         _ => return Err(malformed("more than one Host header")),
     }
-    let framing = framing(&all("content-length"), &all("transfer-encoding"), http11)?;
+    // Two lengths are enough to refuse several; none or one is the rule.
+    let mut lengths = [""; 2];
+    let mut n_lengths = 0;
+    for length in head.values("content-length").take(2) {
+        lengths[n_lengths] = length;
+        n_lengths += 1;
+    }
+    let codings: Vec<&str> = head.values("transfer-encoding").collect();
+    let framing = framing(&lengths[..n_lengths], &codings, http11)?;
     let mut expects_continue = false;
-    for expect in all("expect") {
+    for expect in head.values("expect") {
         if !expect.eq_ignore_ascii_case("100-continue") {
             return Err(ReadError::UnsupportedExpectation(expect.to_string()));
         }
         // An HTTP/1.0 client cannot have asked for it (RFC 9110 §10.1.1).
         expects_continue = http11;
     }
-    let connection = tokens(&all("connection"));
+    let connection: Vec<&str> = head.values("connection").collect();
+    let connection = tokens(&connection);
     let keep_alive = if http11 {
         !connection.iter().any(|t| t == "close")
     } else {
         connection.iter().any(|t| t == "keep-alive")
     };
-    Ok(Head {
-        method: parsed.method.unwrap_or_default().to_string(),
-        target: parsed.path.unwrap_or_default().to_string(),
-        headers,
-        keep_alive,
-        framing,
-        expects_continue,
-    })
+    head.framing = framing;
+    head.expects_continue = expects_continue;
+    head.keep_alive = keep_alive;
+    Ok(head)
 }
 
 /// The version a request line names, when it is well formed apart from that
@@ -541,21 +612,44 @@ pub fn head(
     length: Option<usize>,
     keep_alive: bool,
 ) -> Vec<u8> {
-    let mut h = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+    let mut lines = String::new();
     for (k, v) in headers {
-        h.push_str(k);
-        h.push_str(": ");
-        h.push_str(v);
-        h.push_str("\r\n");
+        header_line(&mut lines, k, v);
     }
+    let mut out = Vec::with_capacity(lines.len() + 96);
+    write_head(&mut out, status, &lines, length, keep_alive);
+    out
+}
+
+/// Appends a `name: value` line to a head's header lines.
+pub fn header_line(lines: &mut String, name: &str, value: &str) {
+    lines.push_str(name);
+    lines.push_str(": ");
+    lines.push_str(value);
+    lines.push_str("\r\n");
+}
+
+/// Appends a response head to `out`: the status line, `lines` (`name: value\r\n` each, as
+/// [`header_line`] writes them), then the framing; `length: None` means a chunked body.
+pub fn write_head(
+    out: &mut Vec<u8>,
+    status: u16,
+    lines: &str,
+    length: Option<usize>,
+    keep_alive: bool,
+) {
+    use std::io::Write as _;
+    let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason(status));
+    out.extend_from_slice(lines.as_bytes());
     if !keep_alive {
-        h.push_str("connection: close\r\n");
+        out.extend_from_slice(b"connection: close\r\n");
     }
     match length {
-        Some(n) => h.push_str(&format!("content-length: {n}\r\n\r\n")),
-        None => h.push_str("transfer-encoding: chunked\r\n\r\n"),
+        Some(n) => {
+            let _ = write!(out, "content-length: {n}\r\n\r\n");
+        }
+        None => out.extend_from_slice(b"transfer-encoding: chunked\r\n\r\n"),
     }
-    h.into_bytes()
 }
 
 /// Appends `bytes` as one chunk of a chunked body (nothing for empty input: an empty chunk
@@ -564,7 +658,7 @@ pub fn chunk(bytes: &[u8], out: &mut Vec<u8>) {
     if bytes.is_empty() {
         return;
     }
-    out.extend_from_slice(format!("{:x}\r\n", bytes.len()).as_bytes());
+    let _ = std::io::Write::write_fmt(out, format_args!("{:x}\r\n", bytes.len()));
     out.extend_from_slice(bytes);
     out.extend_from_slice(b"\r\n");
 }

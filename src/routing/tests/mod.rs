@@ -191,6 +191,7 @@ impl World {
             tools: None,
             session,
             compress: None,
+            exclude: None,
         };
         let trace = Trace::new("req", model, stream);
         match self.router.route(&route, &ask, trace) {

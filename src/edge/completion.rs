@@ -1,0 +1,340 @@
+//! The completion flow, top to bottom: parse the client's body, translate it to chat
+//! (`protocol`), read what it needs, resolve its model name, let the router try models
+//! (`routing`), then deliver the answer or the refusal in the client's own shapes. Every
+//! request that reaches this file is logged and recorded in the history, refused or served.
+//! Which model to try, and whether an answer is good, is the router's business, not this
+//! file's.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use crate::edge::app::App;
+use crate::edge::forward;
+use crate::edge::http::Request;
+use crate::edge::reply::{Conn, Reply, StreamReply};
+use crate::edge::request_id::request_id;
+use crate::edge::request_log;
+use crate::protocol::{self, BadRequest, ErrorReport, Protocol};
+use crate::routing::carry::Carried;
+use crate::routing::{Ask, Delivery, Refused, Route, Served, SessionName};
+use crate::state::trace::{Outcome, Trace};
+
+/// A completion request in any protocol: translate, route, answer in the client's shapes.
+pub(super) fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Protocol) {
+    let started = Instant::now();
+    let id = request_id(&req.head);
+    // Needs are read from the client's own body: translation may drop what a chat provider
+    // cannot take (a PDF document), but the choice of model must still know about it.
+    let mut needs = crate::capability::Needs::default();
+    let mut session = None;
+    let chat = serde_json::from_slice::<Value>(&req.body)
+        .map_err(|e| BadRequest::NotJson(e.to_string()))
+        .and_then(|parsed| {
+            // The same field in all three protocols: anything but a boolean is a mistake to
+            // name, not to guess at.
+            if parsed
+                .get("stream")
+                .is_some_and(|s| !s.is_boolean() && !s.is_null())
+            {
+                return Err(BadRequest::Shape("\"stream\" must be true or false"));
+            }
+            needs = crate::capability::detect(&parsed);
+            session = SessionName::of(|h| req.head.header(h), &parsed);
+            proto.to_chat(parsed)
+        });
+    let chat = match chat {
+        Ok(c) => c,
+        Err(why) => {
+            let trace = Trace::new(&id, "", false);
+            return reject(conn, app, proto, trace, started, 400, &why.to_string());
+        }
+    };
+    let requested = chat
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("fcm")
+        .to_string();
+    let stream = chat.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let trace = Trace::new(&id, &requested, stream);
+    let route = match app.router.resolve(&requested) {
+        Ok(r) => r,
+        Err(unknown) => return reject(conn, app, proto, trace, started, 404, &unknown.to_string()),
+    };
+    // Tool calls are checked in strict mode only (`contentValidation: basic|off` turn it off).
+    let strict =
+        app.router.failover.content_validation == crate::answers::gate::ContentValidation::Strict;
+    let tools = crate::answers::toolcall::Offered::of(&chat)
+        .filter(|_| strict)
+        .map(Arc::new);
+    let ask = Ask {
+        body: &chat,
+        stream,
+        needs,
+        tools: tools.clone(),
+        session,
+        compress: req.head.header("x-fcm-compress"),
+        exclude: None,
+    };
+    let asked = Asked {
+        proto,
+        requested: &requested,
+        stream,
+        started,
+        tools: &tools,
+        route: &route,
+        ask: &ask,
+    };
+    match app.router.route(&route, &ask, trace) {
+        Ok(served) => deliver(conn, app, served, &asked),
+        Err(refused) => refuse(conn, app, *refused, started, proto),
+    }
+}
+
+/// Refuses a request before routing in the client's protocol, and records it.
+pub(super) fn reject(
+    conn: &mut Conn,
+    app: &App,
+    proto: Protocol,
+    mut trace: Trace,
+    started: Instant,
+    status: u16,
+    message: &str,
+) {
+    trace.outcome = Outcome::Rejected;
+    conn.send(
+        Reply::json(status, &proto.error(&ErrorReport::new(status, message))).with_trace(&trace),
+        false,
+    );
+    log(app, &trace, status, started);
+    app.router.complete(trace, started);
+}
+
+/// What delivering an answer needs to know of the request.
+struct Asked<'a> {
+    proto: Protocol,
+    /// The model name the client asked for (answers carry it back).
+    requested: &'a str,
+    stream: bool,
+    started: Instant,
+    /// The tools it offered: every call handed over must pass the check.
+    tools: &'a Option<Arc<crate::answers::toolcall::Offered>>,
+    /// Where it was routed, and what was asked: a continuation is routed the same way.
+    route: &'a Route,
+    ask: &'a Ask<'a>,
+}
+
+impl Asked<'_> {
+    fn shape(&self, app: &App) -> protocol::StreamShape {
+        self.proto.stream_shape(
+            self.requested,
+            app.router.reasoning.split_think_tags,
+            self.tools.clone(),
+        )
+    }
+}
+
+/// What a refusal's error answer says, for the client's protocol to wrap: the outcome as
+/// its code and every failed attempt.
+fn refusal_report(refused: &Refused) -> ErrorReport<'_> {
+    let attempts: Vec<Value> = refused
+        .details
+        .iter()
+        .map(|a| json!({"model": a.model, "status": a.status, "kind": a.kind, "detail": a.detail}))
+        .collect();
+    ErrorReport {
+        code: Some(refused.trace.outcome.as_str()),
+        attempts: Some(Value::Array(attempts)),
+        ..ErrorReport::new(refused.status, &refused.message)
+    }
+}
+
+fn refuse(conn: &mut Conn, app: &App, refused: Refused, started: Instant, proto: Protocol) {
+    let body = proto.error(&refusal_report(&refused));
+    let mut reply = Reply::json(refused.status, &body).with_trace(&refused.trace);
+    if let Some(secs) = refused.retry_after_secs {
+        reply = reply.header("retry-after", &secs.to_string());
+    }
+    conn.send(reply, false);
+    log(app, &refused.trace, refused.status, started);
+    app.router.complete(refused.trace, started);
+}
+
+fn deliver(conn: &mut Conn, app: &App, served: Served<'_>, asked: &Asked<'_>) {
+    let Served {
+        delivery,
+        mut trace,
+    } = served;
+    let (proto, requested, started) = (asked.proto, asked.requested, asked.started);
+    let split_think = app.router.reasoning.split_think_tags;
+    match delivery {
+        Delivery::Full {
+            status,
+            body,
+            parsed,
+            stats,
+        } if !asked.stream => {
+            trace.completion_tokens = stats.completion_tokens;
+            // Provider state is rare: a body that names none is not parsed for it.
+            let carried = match &parsed {
+                Some(v) => Carried::of_answer(v),
+                None if carries_state(&body) => serde_json::from_slice(&body)
+                    .map(|v| Carried::of_answer(&v))
+                    .unwrap_or_default(),
+                None => Carried::default(),
+            };
+            let mut ids = protocol::CallIds::default();
+            let tools = asked.tools.as_deref();
+            let body = proto.answer(body, parsed, requested, split_think, tools, &mut ids);
+            keep_carried(app, &trace, &(carried, ids));
+            let reply = Reply::new(status, "application/json", body);
+            conn.send(reply.with_trace(&trace), false);
+        }
+        Delivery::Full {
+            body,
+            parsed,
+            stats,
+            ..
+        } => {
+            // The provider ignored `stream: true`: give the client the stream it asked for.
+            let v = parsed.unwrap_or_else(|| serde_json::from_slice(&body).unwrap_or(Value::Null));
+            let mut client = StreamReply::new(conn, &trace);
+            let mut relay = forward::Relay::new(&mut client, asked.shape(app));
+            relay.whole(&v, app.router.secrets());
+            trace.completion_tokens = stats.completion_tokens;
+            keep_carried(app, &trace, &relay.take_carried());
+        }
+        Delivery::Stream(committed) => {
+            let mut client = StreamReply::new(conn, &trace);
+            let mut relay = forward::Relay::new(&mut client, asked.shape(app));
+            trace = relay_stream(app, asked, &mut relay, *committed, trace);
+            keep_carried(app, &trace, &relay.take_carried());
+        }
+    }
+    log(app, &trace, 200, started);
+    app.router.complete(trace, started);
+}
+
+/// How many times an answer that broke off is handed to another model to finish.
+const CONTINUATIONS: usize = 2;
+
+/// Forwards a committed stream; when it breaks after content (in text, not inside a tool
+/// call), another model finishes the answer in the same client stream, up to
+/// [`CONTINUATIONS`] times; otherwise the client is told the answer broke off, in its own
+/// protocol. The trace comes back with every attempt; a finished continuation is
+/// [`Outcome::Continued`].
+fn relay_stream(
+    app: &App,
+    asked: &Asked<'_>,
+    relay: &mut forward::Relay<'_>,
+    first: crate::routing::Committed<'_>,
+    mut trace: Trace,
+) -> Trace {
+    let mut committed = first;
+    let mut continued = 0;
+    loop {
+        let broke = match relay.pump(&mut committed.stream) {
+            forward::Pumped::Done(end) => {
+                committed.finish(&end, &mut trace);
+                if continued > 0 && trace.outcome == Outcome::Served {
+                    trace.outcome = Outcome::Continued;
+                }
+                return trace;
+            }
+            forward::Pumped::Broke(f) => f,
+        };
+        let secrets = committed.stream.secrets().clone();
+        let model = trace.served_model.clone().unwrap_or_default();
+        committed.finish(&answers_end(&broke), &mut trace);
+        let given = relay.given();
+        let pinned = matches!(asked.route, Route::Pinned(_));
+        if continued == CONTINUATIONS || given.call_begun || pinned || !relay.client_here() {
+            relay.fail(&broke.detail, secrets);
+            return trace;
+        }
+        continued += 1;
+        trace.notes.push(format!("continued_after:{model}"));
+        let body = crate::routing::continuation::request(asked.ask.body, &given.text);
+        let ask = Ask {
+            body: &body,
+            exclude: Some(&model),
+            session: asked.ask.session.clone(),
+            tools: asked.ask.tools.clone(),
+            ..*asked.ask
+        };
+        match app.router.route(asked.route, &ask, trace) {
+            Ok(served) => {
+                trace = served.trace;
+                match served.delivery {
+                    Delivery::Stream(c) => committed = *c,
+                    Delivery::Full {
+                        body,
+                        parsed,
+                        stats,
+                        ..
+                    } => {
+                        let v = parsed.unwrap_or_else(|| {
+                            serde_json::from_slice(&body).unwrap_or(Value::Null)
+                        });
+                        relay.whole(&v, app.router.secrets());
+                        trace.completion_tokens = stats.completion_tokens;
+                        trace.outcome = Outcome::Continued;
+                        return trace;
+                    }
+                }
+            }
+            Err(refused) => {
+                let mut trace = refused.trace;
+                trace.outcome = Outcome::StreamFailedAfterContent;
+                let detail = format!("{}; no other model could finish it", broke.detail);
+                relay.fail(&detail, secrets);
+                return trace;
+            }
+        }
+    }
+}
+
+fn answers_end(f: &crate::answers::failure::Failure) -> crate::answers::stream::StreamEnd {
+    crate::answers::stream::StreamEnd::Failed(f.clone())
+}
+
+/// Keeps what the served answer carried for the conversation's next turn (see
+/// `routing::carry`).
+fn keep_carried(app: &App, trace: &Trace, (carried, ids): &(Carried, protocol::CallIds)) {
+    if carried.is_empty() {
+        return;
+    }
+    if let Some(provider) = trace
+        .served_model
+        .as_deref()
+        .and_then(|m| m.split('/').next())
+    {
+        app.router
+            .carry
+            .keep(provider, carried, &ids.0, crate::time::now_ms());
+    }
+}
+
+/// Whether a whole chat answer's bytes may carry state a later turn needs.
+fn carries_state(body: &[u8]) -> bool {
+    let has = |needle: &[u8]| body.windows(needle.len()).any(|w| w == needle);
+    has(b"\"extra_content\"") || has(b"\"reasoning_details\"")
+}
+
+/// The request's line in the request log (unless `--quiet`), without a secret the client
+/// sent.
+fn log(app: &App, trace: &Trace, status: u16, started: Instant) {
+    use std::fmt::Write;
+    if app.quiet {
+        return;
+    }
+    let mut line = String::with_capacity(128);
+    line.push_str(&app.router.redact(&trace.id));
+    line.push(' ');
+    line.push_str(&app.router.redact(&trace.requested_model));
+    let _ = write!(line, " {status} {} ms ", started.elapsed().as_millis());
+    trace.write_decision(&mut line);
+    line.push('\n');
+    request_log::line(&line);
+}

@@ -1,0 +1,86 @@
+//! The fake provider's Gemini 3: each tool call it makes carries
+//! `extra_content.google.thought_signature`, and a request whose history holds one of its
+//! calls without that signature is refused with a 400, as Gemini's OpenAI-compatible
+//! endpoint refuses it. Two tool turns of the client's shell tool, then a text answer.
+
+use std::io;
+use std::net::TcpStream;
+
+use serde_json::{json, Value};
+
+use super::tools::shell_tool;
+use super::wire::{chunk, completion, ok_answer, send_fixed, SseWriter};
+
+/// The signature of the `n`th call (from 0) of a conversation.
+fn signature(n: usize) -> String {
+    format!("fcm-sig-{n}")
+}
+
+/// Answers one turn: a refusal when a call of an earlier turn came back unsigned.
+pub(super) fn signed_turn(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    stream: bool,
+    body: &Value,
+) -> io::Result<bool> {
+    let messages = body.get("messages").and_then(Value::as_array);
+    let calls: Vec<&Value> = messages
+        .into_iter()
+        .flatten()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+        .filter_map(|m| m.get("tool_calls").and_then(Value::as_array))
+        .flatten()
+        .collect();
+    for (n, call) in calls.iter().enumerate() {
+        let said = call
+            .pointer("/extra_content/google/thought_signature")
+            .and_then(Value::as_str);
+        if said != Some(signature(n).as_str()) {
+            let refusal = json!({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                "message": format!("Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:{}` , position {}.", call.pointer("/function/name").and_then(Value::as_str).unwrap_or(""), n + 1)}});
+            return send_fixed(
+                out,
+                400,
+                "application/json",
+                &[],
+                refusal.to_string().as_bytes(),
+            );
+        }
+    }
+    let tool = shell_tool(body);
+    if calls.len() >= 2 || tool.is_none() {
+        let text = format!(
+            "Both tool turns kept their thought signatures ({} calls signed).",
+            calls.len()
+        );
+        return ok_answer(
+            out,
+            id,
+            model,
+            &text,
+            stream,
+            true,
+            std::time::Duration::ZERO,
+        );
+    }
+    let (name, args) = tool.expect("checked");
+    let n = calls.len();
+    let call = json!({"id": format!("function-call-{n}"), "type": "function",
+        "function": {"name": name, "arguments": args.to_string()},
+        "extra_content": {"google": {"thought_signature": signature(n)}}});
+    if !stream {
+        let message = json!({"role": "assistant", "content": null, "tool_calls": [call]});
+        return completion(out, id, model, message, "tool_calls");
+    }
+    // As Gemini streams it: the whole call in one chunk, without an index.
+    let mut w = SseWriter::start(out);
+    w.data(&chunk(
+        id,
+        model,
+        json!({"role": "assistant", "tool_calls": [call]}),
+        None,
+    ))?;
+    w.data(&chunk(id, model, json!({}), Some("tool_calls")))?;
+    w.done()
+}

@@ -1,0 +1,255 @@
+//! Each routable model as the router sees it now ([`ModelStatus`]): where model `fcm` would
+//! try it (its rank in the order of the moment, or why it is skipped), its breaker, the
+//! evidence ranking it, its live figures, today's budget and the conversations it holds.
+//! What `fcm top` shows (through `/fcm/admin/live`) and `/metrics` exports as gauges; read
+//! when asked, never on a request's path.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::answers::classify::FailureKind;
+use crate::providers::catalog::Catalog;
+use crate::providers::quota::{self, Scope};
+use crate::state::breaker::{BreakerRow, BreakerState};
+use crate::state::ledger::report::{UsageLine, UsageReport};
+use crate::state::trace::{SkipReason, Trace};
+
+use super::live::LIVE_MIN;
+use super::rank::{FAILING, PROVEN};
+use super::Router;
+
+/// What ranks a model now: proven by recent results, not known, or failing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Evidence {
+    Proven,
+    Unknown,
+    Failing,
+}
+
+/// Where that evidence comes from: this server's recent traffic, the last bench, or
+/// nowhere yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum EvidenceFrom {
+    Live,
+    Bench,
+    None,
+}
+
+/// Today's budget of a model, as far as fcm knows it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Budget {
+    /// Requests left: the tighter of what the provider last said and the catalog's daily
+    /// limit less today's requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) requests: Option<u64>,
+    /// Tokens left, as the provider last said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tokens: Option<u64>,
+    /// The catalog's daily request limit on the counter this model uses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) requests_per_day: Option<u64>,
+}
+
+/// One routable model now.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ModelStatus {
+    pub(crate) model: String,
+    pub(crate) provider: String,
+    /// Its place (1 first) in the order model `fcm` would try now; `None` when skipped.
+    #[serde(default)]
+    pub(crate) rank: Option<usize>,
+    /// Why model `fcm` would pass it over now.
+    #[serde(default)]
+    pub(crate) skipped: Option<SkipReason>,
+    pub(crate) state: BreakerState,
+    pub(crate) consecutive_failures: u32,
+    pub(crate) trip_count: u32,
+    pub(crate) cooldown_ms_left: u64,
+    /// Left of a pause (a quota, an overloaded model's back-off, a notice, a missing model).
+    pub(crate) pause_ms_left: u64,
+    /// What set the pause; `None` for a quota (or no pause).
+    #[serde(default)]
+    pub(crate) paused_for: Option<FailureKind>,
+    #[serde(default)]
+    pub(crate) last_failure_kind: Option<FailureKind>,
+    pub(crate) evidence: Evidence,
+    pub(crate) evidence_from: EvidenceFrom,
+    /// Results in the live window (the last [`super::LIVE_WINDOW`] requests) and how many
+    /// of them succeeded.
+    pub(crate) live_results: usize,
+    pub(crate) live_ok: usize,
+    /// Median time to first token of the live window's successes.
+    #[serde(default)]
+    pub(crate) ttft_ms_p50: Option<u64>,
+    /// The time to first token ranking uses: the live median, else the last bench's.
+    #[serde(default)]
+    pub(crate) ranked_ttft_ms: Option<u64>,
+    #[serde(default)]
+    pub(crate) budget: Budget,
+    /// Conversations that last went to this model and are not idle too long.
+    pub(crate) conversations: usize,
+    /// A member of the set model `fcm` uses first (`router.activeSet`) on this server.
+    #[serde(default)]
+    pub(crate) in_active_set: bool,
+}
+
+impl Router {
+    /// Today's usage report of the routable models' providers (as the dashboard shows it).
+    pub(crate) fn usage_today(&self, catalog: &Catalog, now: u64) -> UsageReport {
+        let mut configured: Vec<(&str, Vec<String>)> = self
+            .routable()
+            .filter(|c| !c.target.keys.is_empty())
+            .map(|c| {
+                let labels = c.target.keys.iter().map(|k| k.label.clone()).collect();
+                (c.target.provider_id.as_str(), labels)
+            })
+            .collect();
+        configured.dedup_by(|a, b| a.0 == b.0);
+        crate::state::ledger::report::report(&self.ledger.snapshot(), catalog, &configured, now, 1)
+    }
+
+    /// The set model `fcm` uses first on this server, and its models.
+    pub(crate) fn active_set(&self) -> Option<(&str, Vec<String>)> {
+        let name = self.active_set.as_deref()?;
+        let set = self.sets.get(name)?;
+        Some((name, set.members().to_vec()))
+    }
+
+    /// Every routable model's status now, in the order model `fcm` would try them, the
+    /// skipped ones after.
+    pub(crate) fn statuses(
+        &self,
+        catalog: &Catalog,
+        usage: &UsageReport,
+        now: u64,
+    ) -> Vec<ModelStatus> {
+        let known = self.known();
+        let plan = self.pool.plan(&known, 0, 0);
+        let mut order = plan.order.clone();
+        let set = self.active_set();
+        if let Some((_, members)) = &set {
+            let mut scratch = Trace::new("", "", false);
+            self.pool.order_by_set(&mut order, members, &mut scratch);
+        }
+        let rank: HashMap<&str, usize> = order
+            .iter()
+            .enumerate()
+            .map(|(n, i)| (self.pool.get(*i).key(), n + 1))
+            .collect();
+        let skipped: HashMap<&str, SkipReason> = plan
+            .skipped
+            .iter()
+            .map(|s| (s.model.as_str(), s.reason))
+            .collect();
+        let rows: HashMap<String, BreakerRow> = self
+            .breakers
+            .rows(now)
+            .into_iter()
+            .map(|r| (r.model.clone(), r))
+            .collect();
+        let conversations = self
+            .affinity
+            .as_ref()
+            .map(|a| a.active(now))
+            .unwrap_or_default();
+        let view = self.evidence.view();
+        let mut out: Vec<ModelStatus> = self
+            .routable()
+            .map(|c| {
+                let key = c.key();
+                let row = rows.get(key);
+                let recent = self.evidence.recent(key);
+                let mut ok: Vec<u64> = recent.iter().flatten().copied().collect();
+                ok.sort_unstable();
+                let (level, ranked_ttft_ms) = view.of(key);
+                let evidence = match level {
+                    PROVEN => Evidence::Proven,
+                    FAILING => Evidence::Failing,
+                    _ => Evidence::Unknown,
+                };
+                // A bench entry is proven or failing, never unknown: unknown without enough
+                // live results means nothing is known yet.
+                let evidence_from = if recent.len() >= LIVE_MIN {
+                    EvidenceFrom::Live
+                } else if evidence == Evidence::Unknown {
+                    EvidenceFrom::None
+                } else {
+                    EvidenceFrom::Bench
+                };
+                ModelStatus {
+                    model: key.to_string(),
+                    provider: c.target.provider_id.clone(),
+                    rank: rank.get(key).copied(),
+                    skipped: skipped.get(key).copied(),
+                    state: row.map_or(BreakerState::Closed, |r| r.state),
+                    consecutive_failures: row.map_or(0, |r| r.consecutive_failures),
+                    trip_count: row.map_or(0, |r| r.trip_count),
+                    cooldown_ms_left: row.map_or(0, |r| r.cooldown_ms_left),
+                    pause_ms_left: row.map_or(0, |r| r.quota_pause_ms_left),
+                    paused_for: row.and_then(|r| r.paused_for),
+                    last_failure_kind: row.and_then(|r| r.last_failure_kind),
+                    evidence,
+                    evidence_from,
+                    live_results: recent.len(),
+                    live_ok: ok.len(),
+                    ttft_ms_p50: ok.get(ok.len().saturating_sub(1) / 2).copied(),
+                    ranked_ttft_ms,
+                    budget: budget(catalog, usage, key, &c.target.provider_id),
+                    conversations: conversations.get(key).copied().unwrap_or(0),
+                    in_active_set: set
+                        .as_ref()
+                        .is_some_and(|(_, m)| m.iter().any(|m| m == key)),
+                }
+            })
+            .collect();
+        out.sort_by_key(|s| (s.rank.is_none(), s.rank, s.model.clone()));
+        out
+    }
+}
+
+/// A model's budget from today's report: its own line when it has been used today, with
+/// its provider's line for what the provider said and for a provider-wide daily limit.
+fn budget(catalog: &Catalog, usage: &UsageReport, model: &str, provider: &str) -> Budget {
+    let own = usage
+        .models
+        .iter()
+        .find(|l| l.model.as_deref() == Some(model));
+    let whole = usage.providers.iter().find(|l| l.provider == provider);
+    let said = |f: fn(&UsageLine) -> Option<u64>| own.and_then(f).or_else(|| whole.and_then(f));
+    let said_requests = said(|l| l.remaining.requests);
+    let tokens = said(|l| l.remaining.tokens);
+    // The model's own daily limit (counted on its line; none used when it has none yet),
+    // else a provider-wide one counted on the provider's line.
+    let model_limit = catalog.find(model).and_then(|f| {
+        quota::rules(f.provider.quota.as_ref(), f.model.quota.as_ref())
+            .into_iter()
+            .find(|r| r.scope == Scope::Model)?
+            .quota
+            .requests_per_day
+    });
+    let daily = match model_limit {
+        Some(limit) => Some((limit, own.map_or(0, |l| l.requests))),
+        None => whole.and_then(|l| {
+            let q = l.limits.as_ref()?;
+            (q.scope_or_provider() == Scope::Provider)
+                .then_some(q.requests_per_day)
+                .flatten()
+                .map(|limit| (limit, l.requests))
+        }),
+    };
+    let by_limit = daily.map(|(limit, used)| limit.saturating_sub(used));
+    let requests = match (said_requests, by_limit) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    Budget {
+        requests,
+        tokens,
+        requests_per_day: daily.map(|(limit, _)| limit),
+    }
+}

@@ -1,0 +1,497 @@
+//! Answers that are what they claim, in all three protocols: a stream that breaks after
+//! content (an error frame, a dropped connection, a stall, an end without a finish) is
+//! finished by the next model or reported as broken, never passed off as whole; an answer
+//! cut at the length limit says so; and a provider's per-call state (Gemini's thought
+//! signatures) survives the round trip whatever the client keeps.
+
+mod support;
+
+use serde_json::{json, Value};
+use support::*;
+
+/// The events of an SSE body: (event name, data), `[DONE]` as data `[DONE]`.
+fn events(body: &str) -> Vec<(String, String)> {
+    body.replace("\r\n", "\n")
+        .split("\n\n")
+        .filter_map(|event| {
+            let mut name = String::new();
+            let mut data = Vec::new();
+            for line in event.lines() {
+                if let Some(n) = line.strip_prefix("event:") {
+                    name = n.trim().to_string();
+                } else if let Some(d) = line.strip_prefix("data:") {
+                    data.push(d.trim_start());
+                }
+            }
+            (!data.is_empty()).then(|| (name, data.join("\n")))
+        })
+        .collect()
+}
+
+fn data(body: &str) -> Vec<Value> {
+    events(body)
+        .into_iter()
+        .filter(|(_, d)| d != "[DONE]")
+        .map(|(_, d)| serde_json::from_str(&d).unwrap())
+        .collect()
+}
+
+/// The answer's text as the client reads it, in its protocol.
+fn text(proto: &str, body: &str) -> String {
+    let pointer = match proto {
+        "chat" => "/choices/0/delta/content",
+        "anthropic" => "/delta/text",
+        _ => "/delta",
+    };
+    data(body)
+        .iter()
+        .filter(|v| proto != "responses" || v["type"] == "response.output_text.delta")
+        .filter_map(|v| v.pointer(pointer).and_then(Value::as_str))
+        .collect()
+}
+
+fn request(proto: &str, model: &str, stream: bool) -> (&'static str, Value) {
+    match proto {
+        "chat" => (
+            "/v1/chat/completions",
+            json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": "Plan the change."}]}),
+        ),
+        "anthropic" => (
+            "/v1/messages",
+            json!({"model": model, "stream": stream, "max_tokens": 256, "messages": [{"role": "user", "content": "Plan the change."}]}),
+        ),
+        _ => (
+            "/v1/responses",
+            json!({"model": model, "stream": stream, "input": "Plan the change."}),
+        ),
+    }
+}
+
+const PROTOCOLS: [&str; 3] = ["chat", "anthropic", "responses"];
+
+/// Each way a stream breaks after content: the model, how the failure is named, the text
+/// the client had before the break, and the config it needs.
+fn breaks() -> [(&'static str, &'static str, &'static str, Value); 4] {
+    [
+        (
+            "sse_error_after_content",
+            "error_payload",
+            "Partial answer from sse_error_after_content#top",
+            json!({}),
+        ),
+        (
+            "drop_after_content",
+            "network_error",
+            "Partial answer from drop_after_content#top",
+            json!({}),
+        ),
+        (
+            "ends_without_finish",
+            "network_error",
+            "Partial answer from ends_without_finish#top",
+            json!({}),
+        ),
+        (
+            "stall_after_content:4000",
+            "stream_stall",
+            "Hello from stall_after_content:4000#top.",
+            json!({"streamStallTimeoutMs": 1000}),
+        ),
+    ]
+}
+
+/// What the continuing fake model says after the `given` text.
+fn rest(given: &str) -> String {
+    format!(" and the rest (continued: {} chars)", given.chars().count())
+}
+
+#[test]
+fn a_stream_broken_after_content_is_finished_by_the_next_model() {
+    let fake = fake();
+    for (model, kind, said, failover) in breaks() {
+        let w = World::new();
+        let top = format!("{model}#top");
+        ordered(&w, &fake.base_url(), &[&top, "continues#next"]);
+        w.write_config(&json!({"router": {"failover": failover}}));
+        let s = w.serve(&["--quiet"]);
+        let r = s.chat("fcm", true);
+        assert_eq!(r.status, 200, "{model}");
+        // The head went out with the first model's content.
+        assert_eq!(
+            r.decision(),
+            format!("p/{top}!served|p/{top}:200|skips=0"),
+            "{model}"
+        );
+        assert_eq!(
+            text("chat", &r.body),
+            format!("{said}{}", rest(said)),
+            "{model}: one answer"
+        );
+        assert!(r.body.trim_end().ends_with("data: [DONE]"), "{model}");
+        assert!(!r.body.contains("\"error\""), "{model}: {}", r.body);
+        let h = s.history();
+        let last = h.last().unwrap();
+        assert_eq!(last["outcome"], "continued", "{model}: {last}");
+        assert_eq!(last["servedModel"], "p/continues#next", "{model}");
+        assert_eq!(
+            (
+                last["attempts"][0]["kind"].as_str(),
+                last["attempts"][1]["model"].as_str()
+            ),
+            (Some(kind), Some("p/continues#next")),
+            "{model}: {last}"
+        );
+        let row = s.breaker(&format!("p/{top}")).unwrap();
+        assert_eq!(
+            row["lastFailureKind"], kind,
+            "{model}: the break is the first model's failure"
+        );
+        // The continuation was asked with the answer so far and the instruction.
+        let asked = fake.requests_for("continues#next");
+        let body: Value = serde_json::from_slice(&asked.last().unwrap().body).unwrap();
+        let messages = body["messages"].as_array().unwrap();
+        let n = messages.len();
+        assert_eq!(
+            messages[n - 2],
+            json!({"role": "assistant", "content": said}),
+            "{model}"
+        );
+        assert!(
+            messages[n - 1]["content"]
+                .as_str()
+                .unwrap()
+                .contains("cut off"),
+            "{model}: {}",
+            messages[n - 1]
+        );
+        assert_eq!(s.stop(), 0);
+    }
+}
+
+#[test]
+fn a_continuation_reads_as_one_answer_in_every_protocol() {
+    let fake = fake();
+    let said = "Partial answer from sse_error_after_content#top";
+    for proto in PROTOCOLS {
+        // A server each: a model that broke moves down the live ranking.
+        let w = World::new();
+        ordered(
+            &w,
+            &fake.base_url(),
+            &["sse_error_after_content#top", "continues#next"],
+        );
+        let s = w.serve(&["--quiet"]);
+        let (path, body) = request(proto, "fcm", true);
+        let r = s.post(path, &body.to_string());
+        assert_eq!(r.status, 200, "{proto}");
+        assert_eq!(
+            text(proto, &r.body),
+            format!("{said}{}", rest(said)),
+            "{proto}: {}",
+            r.body
+        );
+        let names: Vec<String> = events(&r.body).into_iter().map(|(n, _)| n).collect();
+        match proto {
+            "anthropic" => {
+                assert_eq!(
+                    names.last().map(String::as_str),
+                    Some("message_stop"),
+                    "{names:?}"
+                );
+                assert!(!names.iter().any(|n| n == "error"), "{names:?}");
+                // One text block, opened once.
+                let starts = names.iter().filter(|n| *n == "content_block_start").count();
+                assert_eq!(starts, 1, "{names:?}");
+            }
+            "responses" => {
+                assert_eq!(
+                    names.last().map(String::as_str),
+                    Some("response.completed"),
+                    "{names:?}"
+                );
+                assert!(!names.iter().any(|n| n == "response.failed"), "{names:?}");
+            }
+            _ => assert!(r.body.trim_end().ends_with("data: [DONE]")),
+        }
+        assert_eq!(
+            s.history().last().unwrap()["outcome"],
+            "continued",
+            "{proto}"
+        );
+    }
+}
+
+#[test]
+fn with_no_model_to_finish_it_the_client_is_told_in_its_protocol() {
+    let fake = fake();
+    for (model, kind, said, failover) in breaks() {
+        let w = World::new();
+        let top = format!("{model}#top");
+        ordered(&w, &fake.base_url(), &[&top, "continues#next"]);
+        w.write_config(&json!({"router": {"failover": failover}}));
+        let s = w.serve(&["--quiet"]);
+        // Pinned: no other model may answer for it.
+        let pinned = format!("fcm:p/{top}");
+        for proto in PROTOCOLS {
+            let (path, body) = request(proto, &pinned, true);
+            let r = s.post(path, &body.to_string());
+            assert_eq!(r.status, 200, "{model} {proto}");
+            assert_eq!(
+                text(proto, &r.body),
+                said,
+                "{model} {proto}: what came before the break"
+            );
+            let evs = events(&r.body);
+            let (last_name, last_data) = evs.last().cloned().unwrap();
+            let last: Value = serde_json::from_str(&last_data).unwrap_or(Value::Null);
+            match proto {
+                "chat" => {
+                    // As OpenAI sends one: its SDKs raise on it. No [DONE]: not a finish.
+                    assert_eq!(
+                        last["error"]["code"], "stream_broken",
+                        "{model}: {}",
+                        r.body
+                    );
+                    assert!(last["error"]["message"]
+                        .as_str()
+                        .unwrap()
+                        .contains("broke off"));
+                    assert!(!r.body.contains("data: [DONE]"), "{model}: {}", r.body);
+                    assert!(!r.body.contains("\"finish_reason\":\"stop\""), "{model}");
+                }
+                "anthropic" => {
+                    assert_eq!(last_name, "error", "{model}: {}", r.body);
+                    assert_eq!(last["error"]["type"], "api_error");
+                    assert!(!r.body.contains("message_stop"), "{model}");
+                }
+                _ => {
+                    assert_eq!(last_name, "response.failed", "{model}: {}", r.body);
+                    assert_eq!(last["response"]["status"], "failed");
+                    assert!(!r.body.contains("response.completed"), "{model}");
+                }
+            }
+            let h = s.history();
+            let entry = h.last().unwrap();
+            assert_eq!(
+                entry["outcome"], "stream_failed_after_content",
+                "{model} {proto}"
+            );
+            assert_eq!(entry["attempts"][0]["kind"], kind, "{model} {proto}");
+        }
+        assert_eq!(s.stop(), 0);
+    }
+}
+
+#[test]
+fn a_continuation_that_no_model_can_give_ends_as_broken() {
+    let fake = fake();
+    let w = World::new();
+    ordered(
+        &w,
+        &fake.base_url(),
+        &["sse_error_after_content#top", "server_500#next"],
+    );
+    let s = w.serve(&["--quiet"]);
+    let r = s.chat("fcm", true);
+    let said = "Partial answer from sse_error_after_content#top";
+    assert_eq!(text("chat", &r.body), said);
+    let last = data(&r.body).pop().unwrap();
+    assert!(
+        last["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no other model could finish it"),
+        "{last}"
+    );
+    let h = s.history();
+    let entry = h.last().unwrap();
+    assert_eq!(entry["outcome"], "stream_failed_after_content");
+    assert_eq!(
+        entry["attempts"][1]["kind"], "provider_server_error",
+        "{entry}"
+    );
+}
+
+#[test]
+fn an_answer_cut_at_the_length_limit_says_so_in_every_protocol() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["cut_at_length"]);
+    let s = w.serve(&["--quiet"]);
+    for proto in PROTOCOLS {
+        for stream in [false, true] {
+            let (path, body) = request(proto, "fcm", stream);
+            let r = s.post(path, &body.to_string());
+            assert_eq!(r.status, 200, "{proto} {stream}");
+            let said = match (proto, stream) {
+                ("chat", false) => r.json()["choices"][0]["finish_reason"].clone(),
+                ("anthropic", false) => r.json()["stop_reason"].clone(),
+                ("responses", false) => {
+                    let v = r.json();
+                    assert_eq!(v["incomplete_details"]["reason"], "max_output_tokens");
+                    v["status"].clone()
+                }
+                ("chat", true) => data(&r.body)
+                    .iter()
+                    .find_map(|c| c["choices"][0]["finish_reason"].as_str().map(|f| json!(f)))
+                    .unwrap(),
+                ("anthropic", true) => data(&r.body)
+                    .iter()
+                    .find(|v| v["type"] == "message_delta")
+                    .map(|v| v["delta"]["stop_reason"].clone())
+                    .unwrap(),
+                _ => data(&r.body).last().unwrap()["response"]["status"].clone(),
+            };
+            let want = match proto {
+                "chat" => "length",
+                "anthropic" => "max_tokens",
+                _ => "incomplete",
+            };
+            assert_eq!(said, want, "{proto} stream={stream}: {}", r.body);
+        }
+    }
+}
+
+/// One tool turn's request in `proto`: the conversation so far, in that client's shapes,
+/// keeping of each call only what a frugal client keeps (its id, name and arguments).
+fn tool_request(proto: &str, calls: &[(String, String)]) -> (&'static str, Value) {
+    match proto {
+        "chat" => {
+            let mut messages = vec![json!({"role": "user", "content": "List the files."})];
+            for (id, args) in calls {
+                messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                    {"id": id, "type": "function", "function": {"name": "Bash", "arguments": args}}]}));
+                messages
+                    .push(json!({"role": "tool", "tool_call_id": id, "content": "fcm-tool-ok"}));
+            }
+            (
+                "/v1/chat/completions",
+                json!({"model": "fcm", "stream": true, "messages": messages,
+                "tools": [{"type": "function", "function": {"name": "Bash", "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}}]}),
+            )
+        }
+        "anthropic" => {
+            let mut messages = vec![json!({"role": "user", "content": "List the files."})];
+            for (id, args) in calls {
+                let input: Value = serde_json::from_str(args).unwrap();
+                messages.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "Bash", "input": input}]}));
+                messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "fcm-tool-ok"}]}));
+            }
+            (
+                "/v1/messages",
+                json!({"model": "fcm", "stream": true, "max_tokens": 512, "messages": messages,
+                "tools": [{"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]}),
+            )
+        }
+        _ => {
+            let mut input = vec![
+                json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List the files."}]}),
+            ];
+            for (id, args) in calls {
+                input.push(json!({"type": "function_call", "call_id": id, "name": "exec_command", "arguments": args}));
+                input.push(
+                    json!({"type": "function_call_output", "call_id": id, "output": "fcm-tool-ok"}),
+                );
+            }
+            (
+                "/v1/responses",
+                json!({"model": "fcm", "stream": true, "input": input,
+                "tools": [{"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}]}),
+            )
+        }
+    }
+}
+
+/// The call a streamed answer handed the client: its id and arguments.
+fn call_of(proto: &str, body: &str) -> Option<(String, String)> {
+    let all = data(body);
+    match proto {
+        "chat" => {
+            let mut id = None;
+            let mut args = String::new();
+            for c in &all {
+                for call in c["choices"][0]["delta"]["tool_calls"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(i) = call["id"].as_str() {
+                        id = Some(i.to_string());
+                    }
+                    args.push_str(call["function"]["arguments"].as_str().unwrap_or(""));
+                }
+            }
+            id.map(|i| (i, args))
+        }
+        "anthropic" => {
+            let id = all
+                .iter()
+                .find(|v| v["content_block"]["type"] == "tool_use")
+                .map(|v| v["content_block"]["id"].as_str().unwrap().to_string())?;
+            let args: String = all
+                .iter()
+                .filter_map(|v| v["delta"]["partial_json"].as_str())
+                .collect();
+            Some((id, args))
+        }
+        _ => all
+            .iter()
+            .find(|v| {
+                v["type"] == "response.output_item.done" && v["item"]["type"] == "function_call"
+            })
+            .map(|v| {
+                (
+                    v["item"]["call_id"].as_str().unwrap().to_string(),
+                    v["item"]["arguments"].as_str().unwrap().to_string(),
+                )
+            }),
+    }
+}
+
+#[test]
+fn thought_signatures_come_back_whatever_the_client_keeps() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["signed_tool_turns"]);
+    let s = w.serve(&["--quiet"]);
+    for proto in PROTOCOLS {
+        let mut calls = Vec::new();
+        for turn in 0..2 {
+            let (path, body) = tool_request(proto, &calls);
+            let r = s.post(path, &body.to_string());
+            assert_eq!(r.status, 200, "{proto} turn {turn}: {}", r.body);
+            let call = call_of(proto, &r.body)
+                .unwrap_or_else(|| panic!("{proto} turn {turn}: no call: {}", r.body));
+            // The client never sees the provider's signature in Claude Code's or Codex's shapes.
+            if proto != "chat" {
+                assert!(!r.body.contains("fcm-sig-"), "{proto}: {}", r.body);
+            }
+            calls.push(call);
+        }
+        let (path, body) = tool_request(proto, &calls);
+        let r = s.post(path, &body.to_string());
+        assert_eq!(r.status, 200, "{proto} last turn: {}", r.body);
+        assert!(
+            text(proto, &r.body)
+                .contains("Both tool turns kept their thought signatures (2 calls signed)"),
+            "{proto}: {}",
+            r.body
+        );
+    }
+    // Without fcm's help the provider refuses the unsigned history, as Gemini does.
+    let (path, mut body) = tool_request("chat", &[("call_x".into(), "{}".into())]);
+    body["model"] = json!("signed_tool_turns");
+    let direct = ureq::post(&format!(
+        "{}{}",
+        fake.base_url(),
+        path.trim_start_matches("/v1")
+    ))
+    .header("content-type", "application/json")
+    .send(body.to_string())
+    .map(|r| r.status().as_u16())
+    .unwrap_or_else(|e| match e {
+        ureq::Error::StatusCode(code) => code,
+        other => panic!("{other}"),
+    });
+    assert_eq!(direct, 400);
+}
