@@ -60,21 +60,35 @@ fn load(dir: &Path) -> Vec<Sample> {
         .collect()
 }
 
-/// The median time of `f` over enough runs to fill ~50 ms (at least 5).
-fn time<T>(mut f: impl FnMut() -> T) -> Duration {
-    let start = Instant::now();
-    std::hint::black_box(f());
-    let once = start.elapsed().max(Duration::from_nanos(50));
+/// The median of `run`'s own measurements over enough runs to fill ~50 ms (at least 5).
+fn median(mut run: impl FnMut() -> Duration) -> Duration {
+    let once = run().max(Duration::from_nanos(50));
     let runs = (Duration::from_millis(50).as_nanos() / once.as_nanos()).clamp(5, 20_000) as usize;
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let t = Instant::now();
-            std::hint::black_box(f());
-            t.elapsed()
-        })
-        .collect();
+    let mut times: Vec<Duration> = (0..runs).map(|_| run()).collect();
     times.sort();
     times[runs / 2]
+}
+
+/// The median time of `f`.
+fn time<T>(mut f: impl FnMut() -> T) -> Duration {
+    median(|| {
+        let t = Instant::now();
+        std::hint::black_box(f());
+        t.elapsed()
+    })
+}
+
+/// The median time of `f` on a fresh copy of `body` (the copy is not timed): compression
+/// changes the request in place.
+fn time_on(body: &Value, mut f: impl FnMut(&mut Value)) -> Duration {
+    median(|| {
+        let mut b = body.clone();
+        let t = Instant::now();
+        f(&mut b);
+        let spent = t.elapsed();
+        drop(std::hint::black_box(b));
+        spent
+    })
 }
 
 fn us(d: Duration) -> String {
@@ -220,12 +234,16 @@ fn cpu_row(name: &str, body: &Value) -> String {
     )];
     for mode in [Mode::Lossless, Mode::Aggressive] {
         let memo = Memo::new(256 << 20);
-        chat_body(body, mode, Some(&memo));
-        let warm = time(|| chat_body(body, mode, Some(&memo)));
+        chat_body(&mut body.clone(), mode, Some(&memo));
+        let warm = time_on(body, |b| {
+            chat_body(b, mode, Some(&memo));
+        });
         cells.push(format!("{} ({})", us(warm), share(warm)));
     }
     for mode in [Mode::Lossless, Mode::Aggressive] {
-        let cold = time(|| chat_body(body, mode, None));
+        let cold = time_on(body, |b| {
+            chat_body(b, mode, None);
+        });
         cells.push(format!("{} ({})", us(cold), share(cold)));
     }
     format!("| {} |", cells.join(" | "))

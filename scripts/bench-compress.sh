@@ -124,11 +124,14 @@ fi
 
 # What agents read of a repository, plain (no terminal: as their shell tools run it).
 capture "git log" "$repo" "git log -n 40"
-capture "git diff" "$repo" "git diff HEAD~3 HEAD"
+# The diff of the latest commit that changed the code (a merge's would be every change it
+# brought in).
+changed=$(git rev-list -1 --no-merges HEAD -- src)
+capture "git diff" "$repo" "git diff $changed~1 $changed"
 capture "grep -rn" "$repo" "grep -rn 'fn ' src"
 capture "ls -laR" "$repo" "ls -laR src"
 capture "find" "$repo" "find src tests scripts -type f"
-capture "file read (cat)" "$repo" "cat src/edge/mod.rs"
+capture "file read (cat)" "$repo" "cat src/compress/terminal.rs"
 
 cargo build --release --locked --quiet --example compress_bench
 "${CARGO_TARGET_DIR:-$repo/target}/release/examples/compress_bench" "$corpus" ${CAPTURED:+"$CAPTURED"}

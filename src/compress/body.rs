@@ -1,25 +1,27 @@
-//! A chat request's tool results compressed, and what that saved. Each `role: "tool"`
-//! message is paired with the assistant's call it answers (by `tool_call_id`), which tells
-//! what produced it; nothing else in the request is read or changed.
+//! A chat request's tool results compressed in place, and what that saved. Each
+//! `role: "tool"` message is paired with the assistant's call it answers (by
+//! `tool_call_id`), which tells what produced it; nothing else in the request is read or
+//! changed.
 //!
-//! The request is rebuilt only when a result changed; one without tool results, or whose
-//! results are clean already, costs a walk over its messages.
+//! Only the changed results' text is replaced: the rest of the request is neither copied
+//! nor rebuilt, so a request without tool results, or whose results are clean already,
+//! costs a walk over its messages.
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::memo::{Changed, Memo};
 use super::mode::Mode;
-use super::result::{tool_result, Call};
+use super::result::{file_contents, tool_result, Call};
 
-/// A request's tool results, compressed.
-#[derive(Debug, Default)]
+/// What compressing a request's tool results did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Compressed {
-    /// The request with its changed tool results; `None` when none changed.
-    pub body: Option<Value>,
     /// Tool results the request holds.
     pub tool_results: usize,
+    /// Tool results that changed.
+    pub changed: usize,
     /// Characters of the results that changed, before and after.
     pub chars_before: usize,
     pub chars_after: usize,
@@ -33,18 +35,51 @@ impl Compressed {
     }
 }
 
-/// `body`'s tool results compressed in `mode`, through `memo` when there is one (results
-/// seen on earlier turns are not compressed again).
-pub fn chat_body(body: &Value, mode: Mode, memo: Option<&Memo>) -> Compressed {
+/// Where a changed text goes: a tool message's content, or one of its text parts.
+struct Replacement {
+    message: usize,
+    part: Option<usize>,
+    text: String,
+}
+
+/// `body`'s tool results compressed in `mode`, in place, through `memo` when there is one
+/// (results seen on earlier turns are not compressed again).
+pub fn chat_body(body: &mut Value, mode: Mode, memo: Option<&Memo>) -> Compressed {
     let mut out = Compressed::default();
     if mode == Mode::Off {
         return out;
     }
-    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+    let replacements = replacements(body, mode, memo, &mut out);
+    let Some(messages) = body.get_mut("messages").and_then(Value::as_array_mut) else {
         return out;
     };
+    for r in replacements {
+        let Some(content) = messages[r.message].get_mut("content") else {
+            continue;
+        };
+        let slot = match r.part {
+            None => Some(content),
+            Some(i) => content.get_mut(i).and_then(|p| p.get_mut("text")),
+        };
+        if let Some(slot) = slot {
+            *slot = Value::String(r.text);
+        }
+    }
+    out
+}
+
+/// The new texts of `body`'s changed tool results, found without changing anything.
+fn replacements(
+    body: &Value,
+    mode: Mode,
+    memo: Option<&Memo>,
+    out: &mut Compressed,
+) -> Vec<Replacement> {
+    let mut found = Vec::new();
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+        return found;
+    };
     let mut calls: HashMap<&str, Call<'_>> = HashMap::new();
-    let mut replaced: Vec<(usize, Value)> = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         match m.get("role").and_then(Value::as_str) {
             Some("assistant") => {
@@ -73,100 +108,52 @@ pub fn chat_body(body: &Value, mode: Mode, memo: Option<&Memo>) -> Compressed {
                     .get("tool_call_id")
                     .and_then(Value::as_str)
                     .and_then(|id| calls.get(id).copied());
-                if let Some(content) = m
-                    .get("content")
-                    .and_then(|c| content(c, call, mode, memo, &mut out))
-                {
-                    replaced.push((i, content));
+                let mut one = |text: &str, part: Option<usize>| {
+                    if let Some(c) = compressed(text, call, mode, memo) {
+                        out.changed += 1;
+                        out.chars_before += c.chars_before;
+                        out.chars_after += c.chars_after;
+                        found.push(Replacement {
+                            message: i,
+                            part,
+                            text: c.text,
+                        });
+                    }
+                };
+                match m.get("content") {
+                    Some(Value::String(s)) => one(s, None),
+                    Some(Value::Array(parts)) => {
+                        for (k, p) in parts.iter().enumerate() {
+                            if let Some(text) = p.get("text").and_then(Value::as_str) {
+                                one(text, Some(k));
+                            }
+                        }
+                    }
+                    _ => {}
                 }
             }
             _ => {}
         }
     }
-    if !replaced.is_empty() {
-        out.body = Some(rebuilt(body, replaced));
-    }
-    out
+    found
 }
 
-/// A tool message's content compressed (a string, or a list of text parts); `None` when
-/// nothing changed. Counts the changed characters into `out`.
-fn content(
-    content: &Value,
+/// One result's text compressed, `None` when it stays as it is. A file's contents are
+/// passed over before the memo: there is nothing to remember of them.
+fn compressed(
+    text: &str,
     call: Option<Call<'_>>,
     mode: Mode,
     memo: Option<&Memo>,
-    out: &mut Compressed,
-) -> Option<Value> {
-    let mut one = |text: &str| -> Option<String> {
-        let compress = |t: &str| Changed::of(t, |t| tool_result(t, call, mode));
-        let changed = match memo {
-            Some(memo) => memo.get_or(text, call, mode, compress),
-            None => compress(text),
-        }?;
-        out.chars_before += changed.chars_before;
-        out.chars_after += changed.chars_after;
-        Some(changed.text)
-    };
-    match content {
-        Value::String(s) => one(s).map(Value::String),
-        Value::Array(parts) => {
-            let mut changed = false;
-            let new: Vec<Value> = parts
-                .iter()
-                .map(
-                    |p| match p.get("text").and_then(Value::as_str).and_then(&mut one) {
-                        Some(text) => {
-                            changed = true;
-                            let mut p = p.clone();
-                            p["text"] = Value::String(text);
-                            p
-                        }
-                        None => p.clone(),
-                    },
-                )
-                .collect();
-            changed.then_some(Value::Array(new))
-        }
-        _ => None,
+) -> Option<Changed> {
+    if file_contents(text, call) {
+        return None;
     }
-}
-
-/// `body` with the contents of the messages at the indices of `replaced` (in order)
-/// replaced.
-fn rebuilt(body: &Value, replaced: Vec<(usize, Value)>) -> Value {
-    let Some(obj) = body.as_object() else {
-        return body.clone();
-    };
-    let mut out = Map::with_capacity(obj.len());
-    let mut replaced = replaced.into_iter().peekable();
-    for (k, v) in obj {
-        if k != "messages" {
-            out.insert(k.clone(), v.clone());
-            continue;
-        }
-        let messages = v.as_array().map_or(&[][..], Vec::as_slice);
-        let mut list = Vec::with_capacity(messages.len());
-        for (i, m) in messages.iter().enumerate() {
-            match replaced.next_if(|(at, _)| *at == i) {
-                Some((_, content)) => {
-                    let mut new = Map::new();
-                    for (mk, mv) in m.as_object().into_iter().flatten() {
-                        let value = if mk == "content" {
-                            content.clone()
-                        } else {
-                            mv.clone()
-                        };
-                        new.insert(mk.clone(), value);
-                    }
-                    list.push(Value::Object(new));
-                }
-                None => list.push(m.clone()),
-            }
-        }
-        out.insert(k.clone(), Value::Array(list));
+    let compress = |t: &str| Changed::of(t, |t| tool_result(t, call, mode));
+    match memo {
+        Some(memo) => memo.get_or(text, call, mode, compress),
+        None => compress(text),
     }
-    Value::Object(out)
 }
 
 #[cfg(test)]
@@ -194,12 +181,18 @@ mod tests {
         ], "tools": [], "max_tokens": 100})
     }
 
+    /// `body` compressed in `mode` (through `memo`), and what that did.
+    fn compress(body: &Value, mode: Mode, memo: Option<&Memo>) -> (Value, Compressed) {
+        let mut new = body.clone();
+        let c = chat_body(&mut new, mode, memo);
+        (new, c)
+    }
+
     #[test]
     fn only_shell_results_change() {
         let body = request(&noisy());
-        let c = chat_body(&body, Mode::Lossless, None);
-        assert_eq!(c.tool_results, 2);
-        let new = c.body.as_ref().unwrap();
+        let (new, c) = compress(&body, Mode::Lossless, None);
+        assert_eq!((c.tool_results, c.changed), (2, 1));
         let msgs = new["messages"].as_array().unwrap();
         assert_eq!(
             msgs[3]["content"],
@@ -216,16 +209,13 @@ mod tests {
         );
         assert!(c.saved_tokens() > 100, "{}", c.saved_tokens());
         // The same history, the same bytes, remembered or not.
-        let again = chat_body(&body, Mode::Lossless, None).body.unwrap();
+        let (again, _) = compress(&body, Mode::Lossless, None);
         assert_eq!(again.to_string(), new.to_string());
         let memo = Memo::new(1 << 20);
         for _ in 0..2 {
-            let c = chat_body(&body, Mode::Lossless, Some(&memo));
-            assert_eq!(c.body.as_ref().unwrap().to_string(), new.to_string());
-            assert_eq!(
-                c.saved_tokens(),
-                chat_body(&body, Mode::Lossless, None).saved_tokens()
-            );
+            let (remembered, m) = compress(&body, Mode::Lossless, Some(&memo));
+            assert_eq!(remembered.to_string(), new.to_string());
+            assert_eq!(m, c);
         }
     }
 
@@ -233,18 +223,18 @@ mod tests {
     fn text_parts_and_off() {
         let mut body = request(&noisy());
         body["messages"][3]["content"] = json!([{"type": "text", "text": noisy()}]);
-        let c = chat_body(&body, Mode::Lossless, None);
-        let part = &c.body.unwrap()["messages"][3]["content"][0];
+        let (new, _) = compress(&body, Mode::Lossless, None);
+        let part = &new["messages"][3]["content"][0];
         assert_eq!(part["type"], "text");
         assert!(part["text"].as_str().unwrap().starts_with("ok\nwarning"));
-        let off = chat_body(&body, Mode::Off, None);
-        assert!(off.body.is_none() && off.tool_results == 0);
-        let clean = chat_body(
-            &request("all clean here, nothing to take out"),
-            Mode::Aggressive,
-            None,
+        let (same, off) = compress(&body, Mode::Off, None);
+        assert_eq!((same, off), (body, Compressed::default()));
+        let quiet = request("all clean here, nothing to take out");
+        let (same, clean) = compress(&quiet, Mode::Aggressive, None);
+        assert_eq!(same, quiet);
+        assert_eq!(
+            (clean.tool_results, clean.changed, clean.saved_tokens()),
+            (2, 0, 0)
         );
-        assert!(clean.body.is_none());
-        assert_eq!((clean.tool_results, clean.saved_tokens()), (2, 0));
     }
 }

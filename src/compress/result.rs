@@ -23,13 +23,10 @@ const MIN_BYTES: usize = 24;
 
 /// One tool result's text compressed in `mode`; borrowed when nothing changed.
 pub fn tool_result<'t>(text: &'t str, call: Option<Call<'_>>, mode: Mode) -> Cow<'t, str> {
-    if mode == Mode::Off || text.len() < MIN_BYTES {
+    if mode == Mode::Off || text.len() < MIN_BYTES || file_contents(text, call) {
         return Cow::Borrowed(text);
     }
     let tool = call.map_or(Source::Other, |c| source::of_tool(c.name));
-    if tool == Source::File {
-        return Cow::Borrowed(text);
-    }
     if tool == Source::Terminal {
         if let Some(out) = command_list(text, mode) {
             return out;
@@ -40,6 +37,22 @@ pub fn tool_result<'t>(text: &'t str, call: Option<Call<'_>>, mode: Mode) -> Cow
         _ => tool,
     };
     output(text, source, reported_failure(text), mode)
+}
+
+/// Whether a tool result is a file's contents, told from its call: a tool that reads,
+/// edits or writes files, or a shell command that prints one (Cline's list of several
+/// commands' results is judged command by command instead). Left exactly as it is.
+pub fn file_contents(text: &str, call: Option<Call<'_>>) -> bool {
+    let Some(c) = call else {
+        return false;
+    };
+    match source::of_tool(c.name) {
+        Source::File => true,
+        Source::Terminal => {
+            !command_list_shape(text) && source::of_call(c.name, c.arguments) == Source::File
+        }
+        Source::Other => false,
+    }
 }
 
 /// A command's (or any tool's) output through the passes.
@@ -63,11 +76,10 @@ fn output(text: &str, source: Source, failed: bool, mode: Mode) -> Cow<'_, str> 
 /// bool}, ...]`, each output compressed by its own command. `None` when `text` is not
 /// such a list.
 fn command_list(text: &str, mode: Mode) -> Option<Cow<'_, str>> {
-    let t = text.trim();
-    if !(t.starts_with("[{") && t.ends_with("}]") && t.contains("\"query\"")) {
+    if !command_list_shape(text) {
         return None;
     }
-    let mut items: Vec<Value> = serde_json::from_str(t).ok()?;
+    let mut items: Vec<Value> = serde_json::from_str(text.trim()).ok()?;
     let mut changed = false;
     for item in &mut items {
         let obj = item.as_object_mut()?;
@@ -88,6 +100,12 @@ fn command_list(text: &str, mode: Mode) -> Option<Cow<'_, str>> {
     } else {
         Cow::Borrowed(text)
     })
+}
+
+/// Whether `text` looks like Cline's list of commands' results (read only when it does).
+fn command_list_shape(text: &str) -> bool {
+    let t = text.trim();
+    t.starts_with("[{") && t.ends_with("}]") && t.contains("\"query\"")
 }
 
 /// Whether a tool result says its command failed: an Anthropic `is_error` result (fcm's

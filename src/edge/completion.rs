@@ -1,9 +1,9 @@
 //! The completion flow, top to bottom: parse the client's body, translate it to chat
-//! (`protocol`), read what it needs, resolve its model name, let the router try models
-//! (`routing`), then deliver the answer or the refusal in the client's own shapes. Every
-//! request that reaches this file is logged and recorded in the history, refused or served.
-//! Which model to try, and whether an answer is good, is the router's business, not this
-//! file's.
+//! (`protocol`), read what it needs, resolve its model name, compress its tool results
+//! (as the router is set), let the router try models (`routing`), then deliver the answer
+//! or the refusal in the client's own shapes. Every request that reaches this file is
+//! logged and recorded in the history, refused or served. Which model to try, and whether
+//! an answer is good, is the router's business, not this file's.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -44,7 +44,7 @@ pub(super) fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Pr
             session = SessionName::of(|h| req.head.header(h), &parsed);
             proto.to_chat(parsed)
         });
-    let chat = match chat {
+    let mut chat = match chat {
         Ok(c) => c,
         Err(why) => {
             let trace = Trace::new(&id, "", false);
@@ -57,11 +57,14 @@ pub(super) fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Pr
         .unwrap_or("fcm")
         .to_string();
     let stream = chat.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let trace = Trace::new(&id, &requested, stream);
+    let mut trace = Trace::new(&id, &requested, stream);
     let route = match app.router.resolve(&requested) {
         Ok(r) => r,
         Err(unknown) => return reject(conn, app, proto, trace, started, 404, &unknown.to_string()),
     };
+    // Once, before any attempt: every attempt and any continuation sends the same bytes.
+    let compress = req.head.header("x-fcm-compress");
+    app.router.compress(&route, compress, &mut chat, &mut trace);
     // Tool calls are checked in strict mode only (`contentValidation: basic|off` turn it off).
     let strict =
         app.router.failover.content_validation == crate::answers::gate::ContentValidation::Strict;
@@ -74,7 +77,6 @@ pub(super) fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Pr
         needs,
         tools: tools.clone(),
         session,
-        compress: req.head.header("x-fcm-compress"),
         exclude: None,
     };
     let asked = Asked {

@@ -38,8 +38,6 @@ pub(crate) struct Ask<'a> {
     pub tools: Option<std::sync::Arc<crate::answers::toolcall::Offered>>,
     /// The session id the client sent, naming its conversation.
     pub session: Option<SessionName>,
-    /// The client's `x-fcm-compress` header: how this request's tool results are compressed.
-    pub compress: Option<&'a str>,
     /// A model not to try: the one whose answer broke off, when another continues it.
     pub exclude: Option<&'a str>,
 }
@@ -63,13 +61,12 @@ impl Router {
         &'r self,
         route: &Route,
         ask: &Ask<'_>,
-        mut trace: Trace,
+        trace: Trace,
     ) -> Result<Served<'r>, Box<Refused>> {
         let deadline = Instant::now() + Duration::from_millis(self.failover.total_budget_ms);
-        let body = self.compressed(route, ask, &mut trace);
-        let prompt_tokens = tokens::prompt(&body);
+        let prompt_tokens = tokens::prompt(ask.body);
         let mut job = Job {
-            body,
+            body: Cow::Borrowed(ask.body),
             stream: ask.stream,
             // Streams keep the gate's parsed chunks: the client's protocol shapes them.
             limits: self.limits(deadline, ask.stream, ask.tools.clone()),

@@ -190,7 +190,6 @@ impl World {
             needs: crate::capability::detect(&body),
             tools: None,
             session,
-            compress: None,
             exclude: None,
         };
         let trace = Trace::new("req", model, stream);
