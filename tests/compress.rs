@@ -17,7 +17,7 @@ fn noisy_build() -> String {
     s.push_str("\x1b[1m\x1b[36m    Building\x1b[0m [=>      ] 1/4: serde\r\x1b[K");
     s.push_str("\x1b[1m\x1b[32m   Compiling\x1b[0m serde v1.0.219\n");
     s.push_str("\x1b[1m\x1b[36m    Building\x1b[0m [===>    ] 2/4: demo\r\x1b[K");
-    s.push_str("\x1b[1m\x1b[32m   Compiling\x1b[0m demo v0.1.0 (/work/demo)\n");
+    s.push_str("\x1b[1m\x1b[32m   Compiling\x1b[0m demo v0.1.0 (/home/dev/demo)\n");
     s.push_str("\x1b[1m\x1b[33mwarning\x1b[0m\x1b[1m: unused variable: `x`\x1b[0m\n");
     s.push_str(" \x1b[1m\x1b[34m-->\x1b[0m src/main.rs:2:9\n");
     s.push_str(&"\x1b[33mwarning\x1b[0m: deprecated call\n".repeat(12));
@@ -26,7 +26,7 @@ fn noisy_build() -> String {
 }
 
 /// What a person sees of [`noisy_build`] on the terminal, the repeats said once.
-const BUILD_SHOWN: &str = "    Updating crates.io index\n   Compiling serde v1.0.219\n   Compiling demo v0.1.0 (/work/demo)\nwarning: unused variable: `x`\n --> src/main.rs:2:9\nwarning: deprecated call\n[fcm: the line above appeared 12 times in a row]\n    Finished `dev` profile [unoptimized + debuginfo] target(s) in 1.20s\n";
+const BUILD_SHOWN: &str = "    Updating crates.io index\n   Compiling serde v1.0.219\n   Compiling demo v0.1.0 (/home/dev/demo)\nwarning: unused variable: `x`\n --> src/main.rs:2:9\nwarning: deprecated call\n[fcm: the line above appeared 12 times in a row]\n    Finished `dev` profile [unoptimized + debuginfo] target(s) in 1.20s\n";
 
 /// A source file an agent will edit: runs of blank lines, trailing spaces, the same line
 /// many times in a row, a tab, a CRLF line.
