@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark: what `fcm serve` adds on top of calling a provider directly, on loopback.
-# Two upstreams answer at once: the Rust fake provider (src/fake_provider.rs) and a minimal
+# Two upstreams answer at once: the Rust fake provider (src/fake_provider/) and a minimal
 # single-threaded asyncio server (scripts/asyncio-upstream.py), the baseline for CPU per
 # answer. The load generator is examples/loadgen.rs. All figures come from one run, compared
 # as differences and ratios (these machines are noisy). For each upstream it reports:

@@ -15,7 +15,9 @@
 # second (Claude Code and Codex: both turns are served by that model), with a race set (a slow and a fast model: the tool gets the fast
 # one's answer and the slow one is cancelled), with a fusion set (the tools offer tools, so
 # the first panel model answers; the OpenAI and Anthropic Python SDKs, which offer none,
-# get the judge's merge, streamed), and with an access token set (each tool sends the
+# get the judge's merge, streamed), when a model needs its thought signatures back on every
+# tool turn (Gemini 3), when a stream breaks after content (the next model finishes the
+# answer; pinned, the OpenAI SDK raises), and with an access token set (each tool sends the
 # token `fcm install` wrote; a request without it is refused). The npm and PyPI packages
 # are pinned and cached between runs; nothing leaves the machine. FCM_E2E_SHOW=PREFIX
 # keeps each tool's output in PREFIX.<case>.
@@ -64,7 +66,9 @@ cat > "$work/catalog.json" <<JSON
   {"id":"noisy_tool_round_trip","tier":"S","context":131072},
   {"id":"sse_error_first","tier":"S","context":131072},{"id":"thinks_tags","tier":"S","context":131072},
   {"id":"cut_tool_args","tier":"S","context":131072},{"id":"slow:3000","tier":"S","context":131072},
-  {"id":"ok#panel","tier":"S","context":131072},{"id":"ok#judge","tier":"S","context":131072}]},
+  {"id":"ok#panel","tier":"S","context":131072},{"id":"ok#judge","tier":"S","context":131072},
+  {"id":"signed_tool_turns","tier":"S","context":131072},{"id":"sse_error_after_content","tier":"S","context":131072},
+  {"id":"continues","tier":"S","context":131072}]},
  {"id":"keyed","name":"Keyed","baseUrl":"$url","apiKeyEnv":["FAKE_KEYED_KEY"],"keyRequired":true,
   "models":[{"id":"echo_masked_key","tier":"S","context":131072}]},
  {"id":"budget","name":"Spent","baseUrl":"$url","keyRequired":false,"quota":{"requestsPerDay":0},
@@ -84,6 +88,8 @@ export FCM_CATALOG="$work/catalog.json"
 # A race between a slow model and a fast one, and a fusion of two judged by a third.
 "$fcm" sets add race-quick --strategy race fake/slow:3000 fake/ok > /dev/null
 "$fcm" sets add fused --strategy fusion --judge fake/ok#judge fake/ok#panel fake/ok > /dev/null
+# A set whose first model's stream breaks after its first words: the next one finishes it.
+"$fcm" sets add broken-stream fake/sse_error_after_content fake/continues > /dev/null
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$fcm" serve --port "$port" 2> "$work/serve.log" &
 serve_pid=$!
@@ -167,6 +173,30 @@ configure broken-call
 check "claude-code tool round trip after a broken call" "The tool said fcm-tool-ok." "$bin/claude" -p "run the marker command" --allowedTools "Bash(echo:*)"
 check "codex tool round trip after a broken call" "The tool said fcm-tool-ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "run the marker command"
 check "cline tool round trip after a broken call" "The tool said fcm-tool-ok." "$bin/cline" -y "run the marker command"
+
+# Gemini 3's rule: each tool call carries a thought signature that must come back on the
+# next turn, or the provider refuses it (400). None of the tools keeps it; fcm puts it back.
+configure fake/signed_tool_turns
+check "claude-code two tool turns with thought signatures" "Both tool turns kept their thought signatures" "$bin/claude" -p "run the marker command twice" --allowedTools "Bash(echo:*)"
+check "codex two tool turns with thought signatures" "Both tool turns kept their thought signatures" "$bin/codex" exec --skip-git-repo-check --ephemeral "run the marker command twice"
+check "cline two tool turns with thought signatures" "Both tool turns kept their thought signatures" "$bin/cline" -y "run the marker command twice"
+
+# A stream that breaks after its first words: the next model finishes the answer, and the
+# tool shows one answer; pinned to the broken model, the client is told it broke (the
+# OpenAI SDK raises on the error frame, never a clean finish).
+configure broken-stream
+check "claude-code gets a broken answer finished" "Partial answer from sse_error_after_content and the rest (continued:" "$bin/claude" -p "say hi"
+check "codex gets a broken answer finished" "Partial answer from sse_error_after_content and the rest (continued:" "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
+check "cline gets a broken answer finished" "Partial answer from sse_error_after_content and the rest (continued:" "$bin/cline" "say hi"
+check "openai sdk raises on a stream that broke" "raised: the model's answer broke off" "$py" -c "
+import openai
+c = openai.OpenAI(base_url='http://127.0.0.1:$port/v1', api_key='unused')
+s = c.chat.completions.create(model='fcm:fake/sse_error_after_content', stream=True, messages=[{'role': 'user', 'content': 'say hi'}])
+try:
+    text = ''.join(ch.choices[0].delta.content or '' for ch in s if ch.choices)
+    print('finished cleanly:', text)
+except openai.APIError as e:
+    print('raised:', e.message)"
 
 # The model thinks in <think> tags cut mid-tag: the answer arrives without them.
 configure fake/thinks_tags

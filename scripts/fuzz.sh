@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fuzz: the property tests (modules named `prop` beside the code they test, and
-# tests/prop_*.rs) with a large case count, round after round with a new seed, for MINUTES
+# Fuzz: the property tests (modules named `prop` and `properties` beside the code they
+# test) with a large case count, round after round with a new seed, for MINUTES
 # (default 10). They cover the request parser, the SSE parser, the hold buffer in every
 # validation mode, both stream translators and the gate: no panic, and each one's
 # invariants. Prints the cases run per round and in all; a failing case stops the run and

@@ -12,9 +12,10 @@
 //! Pure: a [`Secrets`] is built once from values and searched with `memchr::memmem`, one
 //! finder per secret; a text in which nothing matches is returned as it came, without a
 //! copy. It sees one text at a time: a secret a provider splits across two stream events
-//! reaches the client in two parts that neither matches. Where it is applied: `attempt`
-//! (answer bodies, error details), `target` (failure details), `protocol::redacted` (every
-//! streamed event), `router` (history, the log line), `cmd` (bench and check output).
+//! reaches the client in two parts that neither matches. Where it is applied:
+//! `routing::attempt` (answer bodies, error details), `providers::target` (failure details),
+//! `protocol::redacted` (every streamed event), the router (history, the log line) and
+//! `commands` (bench and check output).
 
 use std::borrow::Cow;
 use std::ops::Range;

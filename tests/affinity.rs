@@ -236,7 +236,23 @@ fn new_conversations_spread_over_equal_models_and_the_table_survives_a_restart()
         [2, 2, 2, 2],
         "{by_model:?}"
     );
+    // Who keeps how many conversations: /health, `fcm status` and the dashboard say so.
+    let health = s.get("/health").json();
+    for model in ["p/ok#a", "p/ok#b", "p/ok#c", "p/ok#d"] {
+        assert_eq!(health["conversations"][model], 2, "{health}");
+    }
+    let status = w.fcm(&["status", "--json"]).json();
+    assert_eq!(status["conversations"]["p/ok#a"], 2, "{status}");
+    let text = w.fcm(&["status"]).stdout;
+    assert!(
+        text.contains("conversations: 8 active (p/ok#a 2, "),
+        "{text}"
+    );
+    assert!(s.get("/").body.contains("Conversations (8 active)"));
     assert_eq!(s.stop(), 0);
+    // Without a server, from affinity.json.
+    let status = w.fcm(&["status", "--json"]).json();
+    assert_eq!(status["conversations"]["p/ok#d"], 2, "{status}");
     let file = w.home_file("affinity.json");
     assert_mode(&file, 0o600);
     let text = std::fs::read_to_string(&file).unwrap();

@@ -7,7 +7,7 @@
 //!
 //! What a sample means is worked out here from the sample alone, by a small reader of chat
 //! chunks and bodies that shares nothing with fcm. The samples are read where they are and
-//! never copied into the repository; a missing folder is a skip, except in CI.
+//! never copied into the repository; a missing folder fails the tests unless `FCM_REALWIRE_OPTIONAL` is set.
 
 mod support;
 

@@ -38,6 +38,8 @@ pub(crate) struct Status {
     pub(crate) providers: Providers,
     pub(crate) tools: Vec<ToolStatus>,
     pub(crate) last_failures: Vec<LastFailure>,
+    /// Conversations each model keeps now (affinity).
+    pub(crate) conversations: std::collections::BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -163,6 +165,24 @@ pub(crate) fn gather(setup: &Setup) -> Result<Status> {
             models_from_rows(&rows, routable, |m| setup.catalog.find(m).is_some())
         }
     };
+    let conversations = match &health {
+        Some(h) => h["conversations"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(m, n)| (m.clone(), n.as_u64().unwrap_or(0)))
+            .collect(),
+        None => {
+            let kept = &setup.config.router.affinity;
+            let file = files::load_json(&files::state_file("affinity.json")?)?;
+            let now = crate::time::now_ms();
+            crate::state::affinity::Affinity::new(file, kept.idle_minutes * 60_000, now)
+                .active(now)
+                .into_iter()
+                .map(|(m, n)| (m, n as u64))
+                .collect()
+        }
+    };
     let history: Vec<Trace> = match &info {
         Some(i) => serde_json::from_value(admin_get(i, setup, "/fcm/admin/history?n=200")?)
             .context("unexpected answer from the server")?,
@@ -174,6 +194,7 @@ pub(crate) fn gather(setup: &Setup) -> Result<Status> {
         providers,
         tools: tools(port, token.as_deref()),
         last_failures: last_failures(&history),
+        conversations,
     })
 }
 
@@ -301,6 +322,13 @@ fn text(s: &Status) -> String {
         "models:    {} routable: {} healthy, {} degraded, {} half-open, {} open, {} quota-paused",
         m.routable, m.healthy, m.degraded, m.half_open, m.open, m.quota_paused
     );
+    if !s.conversations.is_empty() {
+        let mut busiest: Vec<(&String, &u64)> = s.conversations.iter().collect();
+        busiest.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+        let each: Vec<String> = busiest.iter().map(|(m, n)| format!("{m} {n}")).collect();
+        let total: u64 = s.conversations.values().sum();
+        let _ = writeln!(out, "conversations: {total} active ({})", each.join(", "));
+    }
     let keyed: Vec<String> = s
         .providers
         .with_keys

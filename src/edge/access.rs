@@ -10,7 +10,7 @@
 //! nothing else. Whoever can read that file could end the process anyway; the key lets
 //! them end it gracefully where there is no SIGTERM (Windows) or no token in their shell.
 //!
-//! Pure: a request head in, a verdict out. `serve` asks before it reads a byte of the body.
+//! Pure: a request head in, a verdict out. `edge::client` asks before it reads a byte of the body.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 

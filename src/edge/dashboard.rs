@@ -28,6 +28,8 @@ pub(crate) struct Summary {
     pub(crate) uptime_ms: u64,
     pub(crate) routable: usize,
     pub(crate) in_flight: usize,
+    /// Conversations each model keeps now (affinity), busiest first.
+    pub(crate) conversations: Vec<(String, usize)>,
 }
 
 pub(crate) fn render(
@@ -54,6 +56,18 @@ th{{background:#f0f0f0}}svg{{display:block}}.bar{{background:#eee;width:160px;he
         summary.routable,
         summary.in_flight
     );
+    if !summary.conversations.is_empty() {
+        let total: usize = summary.conversations.iter().map(|(_, n)| n).sum();
+        let _ = write!(h, "<h2>Conversations ({total} active)</h2><table><tr><th>Model</th><th>Conversations it keeps</th></tr>");
+        for (model, n) in &summary.conversations {
+            let _ = write!(
+                h,
+                "<tr><td><code>{}</code></td><td>{n}</td></tr>",
+                esc(model)
+            );
+        }
+        h.push_str("</table>");
+    }
     strips_section(&mut h, strips);
     h.push_str("<h2>Breakers</h2>");
     if breakers.is_empty() {
@@ -420,6 +434,7 @@ mod tests {
                 uptime_ms: 5000,
                 routable: 3,
                 in_flight: 0,
+                conversations: vec![("p/<m>".into(), 2)],
             },
             &[strip],
             &[],
@@ -436,6 +451,7 @@ mod tests {
             &[t],
         );
         assert!(page.contains("&lt;script&gt;") && !page.contains("<script>"));
+        assert!(page.contains("Conversations (2 active)"));
         assert!(page.contains("Usage today (2026-12-02 UTC)") && page.contains("&lt;groq&gt;"));
         assert!(page.contains("<code>p/&lt;m&gt;</code>") && page.contains("<svg"));
         assert!(page.contains("failed: 429") && page.contains("skipped: quota_budget"));

@@ -33,6 +33,7 @@ pub(super) fn health(app: &App) -> Reply {
                 "open": c.open,
                 "quotaPaused": c.quota_paused,
             },
+            "conversations": conversations(app, now).into_iter().map(|(m, n)| (m, json!(n))).collect::<serde_json::Map<_, _>>(),
             "inFlight": app.in_flight.load(Ordering::Acquire),
             "connections": app.connections.open(),
             "stateWrites": {"breakers": app.writes.breakers.load(Ordering::Relaxed), "history": app.writes.history.load(Ordering::Relaxed), "usage": app.writes.usage.load(Ordering::Relaxed), "affinity": app.writes.affinity.load(Ordering::Relaxed)},
@@ -105,6 +106,18 @@ pub(super) fn history(req: &Request, app: &App) -> Reply {
     )
 }
 
+/// Conversations each model keeps now, busiest first (none with affinity off).
+fn conversations(app: &App, now: u64) -> Vec<(String, usize)> {
+    let mut active: Vec<(String, usize)> = app
+        .router
+        .affinity
+        .as_ref()
+        .map(|a| a.active(now).into_iter().collect())
+        .unwrap_or_default();
+    active.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    active
+}
+
 pub(super) fn dashboard(app: &App) -> Reply {
     let now = crate::time::now_ms();
     let summary = crate::edge::dashboard::Summary {
@@ -113,6 +126,7 @@ pub(super) fn dashboard(app: &App) -> Reply {
         uptime_ms: app.started.elapsed().as_millis() as u64,
         routable: app.router.routable().count(),
         in_flight: app.in_flight.load(Ordering::Acquire),
+        conversations: conversations(app, now),
     };
     let mut configured: Vec<(&str, Vec<String>)> = app
         .router

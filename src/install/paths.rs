@@ -1,6 +1,6 @@
 //! Where each tool keeps the settings fcm writes, on Linux, macOS and Windows: one table,
-//! from each tool's own documentation (README's "Where each tool's settings live" is made
-//! from it, and a test keeps the two the same). Pure: the environment and the home
+//! from each tool's own documentation (docs/tools.md's "Where each tool's settings live" is
+//! made from it, and a test keeps the two the same). Pure: the environment and the home
 //! directory come in as arguments.
 
 use std::path::PathBuf;
@@ -173,7 +173,7 @@ pub fn here(tool: &str, home: &std::path::Path) -> PathBuf {
     resolve(tool, Os::current(), home, |v| std::env::var(v).ok())
 }
 
-/// A place as README shows it: `~/.codex/config.toml`, `$CODEX_HOME/config.toml` (Windows
+/// A place as docs/tools.md shows it: `~/.codex/config.toml`, `$CODEX_HOME/config.toml` (Windows
 /// variables as `%APPDATA%`).
 #[cfg(test)]
 fn shown(place: &Place, os: Os) -> String {
@@ -196,8 +196,8 @@ fn shown(place: &Place, os: Os) -> String {
     }
 }
 
-/// The table as README shows it: per tool and system, the places in the order they win
-/// (the test that keeps README's copy the same is its only reader).
+/// The table as docs/tools.md shows it: per tool and system, the places in the order they win
+/// (the test that keeps that copy the same is its only reader).
 #[cfg(test)]
 fn markdown() -> String {
     let systems = [Os::Linux, Os::MacOs, Os::Windows];
@@ -329,12 +329,12 @@ mod tests {
     }
 
     #[test]
-    fn readme_shows_the_table() {
-        let readme = include_str!("../../README.md");
+    fn the_tools_page_shows_the_table() {
+        let page = include_str!("../../docs/tools.md");
         let table = markdown();
         assert!(
-            readme.contains(&table),
-            "README's table of settings paths differs from the code's; it should read:\n{table}"
+            page.contains(&table),
+            "docs/tools.md's table of settings paths differs from the code's; it should read:\n{table}"
         );
         assert!(table.contains(
             "| `cursor` | `$XDG_CONFIG_HOME/Cursor/User/globalStorage/state.vscdb`, else `~/.config/Cursor/User/globalStorage/state.vscdb` |"

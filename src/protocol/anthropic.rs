@@ -9,7 +9,7 @@
 use serde_json::{json, Map, Value};
 
 use super::errors::BadRequest;
-use super::wire::{chat_usage, new_id, take, take_string, CallIds};
+use super::wire::{chat_cached, chat_usage, new_id, take, take_string, CallIds};
 use crate::answers::path::Lookup;
 
 /// Text of a `content` that is a string or an array of text blocks (moved, not copied).
@@ -290,8 +290,15 @@ pub(crate) fn from_chat_ids(chat: &Value, model: &str, ids: &mut CallIds) -> Val
     json!({
         "id": new_id("msg_"), "type": "message", "role": "assistant", "model": model,
         "content": content, "stop_reason": reason, "stop_sequence": Value::Null,
-        "usage": {"input_tokens": input, "output_tokens": output},
+        "usage": usage(input, output, chat_cached(chat)),
     })
+}
+
+/// Anthropic's usage for a chat usage: its `input_tokens` leave out what the prompt cache
+/// served, which is `cache_read_input_tokens` (a chat `prompt_tokens` counts both).
+pub(super) fn usage(prompt: u64, output: u64, cached: u64) -> Value {
+    json!({"input_tokens": prompt.saturating_sub(cached), "output_tokens": output,
+           "cache_read_input_tokens": cached.min(prompt), "cache_creation_input_tokens": 0})
 }
 
 /// An error in Anthropic's envelope for an HTTP status.
@@ -439,7 +446,10 @@ mod tests {
             (m["stop_reason"].as_str(), m["model"].as_str()),
             (Some("tool_use"), Some("claude-x"))
         );
-        assert_eq!(m["usage"], json!({"input_tokens": 10, "output_tokens": 4}));
+        assert_eq!(
+            m["usage"],
+            json!({"input_tokens": 10, "output_tokens": 4, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0})
+        );
         let plain = from_chat(
             &json!({"choices": [{"message": {"content": "x"}, "finish_reason": "length"}]}),
             "m",

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::anthropic::{stop_reason, thinking_signature};
+use super::anthropic::{stop_reason, thinking_signature, usage};
 use super::content::{runnable, ContentParts, ContentSplit};
 use super::shape::StreamTranslator;
-use super::wire::{chat_delta, new_id, sse_event, CallIds};
+use super::wire::{chat_cached, chat_delta, new_id, sse_event, CallIds};
 use crate::answers::toolcall::Offered;
 use crate::answers::toolcall::ToolCalls;
 
@@ -37,6 +37,8 @@ pub struct Translator {
     tools: Option<Arc<Offered>>,
     finish: Option<String>,
     input_tokens: u64,
+    /// Of the prompt, what the provider's cache served.
+    cached_tokens: u64,
     output_tokens: u64,
     finished: bool,
 }
@@ -54,6 +56,7 @@ impl Translator {
             calls: ToolCalls::default(),
             finish: None,
             input_tokens: 0,
+            cached_tokens: 0,
             output_tokens: 0,
             finished: false,
         }
@@ -123,6 +126,7 @@ impl Translator {
         if let Some((input, output)) = delta.usage {
             self.input_tokens = input;
             self.output_tokens = output;
+            self.cached_tokens = chat_cached(chunk);
         }
         if let Some(reasoning) = &delta.reasoning {
             self.emit(Block::Thinking, reasoning, out);
@@ -201,7 +205,7 @@ impl StreamTranslator for Translator {
             "message_delta",
             &json!({"type": "message_delta",
             "delta": {"stop_reason": reason, "stop_sequence": Value::Null},
-            "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}}),
+            "usage": usage(self.input_tokens, self.output_tokens, self.cached_tokens)}),
         ));
         out.extend(sse_event("message_stop", &json!({"type": "message_stop"})));
         out

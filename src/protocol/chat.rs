@@ -103,6 +103,7 @@ impl ChatStream {
         let mut out = Vec::with_capacity(bytes.len() + 64);
         for mut chunk in chunks {
             self.repair(&mut chunk);
+            super::wire::usage_cached_openai_way(&mut chunk);
             let finishes = finish_reason(&chunk).is_some();
             if self.offered.is_some() && self.judged.is_none() && has_tool_calls(&chunk) {
                 if finishes {
@@ -244,7 +245,8 @@ pub(crate) fn answer(
     split_think_tags: bool,
     tools: Option<&Offered>,
 ) -> Vec<u8> {
-    if !normalize(&mut parsed, split_think_tags, tools) {
+    let repaired = normalize(&mut parsed, split_think_tags, tools);
+    if !(super::wire::usage_cached_openai_way(&mut parsed) || repaired) {
         return body;
     }
     serde_json::to_vec(&parsed).unwrap_or(body)
@@ -405,7 +407,9 @@ impl StreamCalls {
 /// Whether a chunk carries tool calls, a content array or a `tool_calls` finish: those are
 /// always rewritten.
 fn needs_repair(chunk: &Value) -> bool {
-    if finish_reason(chunk) == Some("tool_calls") {
+    if finish_reason(chunk) == Some("tool_calls")
+        || chunk.at("/usage/prompt_cache_hit_tokens").is_some()
+    {
         return true;
     }
     let Some(delta) = chunk.at("/choices/0/delta") else {

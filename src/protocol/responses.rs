@@ -10,7 +10,7 @@
 use serde_json::{json, Map, Value};
 
 use super::errors::BadRequest;
-use super::wire::{chat_usage, new_id, take, take_string, CallIds};
+use super::wire::{chat_cached, chat_usage, new_id, take, take_string, CallIds};
 use crate::answers::path::Lookup;
 
 /// The text of an input or output part (moved, not copied).
@@ -220,9 +220,10 @@ pub fn to_chat(req: Value) -> Result<Value, BadRequest> {
     Ok(Value::Object(out))
 }
 
-pub(super) fn usage(input: u64, output: u64) -> Value {
+/// Responses usage: `input_tokens` counts the cached part too, as chat's `prompt_tokens`.
+pub(super) fn usage(input: u64, output: u64, cached: u64) -> Value {
     json!({"input_tokens": input, "output_tokens": output, "total_tokens": input + output,
-           "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}})
+           "input_tokens_details": {"cached_tokens": cached.min(input)}, "output_tokens_details": {"reasoning_tokens": 0}})
 }
 
 pub(super) fn response(
@@ -308,7 +309,7 @@ pub(crate) fn from_chat_ids(chat: &Value, model: &str, ids: &mut CallIds) -> Val
         model,
         status,
         output,
-        usage(input, out_tokens),
+        usage(input, out_tokens, chat_cached(chat)),
     );
     if cut {
         r["incomplete_details"] = json!({"reason": "max_output_tokens"});

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::content::{runnable, ContentParts, ContentSplit};
 use super::responses::{call_item, message_item, reasoning_item, response, usage};
 use super::shape::StreamTranslator;
-use super::wire::{chat_delta, new_id, sse_event, CallIds};
+use super::wire::{chat_cached, chat_delta, new_id, sse_event, CallIds};
 use crate::answers::toolcall::Offered;
 use crate::answers::toolcall::ToolCalls;
 
@@ -34,6 +34,8 @@ pub struct Translator {
     done_items: Vec<Value>,
     incomplete: bool,
     input_tokens: u64,
+    /// Of the prompt, what the provider's cache served.
+    cached_tokens: u64,
     output_tokens: u64,
     finished: bool,
 }
@@ -53,6 +55,7 @@ impl Translator {
             done_items: Vec::new(),
             incomplete: false,
             input_tokens: 0,
+            cached_tokens: 0,
             output_tokens: 0,
             finished: false,
         }
@@ -179,6 +182,7 @@ impl Translator {
         if let Some((input, output)) = delta.usage {
             self.input_tokens = input;
             self.output_tokens = output;
+            self.cached_tokens = chat_cached(chunk);
         }
         if let Some(reasoning) = delta.reasoning.as_deref() {
             self.emit_reasoning(reasoning, out);
@@ -223,7 +227,7 @@ impl StreamTranslator for Translator {
         self.emit_parts(&held, &mut out);
         self.close_reasoning(&mut out);
         self.close_message(&mut out);
-        let usage = usage(self.input_tokens, self.output_tokens);
+        let usage = usage(self.input_tokens, self.output_tokens, self.cached_tokens);
         if let Some(message) = error {
             // The answer broke off: say so, and never hand over a half-received call.
             let mut r = response(

@@ -135,6 +135,38 @@ pub fn chat_delta(chunk: &Value) -> ChatDelta {
 }
 
 /// Usage figures from a chat chunk or completion.
+pub fn chat_cached(v: &Value) -> u64 {
+    crate::answers::gate::cached_tokens(v).unwrap_or(0)
+}
+
+/// A DeepSeek-style usage (`prompt_cache_hit_tokens`) also said the OpenAI way
+/// (`prompt_tokens_details.cached_tokens`), which chat clients read. Returns whether it
+/// changed.
+pub(crate) fn usage_cached_openai_way(v: &mut Value) -> bool {
+    let Some(u) = v.get_mut("usage").and_then(Value::as_object_mut) else {
+        return false;
+    };
+    let Some(hit) = u.get("prompt_cache_hit_tokens").and_then(Value::as_u64) else {
+        return false;
+    };
+    if u.get("prompt_tokens_details")
+        .is_some_and(|d| d.get("cached_tokens").is_some())
+    {
+        return false;
+    }
+    let details = u
+        .entry("prompt_tokens_details")
+        .or_insert_with(|| serde_json::json!({}));
+    match details.as_object_mut() {
+        Some(d) => {
+            d.insert("cached_tokens".into(), hit.into());
+            true
+        }
+        None => false,
+    }
+}
+
+/// `(prompt tokens, completion tokens)` of a chat body or chunk that reports usage.
 pub fn chat_usage(v: &Value) -> Option<(u64, u64)> {
     let u = v.get("usage").filter(|u| u.is_object())?;
     Some((

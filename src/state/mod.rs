@@ -2,7 +2,9 @@
 //! (`config`), per-model breakers (`breaker`), the usage ledger (`ledger`), decision traces
 //! and the history ring (`trace`), their files under `$FCM_HOME` (`files`: paths, atomic
 //! writes, tolerant loads), a running server's debounced writes (`persist`) and its
-//! `serve.json` record (`serve_info`).
+//! `serve.json` record (`serve_info`); conversations and the model each keeps
+//! (`affinity`), model sets (`sets`), the last bench (`bench_file`) and the counters behind
+//! `/metrics` (`metrics`).
 //!
 //! Nothing here decides which model to try (`routing`) or talks to a provider.
 

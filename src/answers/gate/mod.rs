@@ -48,6 +48,8 @@ pub struct AnswerStats {
     pub completion_tokens: Option<u64>,
     /// `usage.prompt_tokens` when the provider reported it.
     pub prompt_tokens: Option<u64>,
+    /// Of those, the tokens its prompt cache served (see [`cached_tokens`]).
+    pub cached_tokens: Option<u64>,
     /// Characters of text, reasoning and tool arguments: the basis of a token estimate.
     pub content_chars: usize,
     /// Tool calls that passed the check against the request's tools (0 when none were
@@ -128,6 +130,18 @@ pub(super) fn prompt_tokens(v: &Value) -> Option<u64> {
     v.at("/usage/prompt_tokens").and_then(Value::as_u64)
 }
 
+/// Prompt tokens the provider served from its prompt cache: OpenAI's (and Groq's,
+/// OpenRouter's, Gemini's) `usage.prompt_tokens_details.cached_tokens`, or DeepSeek's
+/// `usage.prompt_cache_hit_tokens`.
+pub(crate) fn cached_tokens(v: &Value) -> Option<u64> {
+    v.at("/usage/prompt_tokens_details/cached_tokens")
+        .and_then(Value::as_u64)
+        .or_else(|| {
+            v.at("/usage/prompt_cache_hit_tokens")
+                .and_then(Value::as_u64)
+        })
+}
+
 /// Judges a complete non-stream body (without a provider's own notice phrases: the tests'
 /// way in); with `offered` (the request's tools, strict mode)
 /// every tool call must be one the client can run. A plain answer is judged from its skim
@@ -205,6 +219,7 @@ fn check_skim(
     let mut stats = AnswerStats {
         completion_tokens: skim.completion_tokens(),
         prompt_tokens: skim.prompt_tokens(),
+        cached_tokens: skim.cached_tokens(),
         ..AnswerStats::default()
     };
     if mode == ContentValidation::Basic {

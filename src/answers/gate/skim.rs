@@ -63,6 +63,17 @@ struct Usage {
     completion_tokens: Option<u64>,
     #[serde(default)]
     prompt_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<Object<PromptDetails>>,
+    /// DeepSeek's name for the cached part of the prompt.
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 /// A struct read from a JSON object only: serde would also fill a struct from an array,
@@ -149,6 +160,27 @@ impl<'a> Skim<'a> {
         self.usage.as_ref()?.0.prompt_tokens
     }
 
+    /// As `gate::cached_tokens` reads them.
+    pub(crate) fn cached_tokens(&self) -> Option<u64> {
+        let u = &self.usage.as_ref()?.0;
+        u.prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.0.cached_tokens)
+            .or(u.prompt_cache_hit_tokens)
+    }
+
+    /// A usage in DeepSeek's words only (`prompt_cache_hit_tokens`): a chat client gets
+    /// it said the OpenAI way too, so the body is rewritten.
+    pub(crate) fn cached_deepseek_way(&self) -> bool {
+        self.usage.as_ref().is_some_and(|u| {
+            u.0.prompt_cache_hit_tokens.is_some()
+                && u.0
+                    .prompt_tokens_details
+                    .as_ref()
+                    .is_none_or(|d| d.0.cached_tokens.is_none())
+        })
+    }
+
     /// Characters of useful content in the first choice's message, as `gate::useful_chars`
     /// counts them (text, and the first reasoning field that is a non-empty string); `None`
     /// when there is none.
@@ -179,7 +211,9 @@ impl<'a> Skim<'a> {
                 .is_some_and(|c| memchr::memchr(b'<', c.as_bytes()).is_some())
         };
         let could_split = (split_think_tags || tools) && message.as_ref().is_some_and(markup);
-        !could_split && first.finish_reason.as_deref() != Some("tool_calls")
+        !could_split
+            && first.finish_reason.as_deref() != Some("tool_calls")
+            && !self.cached_deepseek_way()
     }
 }
 

@@ -312,6 +312,9 @@ impl StreamTracker {
         if let Some(t) = prompt_tokens(&v) {
             self.stats.prompt_tokens = Some(t);
         }
+        if let Some(t) = super::cached_tokens(&v) {
+            self.stats.cached_tokens = Some(t);
+        }
         let mut chars = 0;
         let mut any_choice = false;
         let mut finished = false;

@@ -1,6 +1,6 @@
 //! `fcm serve` as a login service: the systemd user unit (Linux) or launchd agent (macOS)
 //! that runs it, where that file goes, and the commands that load it. Pure: paths and text
-//! in, the file's text and the commands out; `cmd/service` writes, runs and records.
+//! in, the file's text and the commands out; `commands/service` writes, runs and records.
 
 use std::path::{Path, PathBuf};
 

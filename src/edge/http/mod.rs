@@ -7,7 +7,7 @@
 //! sizes, and every ambiguity that could make fcm and a client disagree about where a
 //! request ends (two Content-Lengths, Content-Length beside Transfer-Encoding, folded lines,
 //! bare CRs) is refused and the connection closed, never guessed at. Reading is over any
-//! `BufRead`: timeouts belong to the connection (`serve`), not to the framing.
+//! `BufRead`: timeouts belong to the connection (`edge::client`), not to the framing.
 //!
 //! fcm first used tiny_http here. Its connection pool can leave a freshly accepted
 //! connection waiting until some other connection closes (a lost wake-up when several

@@ -53,6 +53,9 @@ pub struct UsageRow {
     pub requests: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those the provider's prompt cache served (as it reported).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
     /// How many of the tokens above are fcm's estimate (the answer reported no `usage`).
     pub estimated_tokens: u64,
     /// Answers that said the limit was reached (429, or a quota error).
@@ -71,6 +74,7 @@ impl UsageRow {
         self.requests += other.requests;
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.cached_tokens += other.cached_tokens;
         self.estimated_tokens += other.estimated_tokens;
         self.rate_limited += other.rate_limited;
         self.saved_tokens += other.saved_tokens;

@@ -65,6 +65,8 @@ impl Blocked {
 pub struct Tokens {
     pub prompt: u64,
     pub completion: u64,
+    /// Of the prompt, what the provider's cache served (as it reported).
+    pub cached: u64,
     /// How many of them are fcm's estimate.
     pub estimated: u64,
 }
@@ -86,6 +88,7 @@ impl Tokens {
         Tokens {
             prompt,
             completion,
+            cached: stats.cached_tokens.unwrap_or(0).min(prompt),
             estimated: prompt_estimated + completion_estimated,
         }
     }

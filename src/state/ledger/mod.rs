@@ -223,6 +223,7 @@ impl Ledger {
         inner.change_row(m, key, |r| {
             r.prompt_tokens += t.prompt;
             r.completion_tokens += t.completion;
+            r.cached_tokens += t.cached;
             r.estimated_tokens += t.estimated;
         });
         inner.add_minute(m, key, now, 0, t.completion);

@@ -36,6 +36,8 @@ pub struct UsageLine {
     pub requests: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those the providers' prompt caches served.
+    pub cached_tokens: u64,
     /// How many of the tokens are fcm's estimate (the answers reported no `usage`).
     pub estimated_tokens: u64,
     pub rate_limited: u64,
@@ -156,13 +158,18 @@ impl UsageLine {
         }
     }
 
-    /// `~120 / 40` (in / out; `~` when some of it is estimated).
+    /// `~120 / 40` (in / out; `~` when some of it is estimated), with `(80 cached)` when
+    /// the providers' prompt caches served part of the prompts.
     pub fn tokens_cell(&self) -> String {
         let approx = if self.estimated_tokens > 0 { "~" } else { "" };
-        format!(
+        let mut cell = format!(
             "{approx}{} / {}",
             self.prompt_tokens, self.completion_tokens
-        )
+        );
+        if self.cached_tokens > 0 {
+            cell.push_str(&format!(" ({} cached)", self.cached_tokens));
+        }
+        cell
     }
 
     /// The catalog's limits (`30/min per model` for a provider's model-scoped ones), or `-`.
@@ -246,6 +253,7 @@ impl UsageLine {
         self.requests += r.requests;
         self.prompt_tokens += r.prompt_tokens;
         self.completion_tokens += r.completion_tokens;
+        self.cached_tokens += r.cached_tokens;
         self.estimated_tokens += r.estimated_tokens;
         self.rate_limited += r.rate_limited;
         self.saved_tokens += r.saved_tokens;
@@ -432,6 +440,7 @@ mod tests {
             requests,
             prompt_tokens: 10 * requests,
             completion_tokens: 2 * requests,
+            cached_tokens: 0,
             estimated_tokens: 0,
             rate_limited,
             saved_tokens: 100 * requests,

@@ -239,6 +239,7 @@ fn tokens_are_counted_from_usage_or_estimated() {
     let stats = AnswerStats {
         completion_tokens: Some(7),
         prompt_tokens: Some(30),
+        cached_tokens: Some(24),
         content_chars: 40,
         tool_calls: 0,
     };
@@ -247,6 +248,7 @@ fn tokens_are_counted_from_usage_or_estimated() {
         Tokens {
             prompt: 30,
             completion: 7,
+            cached: 24,
             estimated: 0
         }
     );
@@ -259,6 +261,7 @@ fn tokens_are_counted_from_usage_or_estimated() {
         Tokens {
             prompt: 99,
             completion: 10,
+            cached: 0,
             estimated: 109
         }
     );
