@@ -11,6 +11,15 @@ use serde_json::{json, Value};
 use super::tools::shell_tool;
 use super::wire::{chunk, completion, ok_answer, send_fixed, SseWriter};
 
+/// Whether the request offers a tool of this name.
+fn offers(body: &Value, name: &str) -> bool {
+    body.get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|t| t.pointer("/function/name").and_then(Value::as_str) == Some(name))
+}
+
 /// The signature of the `n`th call (from 0) of a conversation.
 fn signature(n: usize) -> String {
     format!("fcm-sig-{n}")
@@ -49,11 +58,15 @@ pub(super) fn signed_turn(
         }
     }
     let tool = shell_tool(body);
-    if calls.len() >= 2 || tool.is_none() {
-        let text = format!(
-            "Both tool turns kept their thought signatures ({} calls signed).",
-            calls.len()
-        );
+    let done = calls.len() >= 2 || tool.is_none();
+    let text = format!(
+        "Both tool turns kept their thought signatures ({} calls signed).",
+        calls.len().min(2)
+    );
+    // A client whose run ends only through its completion tool (Cline's `submit_and_exit`)
+    // is given the verdict that way, signed like every call; the others get it as text.
+    let finish = offers(body, "submit_and_exit");
+    if done && (!finish || calls.len() > 2) {
         return ok_answer(
             out,
             id,
@@ -64,7 +77,14 @@ pub(super) fn signed_turn(
             std::time::Duration::ZERO,
         );
     }
-    let (name, args) = tool.expect("checked");
+    let (name, args) = match tool {
+        Some(_) if done => (
+            "submit_and_exit".to_string(),
+            json!({"summary": text, "verified": true}),
+        ),
+        Some(t) => t,
+        None => unreachable!("done when no shell tool is offered"),
+    };
     let n = calls.len();
     let call = json!({"id": format!("function-call-{n}"), "type": "function",
         "function": {"name": name, "arguments": args.to_string()},
