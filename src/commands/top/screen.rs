@@ -424,6 +424,13 @@ pub(crate) fn decision_line(d: &Decision) -> Line<'static> {
             Style::new().fg(Color::DarkGray),
         ));
     }
+    if let Some(n) = t.saved_tokens.filter(|n| *n > 0) {
+        // What tool-result compression took out of this request.
+        spans.push(Span::styled(
+            format!(" -{n} tok"),
+            Style::new().fg(Color::Green),
+        ));
+    }
     if let Some(a) = &t.affinity {
         let conv = t.session.as_deref().map_or("", |s| &s[..s.len().min(8)]);
         spans.push(Span::styled(

@@ -46,6 +46,7 @@ fn live_board() -> Board {
         },
     ];
     trace.affinity = Some("new".into());
+    trace.saved_tokens = Some(1234);
     trace.session = Some("3f9a1c2e00ff".into());
     b.update(Snapshot {
         server: Some(ServerLine {
@@ -118,7 +119,7 @@ fn every_size_shows_the_key_columns_and_rows() {
                 assert!(s.contains(want), "{w}x{h} lacks {want:?}:\n{s}");
             }
             assert!(s.contains("[demo/server_500:500 > demo/ok:200]"), "{s}");
-            assert!(s.contains("conv 3f9a1c2e new"), "{s}");
+            assert!(s.contains("-1234 tok conv 3f9a1c2e new"), "{s}");
         }
     }
 }
