@@ -167,13 +167,15 @@ fn mask_secret(line: &str) -> String {
     {
         return line.to_string();
     }
-    let value = line[colon + 1..]
-        .trim()
+    let rest = line[colon + 1..].trim();
+    // A JSON line's separating comma stays, as the file has it.
+    let comma = if rest.ends_with(',') { "," } else { "" };
+    let value = rest
         .trim_end_matches(',')
         .trim_matches('"')
         .trim_matches('\'');
     format!(
-        "{}{} \"{}\"",
+        "{}{} \"{}\"{comma}",
         &line[..colon],
         &line[colon..=colon],
         crate::providers::catalog::key_hint(value)
@@ -497,6 +499,9 @@ mod tests {
             mask_secret("  \"model\": \"fcm\","),
             "  \"model\": \"fcm\","
         );
+        // The comma after a JSON value stays, masked or not.
+        let masked = mask_secret("    \"ANTHROPIC_AUTH_TOKEN\": \"fcm-0123456789abcdef\",");
+        assert!(masked.ends_with("cdef\","), "{masked}");
     }
 
     #[test]
