@@ -128,23 +128,7 @@ pub(super) fn dashboard(app: &App) -> Reply {
         in_flight: app.in_flight.load(Ordering::Acquire),
         conversations: conversations(app, now),
     };
-    let mut configured: Vec<(&str, Vec<String>)> = app
-        .router
-        .routable()
-        .filter(|c| !c.target.keys.is_empty())
-        .map(|c| {
-            let labels = c.target.keys.iter().map(|k| k.label.clone()).collect();
-            (c.target.provider_id.as_str(), labels)
-        })
-        .collect();
-    configured.dedup_by(|a, b| a.0 == b.0);
-    let usage = crate::state::ledger::report::report(
-        &app.router.ledger.snapshot(),
-        &app.catalog,
-        &configured,
-        now,
-        1,
-    );
+    let usage = app.router.usage_today(&app.catalog, now);
     let history = app.router.history.last(crate::state::trace::HISTORY_LEN);
     let strips = crate::edge::dashboard::strips(&history, now, |m| app.router.live_results(m));
     let page = crate::edge::dashboard::render(

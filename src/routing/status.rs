@@ -98,6 +98,41 @@ pub(crate) struct ModelStatus {
     pub(crate) in_active_set: bool,
 }
 
+impl ModelStatus {
+    /// A model as its breaker row (`None`: never failed) and evidence say, with nothing
+    /// known yet of its rank, live window, budget or conversations.
+    pub(crate) fn of(
+        model: String,
+        provider: String,
+        row: Option<&BreakerRow>,
+        evidence: Evidence,
+        evidence_from: EvidenceFrom,
+    ) -> ModelStatus {
+        ModelStatus {
+            model,
+            provider,
+            rank: None,
+            skipped: None,
+            state: row.map_or(BreakerState::Closed, |r| r.state),
+            consecutive_failures: row.map_or(0, |r| r.consecutive_failures),
+            trip_count: row.map_or(0, |r| r.trip_count),
+            cooldown_ms_left: row.map_or(0, |r| r.cooldown_ms_left),
+            pause_ms_left: row.map_or(0, |r| r.quota_pause_ms_left),
+            paused_for: row.and_then(|r| r.paused_for),
+            last_failure_kind: row.and_then(|r| r.last_failure_kind),
+            evidence,
+            evidence_from,
+            live_results: 0,
+            live_ok: 0,
+            ttft_ms_p50: None,
+            ranked_ttft_ms: None,
+            budget: Budget::default(),
+            conversations: 0,
+            in_active_set: false,
+        }
+    }
+}
+
 impl Router {
     /// Today's usage report of the routable models' providers (as the dashboard shows it).
     pub(crate) fn usage_today(&self, catalog: &Catalog, now: u64) -> UsageReport {
@@ -182,19 +217,8 @@ impl Router {
                     EvidenceFrom::Bench
                 };
                 ModelStatus {
-                    model: key.to_string(),
-                    provider: c.target.provider_id.clone(),
                     rank: rank.get(key).copied(),
                     skipped: skipped.get(key).copied(),
-                    state: row.map_or(BreakerState::Closed, |r| r.state),
-                    consecutive_failures: row.map_or(0, |r| r.consecutive_failures),
-                    trip_count: row.map_or(0, |r| r.trip_count),
-                    cooldown_ms_left: row.map_or(0, |r| r.cooldown_ms_left),
-                    pause_ms_left: row.map_or(0, |r| r.quota_pause_ms_left),
-                    paused_for: row.and_then(|r| r.paused_for),
-                    last_failure_kind: row.and_then(|r| r.last_failure_kind),
-                    evidence,
-                    evidence_from,
                     live_results: recent.len(),
                     live_ok: ok.len(),
                     ttft_ms_p50: ok.get(ok.len().saturating_sub(1) / 2).copied(),
@@ -204,6 +228,13 @@ impl Router {
                     in_active_set: set
                         .as_ref()
                         .is_some_and(|(_, m)| m.iter().any(|m| m == key)),
+                    ..ModelStatus::of(
+                        key.to_string(),
+                        c.target.provider_id.clone(),
+                        row,
+                        evidence,
+                        evidence_from,
+                    )
                 }
             })
             .collect();

@@ -18,9 +18,9 @@ use serde::de::DeserializeOwned;
 use crate::commands::admin::admin_get;
 use crate::commands::Setup;
 use crate::edge::live::{Decision, Live, LiveModel};
-use crate::routing::{Budget, Evidence, EvidenceFrom, ModelStatus};
+use crate::routing::{Evidence, EvidenceFrom, ModelStatus};
 use crate::state::bench_file::BenchReport;
-use crate::state::breaker::{rows, BreakerBook, BreakerState};
+use crate::state::breaker::{rows, BreakerBook};
 use crate::state::config::Config;
 use crate::state::files;
 use crate::state::serve_info::live_server;
@@ -238,26 +238,9 @@ fn offline(setup: &Setup, note: String, server_recorded: bool) -> Snapshot {
             };
             models.push(LiveModel {
                 status: ModelStatus {
-                    model: key.clone(),
-                    provider: p.id.clone(),
                     rank: b.map(|b| b.rank),
-                    skipped: None,
-                    state: row.map_or(BreakerState::Closed, |r| r.state),
-                    consecutive_failures: row.map_or(0, |r| r.consecutive_failures),
-                    trip_count: row.map_or(0, |r| r.trip_count),
-                    cooldown_ms_left: row.map_or(0, |r| r.cooldown_ms_left),
-                    pause_ms_left: row.map_or(0, |r| r.quota_pause_ms_left),
-                    paused_for: row.and_then(|r| r.paused_for),
-                    last_failure_kind: row.and_then(|r| r.last_failure_kind),
-                    evidence,
-                    evidence_from,
-                    live_results: 0,
-                    live_ok: 0,
-                    ttft_ms_p50: None,
                     ranked_ttft_ms: b.and_then(|b| b.ttft_ms_p50),
-                    budget: Budget::default(),
-                    conversations: 0,
-                    in_active_set: false,
+                    ..ModelStatus::of(key.clone(), p.id.clone(), row, evidence, evidence_from)
                 },
                 tier: m.tier.clone(),
                 label: if m.label.is_empty() {
