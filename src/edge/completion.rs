@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+use crate::answers::stream::StreamEnd;
 use crate::edge::app::App;
 use crate::edge::forward;
 use crate::edge::http::Request;
@@ -248,7 +249,7 @@ fn relay_stream(
         };
         let secrets = committed.stream.secrets().clone();
         let model = trace.served_model.clone().unwrap_or_default();
-        committed.finish(&answers_end(&broke), &mut trace);
+        committed.finish(&StreamEnd::Failed(broke.clone()), &mut trace);
         let given = relay.given();
         let pinned = matches!(asked.route, Route::Pinned(_));
         if continued == CONTINUATIONS || given.call_begun || pinned || !relay.client_here() {
@@ -297,10 +298,6 @@ fn relay_stream(
     }
 }
 
-fn answers_end(f: &crate::answers::failure::Failure) -> crate::answers::stream::StreamEnd {
-    crate::answers::stream::StreamEnd::Failed(f.clone())
-}
-
 /// Keeps what the served answer carried for the conversation's next turn (see
 /// `routing::carry`).
 fn keep_carried(app: &App, trace: &Trace, (carried, ids): &(Carried, protocol::CallIds)) {
@@ -320,7 +317,7 @@ fn keep_carried(app: &App, trace: &Trace, (carried, ids): &(Carried, protocol::C
 
 /// Whether a whole chat answer's bytes may carry state a later turn needs.
 fn carries_state(body: &[u8]) -> bool {
-    let has = |needle: &[u8]| body.windows(needle.len()).any(|w| w == needle);
+    let has = |needle: &[u8]| memchr::memmem::find(body, needle).is_some();
     has(b"\"extra_content\"") || has(b"\"reasoning_details\"")
 }
 
