@@ -9,10 +9,14 @@
 #   - throughput at 64 keep-alive connections, via fcm vs direct
 #   - CPU per request of fcm and per answer of the upstream (utime+stime from /proc/PID/stat)
 #   - fcm's peak RSS under that load and with 256 open streams
+#   - the floor of fcm's design: examples/relay_floor.rs (one blocking thread per client
+#     connection, as fcm serve has, relaying bytes and nothing else) under the same load;
+#     fcm's CPU less the floor's is what fcm's own work costs
 # and ends with one markdown table of all of it beside the targets.
 #
-# FCM_BIN=/path/to/fcm and LOADGEN_BIN=/path/to/loadgen use those binaries instead of
-# building them; REQUESTS (one-connection runs) and SECONDS_LOAD (64-connection runs) size it.
+# FCM_BIN=/path/to/fcm, LOADGEN_BIN=/path/to/loadgen and RELAY_BIN=/path/to/relay_floor use
+# those binaries instead of building them; REQUESTS (one-connection runs) and SECONDS_LOAD
+# (64-connection runs) size it.
 # FAKE_BIN=/path/to/fcm runs the fake provider from another build, so two builds of fcm (glibc
 # and musl, say) are compared against the same upstream.
 # EXTRA_MODELS=N adds N more models to the catalog, ranked after `ok` (a real catalog has
@@ -24,11 +28,17 @@ REQUESTS=${REQUESTS:-5000}
 SECONDS_LOAD=${SECONDS_LOAD:-8}
 source scripts/common.sh
 release_binaries loadgen
+if [ -n "${RELAY_BIN:-}" ]; then
+  relay=$RELAY_BIN
+else
+  cargo build --release --locked --quiet --example relay_floor
+  relay=${CARGO_TARGET_DIR:-$PWD/target}/release/examples/relay_floor
+fi
 # The interpreter itself (not a version manager's shim), so $! is the server's pid.
 python=$(python3 -c 'import sys; print(sys.executable)')
 
 serve_pids=()
-trap 'kill "${asyncio_pid:-}" "${serve_pids[@]}" 2>/dev/null || true; cleanup' EXIT
+trap 'kill "${asyncio_pid:-}" "${relay_pid:-}" "${serve_pids[@]}" 2>/dev/null || true; cleanup' EXIT
 start_fake "${FAKE_BIN:-$fcm}"
 fake_url=$url
 "$python" scripts/asyncio-upstream.py > "$work/asyncio.url" &
@@ -106,6 +116,19 @@ JSON
   pt=$(measured "$up" "$proxy" $path "$plain_proxy" --conns 64 --seconds "$SECONDS_LOAD")
   rss_load=$(hwm "$serve_pid")
 
+  # The design's floor under the same load: the relay's CPU, sampled as fcm's is.
+  local relay_port ft
+  relay_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  "$relay" "127.0.0.1:$relay_port" "$direct" > "$work/relay.out" &
+  relay_pid=$!
+  for _ in $(seq 100); do [ -s "$work/relay.out" ] && break; sleep 0.05; done
+  run "127.0.0.1:$relay_port" $path "$plain_direct" --requests 500 >/dev/null
+  local fcm_pid=$serve_pid
+  serve_pid=$relay_pid
+  ft=$(measured "$up" "127.0.0.1:$relay_port" $path "$plain_direct" --conns 64 --seconds "$SECONDS_LOAD")
+  serve_pid=$fcm_pid
+  kill "$relay_pid"; wait "$relay_pid" 2>/dev/null || true
+
   # The streams on a fresh server, then again on the loaded one (the worst case).
   local loaded_pid=$serve_pid loaded_proxy=$proxy
   serve_in "home-$name-streams" "$work/catalog-$name.json"
@@ -120,7 +143,7 @@ JSON
   rss_both=$(hwm "$serve_pid")
   kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true
   cat > "$work/$name.json" <<JSON
-{"d1":$d1,"p1":$p1,"ds":$ds,"ps":$ps,"dt":$dt,"pt":$pt,"rssLoad":$rss_load,"rssStreams":$rss_streams,
+{"d1":$d1,"p1":$p1,"ds":$ds,"ps":$ps,"dt":$dt,"pt":$pt,"ft":$ft,"rssLoad":$rss_load,"rssStreams":$rss_streams,
  "peakStreams":$streams_fresh,"peakStreamsLoaded":$peak_streams,"long":$long_result,"longLoaded":$(cat "$work/long.json"),"rssBoth":$rss_both}
 JSON
 }
@@ -149,6 +172,8 @@ for name, r in runs.items():
           f"via fcm {pt['rps']:.0f} req/s (errors {pt['errors']}), ratio {pt['rps'] / dt['rps']:.2f}")
     print(f"cpu at 64 connections: fcm {cpu(pt, 'fcmTicks'):.4f} ms/request; upstream {cpu(pt, 'upTicks'):.4f} ms/answer "
           f"via fcm, {cpu(dt, 'upTicks'):.4f} ms/answer direct")
+    print(f"design floor (relay_floor), 64 connections: {r['ft']['rps']:.0f} req/s (errors {r['ft']['errors']}), "
+          f"{cpu(r['ft'], 'fcmTicks'):.4f} ms cpu/request; fcm's own work {cpu(pt, 'fcmTicks') - cpu(r['ft'], 'fcmTicks'):.4f} ms/request")
     print(f"cpu at 1 connection: fcm {cpu(p1, 'fcmTicks'):.4f} ms/request non-stream, {cpu(ps, 'fcmTicks'):.4f} stream; "
           f"upstream {cpu(d1, 'upTicks'):.4f} ms/answer non-stream direct, {cpu(ds, 'upTicks'):.4f} stream direct")
     print(f"fcm peak RSS: {r['rssLoad'] / 1024:.1f} MB under the 64-connection load; "
@@ -182,6 +207,10 @@ def cpu_ratio(r):
     f, u, ud = cpu(r['pt'], 'fcmTicks'), cpu(r['pt'], 'upTicks'), cpu(r['dt'], 'upTicks')
     return (f"{f / u:.2f}× (vs direct {f / ud:.2f}×)", f <= 4 * u)
 row("fcm cpu / upstream cpu (same run)", "≤ 4× the asyncio server's", cpu_ratio)
+row("design floor (relay_floor) cpu ms/request, 64 conns / its % of direct", "",
+    lambda r: (f"{cpu(r['ft'], 'fcmTicks'):.4f} / {100 * r['ft']['rps'] / r['dt']['rps']:.0f}%", None))
+row("fcm's own work: fcm cpu − floor cpu, ms/request", "",
+    lambda r: (f"{cpu(r['pt'], 'fcmTicks') - cpu(r['ft'], 'fcmTicks'):.4f}", None))
 row("fcm cpu ms/request, 1 conn, non-stream / stream", "",
     lambda r: (f"{cpu(r['p1'], 'fcmTicks'):.4f} / {cpu(r['ps'], 'fcmTicks'):.4f}", None))
 row("fcm peak RSS under the 64-conn load", "≤ 20 MB",
