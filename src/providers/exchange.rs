@@ -11,8 +11,10 @@
 use std::io::{self, Read};
 use std::time::Duration;
 
-/// Bodies are read in chunks of this size: small enough to pass SSE frames on promptly.
-pub const READ_CHUNK: usize = 8 * 1024;
+/// Bodies are read in chunks of this size: small enough to pass SSE frames on promptly,
+/// and to keep the buffer each open stream's reader holds small (SSE frames are far
+/// smaller; a burst is passed on in more chunks).
+pub const READ_CHUNK: usize = 4 * 1024;
 
 /// One exchange with a provider, and the client it runs on.
 pub trait Exchange: Send + Sync {
