@@ -60,7 +60,7 @@ fn a_body_too_large_for_messages_is_refused_in_anthropics_envelope() {
         &format!("POST /v1/messages?beta=true HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n"),
     );
     assert_eq!(status, 413);
-    assert_anthropic(&body, "invalid_request_error");
+    assert_anthropic(&body, "request_too_large");
     assert!(body["error"]["message"]
         .as_str()
         .unwrap()

@@ -301,10 +301,11 @@ pub(super) fn usage(prompt: u64, output: u64, cached: u64) -> Value {
            "cache_read_input_tokens": cached.min(prompt), "cache_creation_input_tokens": 0})
 }
 
-/// An error in Anthropic's envelope for an HTTP status.
+/// An error in Anthropic's envelope for an HTTP status, typed as Anthropic types its own.
 pub fn error(status: u16, message: &str) -> Value {
     let kind = match status {
-        400 | 413 | 422 => "invalid_request_error",
+        400 | 422 => "invalid_request_error",
+        413 => "request_too_large",
         401 => "authentication_error",
         403 => "permission_error",
         404 => "not_found_error",
@@ -461,6 +462,7 @@ mod tests {
     fn errors_and_token_counts() {
         assert_eq!(error(429, "slow")["error"]["type"], "rate_limit_error");
         assert_eq!(error(503, "x")["error"]["type"], "overloaded_error");
+        assert_eq!(error(413, "x")["error"]["type"], "request_too_large");
         assert_eq!(error(401, "x")["type"], "error");
         let n = count_tokens(
             &json!({"system": "abcd", "messages": [{"role": "user", "content": "efgh"}]}),
