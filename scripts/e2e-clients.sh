@@ -134,24 +134,31 @@ check_without() { # name, expected text, text that must not appear ("" for none)
     tail -n 20 <<< "$out" | sed 's/^/    /'
   fi
 }
+# each_tool WHAT EXPECTED UNWANTED PROMPT [ALLOWED]: the same case for Claude Code, Codex and
+# Cline, named "<tool> WHAT". With ALLOWED (Claude Code's --allowedTools pattern) the prompt
+# makes the tool run a command: Cline is given -y to run it without asking.
+each_tool() {
+  local what=$1 want=$2 unwanted=$3 prompt=$4 allowed=${5:-}
+  if [ -n "$allowed" ]; then
+    check_without "claude-code $what" "$want" "$unwanted" "$bin/claude" -p "$prompt" --allowedTools "$allowed"
+  else
+    check_without "claude-code $what" "$want" "$unwanted" "$bin/claude" -p "$prompt"
+  fi
+  check_without "codex $what" "$want" "$unwanted" "$bin/codex" exec --skip-git-repo-check --ephemeral "$prompt"
+  check_without "cline $what" "$want" "$unwanted" "$bin/cline" ${allowed:+-y} "$prompt"
+}
 
 configure fake/ok
-check "claude-code plain reply" "Hello from ok." "$bin/claude" -p "say hi"
-check "codex plain reply" "Hello from ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
-check "cline plain reply" "Hello from ok." "$bin/cline" "say hi"
+each_tool "plain reply" "Hello from ok." "" "say hi"
 
 configure fake/tool_round_trip
-check "claude-code tool round trip" "The tool said fcm-tool-ok." "$bin/claude" -p "run the marker command" --allowedTools "Bash(echo:*)"
-check "codex tool round trip" "The tool said fcm-tool-ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "run the marker command"
-check "cline tool round trip" "The tool said fcm-tool-ok." "$bin/cline" -y "run the marker command"
+each_tool "tool round trip" "The tool said fcm-tool-ok." "" "run the marker command" "Bash(echo:*)"
 
 # A noisy tool output: the fake model asks the shell tool for colours, a progress line
 # redrawn with CRs and a line printed 40 times, then answers with its verdict on what
 # reached it (compressed: no escape, the last progress state, the line once with its count).
 configure fake/noisy_tool_round_trip
-check "claude-code noisy tool round trip, compressed" "The noisy tool said fcm-noisy-ok, compressed." "$bin/claude" -p "run the noisy command" --allowedTools "Bash"
-check "codex noisy tool round trip, compressed" "The noisy tool said fcm-noisy-ok, compressed." "$bin/codex" exec --skip-git-repo-check --ephemeral "run the noisy command"
-check "cline noisy tool round trip, compressed" "The noisy tool said fcm-noisy-ok, compressed." "$bin/cline" -y "run the noisy command"
+each_tool "noisy tool round trip, compressed" "The noisy tool said fcm-noisy-ok, compressed." "" "run the noisy command" "Bash"
 saved=$("$fcm" history --json -n 500 | python3 -c '
 import json, sys
 h = [e for e in json.load(sys.stdin) if e.get("servedModel") == "fake/noisy_tool_round_trip"]
@@ -164,30 +171,22 @@ else
 fi
 
 configure failover
-check "claude-code after a failover" "Hello from ok." "$bin/claude" -p "say hi"
-check "codex after a failover" "Hello from ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
-check "cline after a failover" "Hello from ok." "$bin/cline" "say hi"
+each_tool "after a failover" "Hello from ok." "" "say hi"
 
 # The first model's tool call cannot run: fcm fails over and the agent's round trip completes.
 configure broken-call
-check "claude-code tool round trip after a broken call" "The tool said fcm-tool-ok." "$bin/claude" -p "run the marker command" --allowedTools "Bash(echo:*)"
-check "codex tool round trip after a broken call" "The tool said fcm-tool-ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "run the marker command"
-check "cline tool round trip after a broken call" "The tool said fcm-tool-ok." "$bin/cline" -y "run the marker command"
+each_tool "tool round trip after a broken call" "The tool said fcm-tool-ok." "" "run the marker command" "Bash(echo:*)"
 
 # Gemini 3's rule: each tool call carries a thought signature that must come back on the
 # next turn, or the provider refuses it (400). None of the tools keeps it; fcm puts it back.
 configure fake/signed_tool_turns
-check "claude-code two tool turns with thought signatures" "Both tool turns kept their thought signatures" "$bin/claude" -p "run the marker command twice" --allowedTools "Bash(echo:*)"
-check "codex two tool turns with thought signatures" "Both tool turns kept their thought signatures" "$bin/codex" exec --skip-git-repo-check --ephemeral "run the marker command twice"
-check "cline two tool turns with thought signatures" "Both tool turns kept their thought signatures" "$bin/cline" -y "run the marker command twice"
+each_tool "two tool turns with thought signatures" "Both tool turns kept their thought signatures" "" "run the marker command twice" "Bash(echo:*)"
 
 # A stream that breaks after its first words: the next model finishes the answer, and the
 # tool shows one answer; pinned to the broken model, the client is told it broke (the
 # OpenAI SDK raises on the error frame, never a clean finish).
 configure broken-stream
-check "claude-code gets a broken answer finished" "Partial answer from sse_error_after_content and the rest (continued:" "$bin/claude" -p "say hi"
-check "codex gets a broken answer finished" "Partial answer from sse_error_after_content and the rest (continued:" "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
-check "cline gets a broken answer finished" "Partial answer from sse_error_after_content and the rest (continued:" "$bin/cline" "say hi"
+each_tool "gets a broken answer finished" "Partial answer from sse_error_after_content and the rest (continued:" "" "say hi"
 check "openai sdk raises on a stream that broke" "raised: the model's answer broke off" "$py" -c "
 import openai
 c = openai.OpenAI(base_url='http://127.0.0.1:$port/v1', api_key='unused')
@@ -200,9 +199,7 @@ except openai.APIError as e:
 
 # The model thinks in <think> tags cut mid-tag: the answer arrives without them.
 configure fake/thinks_tags
-check_without "claude-code reasoning apart" "Hello from thinks." "<think>" "$bin/claude" -p "say hi"
-check_without "codex reasoning apart" "Hello from thinks." "<think>" "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
-check_without "cline reasoning apart" "Hello from thinks." "<think>" "$bin/cline" "say hi"
+each_tool "reasoning apart" "Hello from thinks." "<think>" "say hi"
 # ... and the reasoning where each tool shows reasoning: a thinking block for Claude Code,
 # the reasoning summary Codex prints before its answer, Cline's [thinking] line.
 check "claude-code shows the thinking" '"thinking":"First, the user greets me."' "$bin/claude" -p "say hi" --output-format stream-json --verbose
@@ -211,15 +208,11 @@ check "cline shows the thinking" "[thinking]" "$bin/cline" "say hi"
 
 # The provider echoes the key it was sent, masked ("sk-E2ESE****6789"): fcm removes it.
 configure keyed/echo_masked_key
-check_without "claude-code never shows a key" "Your key is" "sk-E2ESE" "$bin/claude" -p "say hi"
-check_without "codex never shows a key" "Your key is" "sk-E2ESE" "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
-check_without "cline never shows a key" "Your key is" "sk-E2ESE" "$bin/cline" "say hi"
+each_tool "never shows a key" "Your key is" "sk-E2ESE" "say hi"
 
 # The first model's budget is spent: passed over before dispatch, never sent a request.
 configure budget-spent
-check "claude-code past a spent budget" "Hello from ok." "$bin/claude" -p "say hi"
-check "codex past a spent budget" "Hello from ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
-check "cline past a spent budget" "Hello from ok." "$bin/cline" "say hi"
+each_tool "past a spent budget" "Hello from ok." "" "say hi"
 read -r budget_skips budget_sent < <("$fcm" history --json | python3 -c '
 import json, sys
 h = json.load(sys.stdin)
@@ -234,9 +227,7 @@ fi
 
 # A race: the fast model's answer, the slow one cancelled (raced_out, not a failure).
 configure race-quick
-check "claude-code wins a race" "Hello from ok." "$bin/claude" -p "say hi"
-check "codex wins a race" "Hello from ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
-check "cline wins a race" "Hello from ok." "$bin/cline" "say hi"
+each_tool "wins a race" "Hello from ok." "" "say hi"
 raced_out=$(grep -c 'fake/ok:200->fake/slow:3000:raced_out' "$work/serve.log" || true)
 slow_failures=$("$fcm" breakers --json | python3 -c '
 import json, sys
@@ -250,9 +241,7 @@ fi
 # A fusion: the tools offer tools, so they are not fused (the first panel model answers);
 # the SDKs ask without tools and get the judge's merge as a stream.
 configure fused
-check "claude-code with a fusion set (tools: not fused)" "Hello from ok#panel." "$bin/claude" -p "say hi"
-check "codex with a fusion set (tools: not fused)" "Hello from ok#panel." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
-check "cline with a fusion set (tools: not fused)" "Hello from ok#panel." "$bin/cline" "say hi"
+each_tool "with a fusion set (tools: not fused)" "Hello from ok#panel." "" "say hi"
 check "openai sdk gets the judge's merge" "Hello from ok#judge." "$py" -c "
 import openai
 c = openai.OpenAI(base_url='http://127.0.0.1:$port/v1', api_key='unused')
@@ -325,9 +314,7 @@ export FCM_TOKEN=e2e-access-token-0123456789
 serve_pid=$!
 for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.05; done
 configure fake/ok
-check "claude-code with an access token" "Hello from ok." "$bin/claude" -p "say hi"
-check "codex with an access token" "Hello from ok." "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
-check "cline with an access token" "Hello from ok." "$bin/cline" "say hi"
+each_tool "with an access token" "Hello from ok." "" "say hi"
 refused=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v1/chat/completions" \
   -H 'content-type: application/json' -d '{"model":"fcm","messages":[{"role":"user","content":"hi"}]}')
 if [ "$refused" = 401 ]; then

@@ -134,7 +134,8 @@ pub fn chat_delta(chunk: &Value) -> ChatDelta {
     }
 }
 
-/// Usage figures from a chat chunk or completion.
+/// Prompt tokens a chat chunk or completion says the provider's cache served (0 when it
+/// says nothing).
 pub fn chat_cached(v: &Value) -> u64 {
     crate::answers::gate::cached_tokens(v).unwrap_or(0)
 }

@@ -54,8 +54,6 @@ pub(crate) use failover::Ask;
 pub(crate) use live::LIVE_WINDOW;
 pub(crate) use refusal::Refused;
 pub(crate) use router::{NamedIn, Parts, Route, Router};
-#[cfg(test)]
-pub(crate) use status::Budget;
 pub(crate) use status::{Evidence, EvidenceFrom, ModelStatus};
 
 #[cfg(test)]

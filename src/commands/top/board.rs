@@ -516,32 +516,20 @@ impl Board {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::routing::{Budget, ModelStatus};
+    use crate::routing::ModelStatus;
 
     pub(crate) fn model(key: &str, rank: Option<usize>, state: BreakerState) -> LiveModel {
+        let provider = key.split('/').next().unwrap_or("").into();
+        let mut status = ModelStatus::of(
+            key.into(),
+            provider,
+            None,
+            Evidence::Unknown,
+            EvidenceFrom::None,
+        );
+        (status.rank, status.state) = (rank, state);
         LiveModel {
-            status: ModelStatus {
-                model: key.into(),
-                provider: key.split('/').next().unwrap_or("").into(),
-                rank,
-                skipped: None,
-                state,
-                consecutive_failures: 0,
-                trip_count: 0,
-                cooldown_ms_left: 0,
-                pause_ms_left: 0,
-                paused_for: None,
-                last_failure_kind: None,
-                evidence: Evidence::Unknown,
-                evidence_from: EvidenceFrom::None,
-                live_results: 0,
-                live_ok: 0,
-                ttft_ms_p50: None,
-                ranked_ttft_ms: None,
-                budget: Budget::default(),
-                conversations: 0,
-                in_active_set: false,
-            },
+            status,
             tier: "A".into(),
             label: key.into(),
         }
