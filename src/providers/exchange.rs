@@ -1,5 +1,5 @@
 //! The seam between fcm and a provider: one HTTP exchange, as a trait. [`Upstream`] is the
-//! real one (ureq, a shared connection pool); tests put a scripted one in its place, so the
+//! real one (HTTP/1.1 over pooled connections); tests put a scripted one in its place, so the
 //! failover loop, races and fusion are tested in-process, without sockets, the way ureq
 //! tests its own flow through a test transport.
 //!

@@ -1,31 +1,34 @@
-//! The real [`Exchange`]: ureq with connection pools shared across requests and threads,
-//! its timeouts, and transport errors mapped to [`TransportFailure`]s. Its connections are
-//! [`tcp::TcpLink`]s (TLS over them for `https`): ureq's TCP transport with fewer system calls
-//! per request.
+//! The real [`Exchange`]: fcm's own HTTP/1.1 client ([`client`], framed by [`http1`] with
+//! `httparse`) over ureq's connectors, with connection pools shared across requests and
+//! threads, its timeouts, and transport errors mapped to [`TransportFailure`]s. Its
+//! connections are [`tcp::TcpLink`]s (TLS over them for `https`): ureq's TCP transport with
+//! fewer system calls per request.
 
+mod client;
+mod http1;
 mod tcp;
 
-use ureq::http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
-use ureq::http::{HeaderMap, HeaderValue};
+use std::sync::Arc;
+use std::time::Instant;
+
 use ureq::unversioned::transport::{
     ConnectProxyConnector, ConnectionDetails, Connector, RustlsConnector, Transport,
 };
 
 use super::exchange::{
-    io_failure, Exchange, ExchangeTimeouts, Incoming, Outgoing, TransportFailure, RESET_HEADERS,
+    Exchange, ExchangeTimeouts, Incoming, Outgoing, TransportFailure, RESET_HEADERS,
 };
+use client::{Client, Clock, Failure, Target};
 
 /// The HTTP client, with connection pools reused across requests and threads.
 ///
-/// The pools are [`SHARDS`] ureq agents, each thread using one of them: a ureq pool is one
-/// lock over a list that every return of a connection scans whole (comparing each idle
-/// connection's scheme and host). With one pool, 64 busy connections made that lock the
-/// most contended in the proxy (half its futex calls, by `perf`) and the scans 4% of its
-/// CPU; a thread's connections go back to the pool they came from, so each pool holds an
-/// eighth of them.
+/// Idle connections are kept in [`SHARDS`] lists, each thread using one of them: one list
+/// under one lock made that lock the most contended in the proxy under 64 busy connections
+/// (half its futex calls, by `perf`, when ureq's pool was one list); a thread's connections
+/// go back to the list they came from, so each holds an eighth of them.
 #[derive(Clone)]
 pub struct Upstream {
-    agents: std::sync::Arc<[ureq::Agent]>,
+    client: Arc<Client>,
     resolver: crate::providers::resolve::CachedResolver,
 }
 
@@ -46,10 +49,13 @@ impl<In: Transport> Connector<In> for SharedTls {
     }
 }
 
-/// How many connection pools an [`Upstream`] spreads its threads over.
+/// How many lists of idle connections an [`Upstream`] spreads its threads over.
 const SHARDS: usize = 8;
 
-/// This thread's pool, the same for all its calls: threads take the shards in turn.
+/// Idle connections kept at most, over all the lists.
+const IDLE_MAX: usize = 512;
+
+/// This thread's list, the same for all its calls: threads take the lists in turn.
 fn shard() -> usize {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -59,9 +65,30 @@ fn shard() -> usize {
     SHARD.with(|s| *s)
 }
 
+const USER_AGENT: &str = concat!("fcm/", env!("CARGO_PKG_VERSION"));
+
 impl Default for Upstream {
     fn default() -> Self {
         Upstream::new()
+    }
+}
+
+/// The connectors' configuration: a proxy from the environment (`HTTPS_PROXY`, `ALL_PROXY`,
+/// `NO_PROXY`, ...) unless `direct`.
+fn config(direct: bool) -> ureq::config::Config {
+    let builder = ureq::Agent::config_builder()
+        .no_delay(true)
+        // ureq's 128 KiB per connection costs 16 MiB at 64 parallel probes and 64 MiB at
+        // 256 open streams; chat answers arrive in small frames, and larger bodies are
+        // simply read in more passes. The output buffer only carries a request out (the
+        // TCP link gathers it into one write), so 4 KiB does; with the stream reader's
+        // 4 KiB chunks it saved 1.5 MB of the 39 MB that 256 open streams held.
+        .input_buffer_size(8 * 1024)
+        .output_buffer_size(4 * 1024);
+    if direct {
+        builder.proxy(None).build()
+    } else {
+        builder.build()
     }
 }
 
@@ -70,41 +97,38 @@ impl Upstream {
         Upstream::with_resolver(crate::providers::resolve::CachedResolver::default(), SHARDS)
     }
 
-    /// `shards` pools: [`SHARDS`] for the shared client, one for a sibling (a race's client
-    /// keeps its warm connection for whichever thread runs the next race).
+    /// `shards` lists of idle connections: [`SHARDS`] for the shared client, one for a
+    /// sibling (a race's client keeps its warm connection for whichever thread runs the
+    /// next race).
     fn with_resolver(
         resolver: crate::providers::resolve::CachedResolver,
         shards: usize,
     ) -> Upstream {
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .no_delay(true)
-            // 512 idle connections, 256 to one host, over all shards.
-            .max_idle_connections(512 / shards)
-            .max_idle_connections_per_host(256 / shards)
-            .max_redirects(0)
-            // ureq's 128 KiB per connection costs 16 MiB at 64 parallel probes and 64 MiB at
-            // 256 open streams; chat answers arrive in small frames, and larger bodies are
-            // simply read in more passes. The output buffer only carries a request out (the
-            // TCP link gathers it into one write), so 4 KiB does; with the stream reader's
-            // 4 KiB chunks it saved 1.5 MB of the 39 MB that 256 open streams held.
-            .input_buffer_size(8 * 1024)
-            .output_buffer_size(4 * 1024)
-            .user_agent(concat!("fcm/", env!("CARGO_PKG_VERSION")))
-            .build();
         // ureq's default chain (a CONNECT proxy when one is configured, TCP, rustls) with
         // fcm's TCP link in place of ureq's.
         let tls = SharedTls(std::sync::Arc::new(RustlsConnector::default()));
-        let agents = (0..shards)
-            .map(|_| {
-                let connector =
-                    ().chain(ConnectProxyConnector::default())
-                        .chain(tcp::TcpLinkConnector)
-                        .chain(tls.clone());
-                ureq::Agent::with_parts(config.clone(), connector, resolver.clone())
-            })
-            .collect();
-        Upstream { agents, resolver }
+        let chain =
+            ().chain(ConnectProxyConnector::default())
+                .chain(tcp::TcpLinkConnector)
+                .chain(tls);
+        let connect: client::Connect = Arc::new(move |details| {
+            chain
+                .connect(details, None)?
+                .map(Transport::boxed)
+                .ok_or(ureq::Error::ConnectionFailed)
+        });
+        let client = Client::new(
+            config(false),
+            config(true),
+            resolver.clone(),
+            connect,
+            shards,
+            IDLE_MAX,
+        );
+        Upstream {
+            client: Arc::new(client),
+            resolver,
+        }
     }
 }
 
@@ -115,9 +139,7 @@ impl Exchange for Upstream {
     }
 
     fn shutdown(&self) {
-        for agent in self.agents.iter() {
-            agent.clone().shutdown();
-        }
+        self.client.shutdown();
     }
 
     fn send(
@@ -125,110 +147,103 @@ impl Exchange for Upstream {
         out: Outgoing<'_>,
         t: ExchangeTimeouts,
     ) -> Result<Incoming, (TransportFailure, String)> {
-        let loopback = is_loopback(out.url);
-        // Names and values known in advance are used as they are, not parsed and copied.
-        let mut req = self.agents[shard() % self.agents.len()]
-            .post(out.url)
-            .header(CONTENT_TYPE, JSON)
-            .header(ACCEPT, if out.stream { EVENT_STREAM } else { JSON });
-        for (k, v) in out.headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        if let Some(key) = out.api_key {
-            req = req.header(AUTHORIZATION, format!("Bearer {key}"));
-        }
-        let mut cfg = req
-            .config()
-            .timeout_connect(Some(t.connect))
-            .timeout_per_call(t.per_call)
-            .timeout_per_read(t.per_read)
-            .timeout_recv_response(t.head);
-        if loopback {
-            cfg = cfg.proxy(None);
-        }
-        let response = cfg
-            .build()
-            .send(&out.body[..])
-            .map_err(|e| transport_failure(&e))?;
-        let heads = WantedHeaders::of(response.headers());
-        let content_type = text(heads.content_type);
-        let retry_after = text(heads.retry_after);
-        let resets = heads.resets.into_iter().filter_map(text).collect();
-        // Header names arrive lower-cased; only the rate-limit ones are read further.
+        let started = Instant::now();
+        let target = Target::of(out.url).map_err(|e| transport_failure(&e))?;
+        let auth = out.api_key.map(|key| format!("Bearer {key}"));
+        let own_agent = out
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("user-agent"));
+        let fixed = [
+            ("Content-Type", JSON),
+            ("Accept", if out.stream { EVENT_STREAM } else { JSON }),
+        ];
+        let headers = fixed
+            .into_iter()
+            .chain((!own_agent).then_some(("User-Agent", USER_AGENT)))
+            .chain(out.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .chain(auth.as_deref().map(|a| ("Authorization", a)));
+        let request = http1::post(target.path(), target.host(), headers, &out.body)
+            .map_err(|e| (TransportFailure::Connection, e.0))?;
+        let clock = Clock::new(started, &t);
+        let mut wanted = WantedHeaders::default();
+        let (status, body) = self
+            .client
+            .exchange(shard(), &target, &request, clock, |name, value| {
+                wanted.see(name, value)
+            })
+            .map_err(|f| match f {
+                Failure::Transport(e) => transport_failure(&e),
+                Failure::Wire(e) => (TransportFailure::Connection, e.0),
+            })?;
         let rate = crate::providers::quota::read_headers(
-            response
-                .headers()
-                .iter()
-                .filter(|(k, _)| k.as_str().contains("ratelimit"))
-                .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))),
+            wanted.rate.iter().map(|(k, v)| (k.as_str(), v.as_str())),
             crate::time::now_ms(),
         );
-        let status = response.status().as_u16();
-        let reader = response.into_body().into_reader();
-        // A whole answer is read with a small buffer that grows, and every read through
-        // ureq's body reader costs about as much as a small answer's parse; buffered, a small
-        // answer is one read. A stream's reads are larger than the buffer and bypass it.
-        let body: Box<dyn std::io::Read + Send> = if out.stream {
-            Box::new(reader)
-        } else {
-            Box::new(std::io::BufReader::with_capacity(SMALL_ANSWER, reader))
-        };
         Ok(Incoming {
             status,
-            content_type,
-            retry_after,
-            resets,
+            content_type: wanted.content_type,
+            retry_after: wanted.retry_after,
+            resets: wanted.resets.into_iter().flatten().collect(),
             rate,
-            body,
+            body: Box::new(body),
         })
     }
 }
 
-/// A whole answer this size or smaller is read from ureq in one call (small enough for the
-/// allocator's per-thread cache).
-const SMALL_ANSWER: usize = 1024;
+const JSON: &str = "application/json";
+const EVENT_STREAM: &str = "text/event-stream";
 
-const JSON: HeaderValue = HeaderValue::from_static("application/json");
-const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
-
-/// The response headers an [`Incoming`] carries, each its first value, found in one pass
-/// over the headers (a lookup per name hashed each name again).
+/// The response headers an [`Incoming`] carries, each its first value that is visible
+/// ASCII, picked out as the head is parsed.
 #[derive(Default)]
-struct WantedHeaders<'h> {
-    content_type: Option<&'h HeaderValue>,
-    retry_after: Option<&'h HeaderValue>,
+struct WantedHeaders {
+    content_type: Option<String>,
+    retry_after: Option<String>,
     /// In the order of [`RESET_HEADERS`].
-    resets: [Option<&'h HeaderValue>; RESET_HEADERS.len()],
+    resets: [Option<String>; RESET_HEADERS.len()],
+    /// Every rate-limit header (name lower-cased), for [`crate::providers::quota`].
+    rate: Vec<(String, String)>,
 }
 
-impl<'h> WantedHeaders<'h> {
-    fn of(headers: &'h HeaderMap) -> WantedHeaders<'h> {
-        let mut wanted = WantedHeaders::default();
-        for (name, value) in headers {
-            let slot = match name.as_str() {
-                "content-type" => &mut wanted.content_type,
-                "retry-after" => &mut wanted.retry_after,
-                other => match RESET_HEADERS.iter().position(|h| *h == other) {
-                    Some(i) => &mut wanted.resets[i],
-                    None => continue,
-                },
-            };
-            slot.get_or_insert(value);
-        }
-        wanted
+impl WantedHeaders {
+    fn see(&mut self, name: &str, value: &[u8]) {
+        let Some(value) = text(value) else {
+            return;
+        };
+        let slot = if name.eq_ignore_ascii_case("content-type") {
+            &mut self.content_type
+        } else if name.eq_ignore_ascii_case("retry-after") {
+            &mut self.retry_after
+        } else if contains_ignoring_case(name, "ratelimit") {
+            let name = name.to_ascii_lowercase();
+            if let Some(i) = RESET_HEADERS.iter().position(|h| *h == name) {
+                if self.resets[i].is_none() {
+                    self.resets[i] = Some(value.to_string());
+                }
+            }
+            self.rate.push((name, value.to_string()));
+            return;
+        } else {
+            return;
+        };
+        slot.get_or_insert_with(|| value.to_string());
     }
 }
 
-/// A header's value as text, when it is visible ASCII.
-fn text(value: Option<&HeaderValue>) -> Option<String> {
-    value.and_then(|v| v.to_str().ok()).map(str::to_string)
+fn contains_ignoring_case(name: &str, part: &str) -> bool {
+    name.as_bytes()
+        .windows(part.len())
+        .any(|w| w.eq_ignore_ascii_case(part.as_bytes()))
 }
 
-fn is_loopback(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let host = rest.split(['/', '?']).next().unwrap_or("");
-    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
-    host.starts_with("127.") || host.starts_with("localhost") || host.starts_with("[::1]")
+/// A header's value as text, when it is visible ASCII (tabs and spaces allowed).
+fn text(value: &[u8]) -> Option<&str> {
+    value
+        .iter()
+        .all(|b| *b == b'\t' || (0x20..0x7f).contains(b))
+        .then(|| std::str::from_utf8(value).ok())
+        .flatten()
 }
 
 /// Maps a client error to a transport failure and a message that carries no secrets.
@@ -236,7 +251,7 @@ pub fn transport_failure(e: &ureq::Error) -> (TransportFailure, String) {
     let kind = match e {
         ureq::Error::Timeout(_) => TransportFailure::Timeout,
         ureq::Error::HostNotFound | ureq::Error::BadUri(_) => TransportFailure::DnsFailure,
-        ureq::Error::Io(io) => return io_failure(io),
+        ureq::Error::Io(io) => return super::exchange::io_failure(io),
         _ => TransportFailure::Connection,
     };
     (kind, e.to_string())
@@ -248,42 +263,31 @@ mod tests {
 
     #[test]
     fn the_wanted_headers_are_found_in_one_pass_first_value_first() {
-        let mut headers = HeaderMap::new();
+        let mut wanted = WantedHeaders::default();
         for (k, v) in [
-            ("x-ratelimit-reset-tokens", "7s"),
-            ("Content-Type", "application/json"),
-            ("retry-after", "3"),
-            ("retry-after", "9"),
-            ("x-other", "1"),
-            ("x-ratelimit-reset-requests", "2s"),
-            ("ratelimit-reset", "bad\u{7f}"),
+            ("x-ratelimit-reset-tokens", &b"7s"[..]),
+            ("Content-Type", b"application/json"),
+            ("retry-after", b"3"),
+            ("Retry-After", b"9"),
+            ("x-other", b"1"),
+            ("X-RateLimit-Reset-Requests", b"2s"),
+            ("ratelimit-reset", b"bad\x7f"),
+            ("ratelimit-reset", b"\xff"),
         ] {
-            headers.append(
-                ureq::http::HeaderName::try_from(k).unwrap(),
-                HeaderValue::from_str(v).unwrap_or(HeaderValue::from_static("x")),
-            );
+            wanted.see(k, v);
         }
-        headers.insert("ratelimit-reset", HeaderValue::from_bytes(b"\xff").unwrap());
-        let wanted = WantedHeaders::of(&headers);
-        assert_eq!(
-            text(wanted.content_type).as_deref(),
-            Some("application/json")
-        );
-        assert_eq!(text(wanted.retry_after).as_deref(), Some("3"));
-        let resets: Vec<String> = wanted.resets.into_iter().filter_map(text).collect();
+        assert_eq!(wanted.content_type.as_deref(), Some("application/json"));
+        assert_eq!(wanted.retry_after.as_deref(), Some("3"));
+        let resets: Vec<String> = wanted.resets.into_iter().flatten().collect();
         assert_eq!(
             resets,
             ["2s", "7s"],
             "in RESET_HEADERS order; not visible ASCII left out"
         );
-    }
-
-    #[test]
-    fn loopback_detection() {
-        assert!(is_loopback("http://127.0.0.1:5/v1/chat/completions"));
-        assert!(is_loopback("http://localhost:8080/x"));
-        assert!(is_loopback("http://[::1]:9/x"));
-        assert!(!is_loopback("https://api.groq.com/openai/v1"));
-        assert!(!is_loopback("https://127.example.com@evil.test/"));
+        let names: Vec<&str> = wanted.rate.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            names,
+            ["x-ratelimit-reset-tokens", "x-ratelimit-reset-requests"]
+        );
     }
 }

@@ -8,9 +8,9 @@
 //! - each write and read set the socket's timeout anew, because ureq's timeouts count down
 //!   from a deadline and so differ at every call; here a timeout is set again only when the
 //!   one in force is more than [`TOLERANCE_DIVISOR`]th off what ureq asks for;
-//! - checking that a pooled connection is still open (on its return to the pool and on its
-//!   reuse) switched the socket to non-blocking, read and switched back; here it is one
-//!   peek that does not wait (Unix; elsewhere as ureq does it).
+//! - checking that a pooled connection is still open (on its reuse) switched the socket to
+//!   non-blocking, read and switched back; here it is one peek that does not wait (Unix;
+//!   elsewhere as ureq does it).
 //!
 //! Its buffers ([`LinkBuffers`]) are ureq's less a churn: making room for a request body
 //! shrank ureq's input buffer, which the next read zero-filled back (6 KiB a request).
