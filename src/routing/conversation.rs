@@ -104,9 +104,12 @@ impl Conversation {
 /// agent's system prompt runs to tens of KiB; hashing all of it on every turn would cost
 /// more than the rest of the request's routing).
 fn named_by(text: &str, out: &mut Vec<u8>) {
+    use std::io::Write;
     let cut = text.len().min(NAMING_BYTES);
+    out.reserve(cut + 24);
     out.extend_from_slice(&text.as_bytes()[..cut]);
-    out.extend_from_slice(format!("\0{}\0", text.len()).as_bytes());
+    // Writing to a Vec cannot fail.
+    let _ = write!(out, "\0{}\0", text.len());
 }
 
 /// Bytes of each text a conversation's name is made of.
@@ -116,13 +119,14 @@ fn role(m: &Value) -> &str {
     m.get("role").and_then(Value::as_str).unwrap_or("")
 }
 
-/// A message's content as one text: a string as it is, anything else (content parts) as
-/// its JSON, which is the same on every turn that resends it.
-fn content(m: &Value) -> String {
+/// A message's content as one text: a string as it is (not copied: a system prompt runs to
+/// tens of KiB), anything else (content parts) as its JSON, which is the same on every turn
+/// that resends it.
+fn content(m: &Value) -> std::borrow::Cow<'_, str> {
     match m.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-        None => String::new(),
+        Some(Value::String(s)) => s.as_str().into(),
+        Some(v) => v.to_string().into(),
+        None => "".into(),
     }
 }
 

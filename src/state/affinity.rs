@@ -96,14 +96,27 @@ impl Affinity {
     /// [`MAX_CONVERSATIONS`] the one idle longest is forgotten.
     pub fn hold(&self, id: &str, model: &str, key: Option<&str>, now: u64) {
         let mut t = self.lock();
-        let turns = t.get(id).map_or(0, |h| h.turns);
+        // A conversation held already (most turns) is updated in place, its strings kept
+        // when they are the same.
+        if let Some(h) = t.get_mut(id) {
+            if h.model != model {
+                h.model = model.to_string();
+            }
+            if h.key.as_deref() != key {
+                h.key = key.map(str::to_string);
+            }
+            h.last_ms = now;
+            h.turns += 1;
+            self.dirty.store(true, Ordering::Release);
+            return;
+        }
         t.insert(
             id.to_string(),
             Held {
                 model: model.to_string(),
                 key: key.map(str::to_string),
                 last_ms: now,
-                turns: turns + 1,
+                turns: 1,
             },
         );
         if t.len() > MAX_CONVERSATIONS {

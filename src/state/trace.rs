@@ -382,14 +382,19 @@ impl History {
     }
 
     pub(crate) fn push(&self, trace: Trace) {
-        let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
-        if ring.len() == HISTORY_LEN {
-            ring.pop_front();
-        }
-        ring.push_back(trace);
-        // Under the lock, so the numbers of the entries in the ring are consecutive.
-        self.pushed.fetch_add(1, Ordering::Release);
+        let oldest = {
+            let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+            let oldest = (ring.len() == HISTORY_LEN)
+                .then(|| ring.pop_front())
+                .flatten();
+            ring.push_back(trace);
+            // Under the lock, so the numbers of the entries in the ring are consecutive.
+            self.pushed.fetch_add(1, Ordering::Release);
+            oldest
+        };
         self.dirty.store(true, Ordering::Release);
+        // Freed outside the lock: its strings are long out of the cache.
+        drop(oldest);
     }
 
     /// The entries after sequence number `seq` (at most the last `max` of them), oldest

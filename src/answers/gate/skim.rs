@@ -22,7 +22,7 @@ pub(crate) struct Skim<'a> {
     /// Present and not null: an error payload (not modeled).
     #[serde(default)]
     error: Option<IgnoredAny>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "text")]
     object: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     choices: Option<Vec<Object<Choice<'a>>>>,
@@ -35,17 +35,17 @@ struct Choice<'a> {
     /// `None`: no `message` key; `Some(None)`: `"message": null`.
     #[serde(default, borrow, deserialize_with = "present")]
     message: Option<Option<Object<Message<'a>>>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "text")]
     finish_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 struct Message<'a> {
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "text")]
     content: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "text")]
     reasoning_content: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "text")]
     reasoning: Option<Cow<'a, str>>,
     /// Present and not null: not modeled.
     #[serde(default)]
@@ -95,6 +95,37 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
         }
         d.deserialize_map(Only(PhantomData))
     }
+}
+
+/// A string borrowed from the body when it has no escapes. serde's own `Option<Cow<str>>`
+/// always copies (its borrowing applies to a bare `Cow` only): five strings an answer.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> Visitor<'de> for Either {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(s.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(Either)
+    }
+}
+
+/// An optional string, borrowed where it can be (see [`Text`]).
+fn text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
+    Option::<Text<'de>>::deserialize(d).map(|t| t.map(|t| t.0))
 }
 
 /// A field that is there, even as `null`: `Some(value)`.

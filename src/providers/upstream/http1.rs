@@ -96,9 +96,16 @@ pub(crate) fn parse_head(
     input: &[u8],
     mut each: impl FnMut(&str, &[u8]),
 ) -> Result<Option<Head>, WireError> {
-    let mut headers = [EMPTY_HEADER; MAX_HEADERS];
-    let mut response = httparse::Response::new(&mut headers);
-    let len = match response.parse(input) {
+    // Left uninitialised: filling 96 empty headers cost more than parsing a small head.
+    let mut slots =
+        [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut []);
+    let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut response,
+        input,
+        &mut slots,
+    );
+    let len = match parsed {
         Ok(Status::Complete(len)) => len,
         Ok(Status::Partial) => return Ok(None),
         Err(e) => {
