@@ -163,19 +163,27 @@ impl Exchange for Upstream {
             .chain((!own_agent).then_some(("User-Agent", USER_AGENT)))
             .chain(out.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .chain(auth.as_deref().map(|a| ("Authorization", a)));
-        let request = http1::post(target.path(), target.host(), headers, &out.body)
-            .map_err(|e| (TransportFailure::Connection, e.0))?;
         let clock = Clock::new(started, &t);
         let mut wanted = WantedHeaders::default();
-        let (status, body) = self
-            .client
-            .exchange(shard(), &target, &request, clock, |name, value| {
-                wanted.see(name, value)
-            })
-            .map_err(|f| match f {
-                Failure::Transport(e) => transport_failure(&e),
-                Failure::Wire(e) => (TransportFailure::Connection, e.0),
-            })?;
+        let (status, body) = REQUEST.with_borrow_mut(|request| {
+            request.clear();
+            http1::post(request, target.path(), target.host(), headers, &out.body)
+                .map_err(|e| (TransportFailure::Connection, e.0))?;
+            let sent = self
+                .client
+                .exchange(shard(), &target, request, clock, |name, value| {
+                    wanted.see(name, value)
+                })
+                .map_err(|f| match f {
+                    Failure::Transport(e) => transport_failure(&e),
+                    Failure::Wire(e) => (TransportFailure::Connection, e.0),
+                });
+            // A large request's buffer is not kept for the thread's next one.
+            if request.capacity() > KEPT_REQUEST_BUFFER {
+                *request = Vec::new();
+            }
+            sent
+        })?;
         let rate = crate::providers::quota::read_headers(
             wanted.rate.iter().map(|(k, v)| (k.as_str(), v.as_str())),
             crate::time::now_ms(),
@@ -190,6 +198,15 @@ impl Exchange for Upstream {
         })
     }
 }
+
+thread_local! {
+    /// The thread's buffer for a request's bytes, reused from one request to the next (a
+    /// fresh one each time was an allocation past the allocator's per-thread cache).
+    static REQUEST: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A request buffer larger than this is freed after its request.
+const KEPT_REQUEST_BUFFER: usize = 64 * 1024;
 
 const JSON: &str = "application/json";
 const EVENT_STREAM: &str = "text/event-stream";

@@ -44,12 +44,19 @@ pub(super) struct Client {
     connect: Connect,
     register: Register,
     handles: Arc<Mutex<Handles>>,
+    /// Idle connections, one list per group of threads (see [`super::shard`]).
+    idle: Box<[Arc<Shard>]>,
+}
+
+/// One group of threads' idle connections, most recently used last. A body holds its
+/// shard, not the client: every answer's clone and drop of one counter shared by all
+/// threads bounced its cache line between the cores.
+struct Shard {
+    list: Mutex<Vec<Idle>>,
+    /// At most this many idle connections.
+    max: usize,
     /// Set by [`Client::shutdown`]: no connection is kept after it.
     closed: std::sync::atomic::AtomicBool,
-    /// Idle connections, one list per group of threads (see [`super::shard`]), most
-    /// recently used last; each list at most `per_shard` long.
-    idle: Box<[Mutex<Vec<Idle>>]>,
-    per_shard: usize,
 }
 
 #[derive(Default)]
@@ -215,16 +222,22 @@ impl Client {
             connect,
             register,
             handles,
-            closed: std::sync::atomic::AtomicBool::new(false),
-            idle: (0..shards).map(|_| Mutex::new(Vec::new())).collect(),
-            per_shard: (idle_max / shards).max(1),
+            idle: (0..shards)
+                .map(|_| {
+                    Arc::new(Shard {
+                        list: Mutex::new(Vec::new()),
+                        max: (idle_max / shards).max(1),
+                        closed: std::sync::atomic::AtomicBool::new(false),
+                    })
+                })
+                .collect(),
         }
     }
 
     /// Sends `request` (a whole POST, see [`http1::post`]) to `target` and reads the
     /// answer's head; the body is left to the returned reader.
     pub(super) fn exchange(
-        self: &Arc<Self>,
+        &self,
         shard: usize,
         target: &Arc<Target>,
         request: &[u8],
@@ -265,7 +278,10 @@ impl Client {
             framing: head.framing,
             reusable: head.reusable,
             clock,
-            back: Some((self.clone(), shard, target.origin.clone())),
+            back: Some((
+                self.idle[shard % self.idle.len()].clone(),
+                target.origin.clone(),
+            )),
         };
         Ok((head.status, body))
     }
@@ -277,7 +293,7 @@ impl Client {
         target: &Target,
         connect: Duration,
     ) -> Result<Box<dyn Transport>, ureq::Error> {
-        let list = &self.idle[shard % self.idle.len()];
+        let list = &self.idle[shard % self.idle.len()].list;
         loop {
             let found = {
                 let mut list = list.lock().unwrap_or_else(|e| e.into_inner());
@@ -335,17 +351,36 @@ impl Client {
         Ok(link)
     }
 
+    /// Closes every connection, idle or in use, and refuses new ones.
+    pub(super) fn shutdown(&self) {
+        let open = {
+            let mut h = self.handles.lock().unwrap_or_else(|e| e.into_inner());
+            h.closed = true;
+            std::mem::take(&mut h.open)
+        };
+        for shard in self.idle.iter() {
+            shard
+                .closed
+                .store(true, std::sync::atomic::Ordering::Release);
+            let idle = std::mem::take(&mut *shard.list.lock().unwrap_or_else(|e| e.into_inner()));
+            drop(idle);
+        }
+        for handle in open.iter().filter_map(Weak::upgrade) {
+            handle.shutdown();
+        }
+    }
+}
+
+impl Shard {
     /// Keeps a connection whose answer was read to its end for the next call.
-    fn give_back(&self, shard: usize, origin: Arc<str>, link: Box<dyn Transport>) {
+    fn give_back(&self, origin: Arc<str>, link: Box<dyn Transport>) {
         let mut dropped = Vec::new();
         {
-            let mut list = self.idle[shard % self.idle.len()]
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let mut list = self.list.lock().unwrap_or_else(|e| e.into_inner());
             if self.closed.load(std::sync::atomic::Ordering::Acquire) {
                 return;
             }
-            while list.len() >= self.per_shard
+            while list.len() >= self.max
                 || list
                     .first()
                     .is_some_and(|i| i.since.elapsed() >= MAX_IDLE_AGE)
@@ -359,24 +394,6 @@ impl Client {
             });
         }
         drop(dropped);
-    }
-
-    /// Closes every connection, idle or in use, and refuses new ones.
-    pub(super) fn shutdown(&self) {
-        self.closed
-            .store(true, std::sync::atomic::Ordering::Release);
-        let open = {
-            let mut h = self.handles.lock().unwrap_or_else(|e| e.into_inner());
-            h.closed = true;
-            std::mem::take(&mut h.open)
-        };
-        for list in self.idle.iter() {
-            let idle = std::mem::take(&mut *list.lock().unwrap_or_else(|e| e.into_inner()));
-            drop(idle);
-        }
-        for handle in open.iter().filter_map(Weak::upgrade) {
-            handle.shutdown();
-        }
     }
 }
 
@@ -427,7 +444,7 @@ pub(super) struct Body {
     framing: Framing,
     reusable: bool,
     clock: Clock,
-    back: Option<(Arc<Client>, usize, Arc<str>)>,
+    back: Option<(Arc<Shard>, Arc<str>)>,
 }
 
 impl Body {
@@ -447,9 +464,9 @@ impl Body {
         let Some(mut link) = self.link.take() else {
             return;
         };
-        if let (true, Some((client, shard, origin))) = (self.reusable, self.back.take()) {
+        if let (true, Some((shard, origin))) = (self.reusable, self.back.take()) {
             if link.buffers().input().is_empty() {
-                client.give_back(shard, origin, link);
+                shard.give_back(origin, link);
             }
         }
     }

@@ -34,15 +34,16 @@ fn header_fits(name: &str, value: &str) -> bool {
             .all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
 }
 
-/// A POST's bytes: its head (`headers` in the order given, then `Content-Length`) and its
-/// body, in one buffer so that a small request leaves in one write.
+/// A POST's bytes, written to `out`: its head (`headers` in the order given, then
+/// `Content-Length`) and its body, in one buffer so that a small request leaves in one write.
 pub(crate) fn post<'h>(
+    out: &mut Vec<u8>,
     path: &str,
     host: &str,
     headers: impl IntoIterator<Item = (&'h str, &'h str)>,
     body: &[u8],
-) -> Result<Vec<u8>, WireError> {
-    let mut out = Vec::with_capacity(256 + body.len());
+) -> Result<(), WireError> {
+    out.reserve(256 + body.len());
     out.extend_from_slice(b"POST ");
     out.extend_from_slice(path.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
@@ -63,7 +64,7 @@ pub(crate) fn post<'h>(
     out.extend_from_slice(body.len().to_string().as_bytes());
     out.extend_from_slice(b"\r\n\r\n");
     out.extend_from_slice(body);
-    Ok(out)
+    Ok(())
 }
 
 /// How a response's body ends.
@@ -248,7 +249,10 @@ mod tests {
 
     #[test]
     fn a_post_is_one_buffer_head_then_body() {
-        let bytes = post(
+        let mut bytes = b"left from before".to_vec();
+        bytes.clear();
+        post(
+            &mut bytes,
             "/v1/chat/completions?x=1",
             "api.example.com:8443",
             [("Content-Type", "application/json"), ("x-key", "a\tb")],
@@ -270,7 +274,7 @@ mod tests {
             ("", "1"),
             ("x-a", "\0"),
         ] {
-            let err = post("/", "h", [(name, value)], b"").unwrap_err();
+            let err = post(&mut Vec::new(), "/", "h", [(name, value)], b"").unwrap_err();
             assert!(err.0.contains(&format!("{name:?}")), "{err}");
         }
     }
