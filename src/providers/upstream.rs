@@ -277,6 +277,145 @@ pub fn transport_failure(e: &ureq::Error) -> (TransportFailure, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    /// A provider on loopback that answers the requests it reads with `answers` in turn, on
+    /// whichever connection they arrive, closing a connection after an answer that says
+    /// `Connection: close` (or after `linger` when it has no answer left); it counts the
+    /// connections it accepted and stops when its answers are spent.
+    fn scripted(answers: Vec<&'static [u8]>, linger: Duration) -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!(
+            "http://{}/v1/chat/completions",
+            listener.local_addr().unwrap()
+        );
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        std::thread::spawn(move || {
+            let mut answers = answers.into_iter().peekable();
+            while answers.peek().is_some() || count.load(Ordering::SeqCst) == 0 {
+                let Ok((mut conn, _)) = listener.accept() else {
+                    return;
+                };
+                count.fetch_add(1, Ordering::SeqCst);
+                loop {
+                    if !read_request(&mut conn) {
+                        break;
+                    }
+                    let Some(answer) = answers.next() else {
+                        std::thread::sleep(linger);
+                        return;
+                    };
+                    conn.write_all(answer).unwrap();
+                    if String::from_utf8_lossy(answer).contains("Connection: close") {
+                        break;
+                    }
+                }
+            }
+        });
+        (url, accepted)
+    }
+
+    /// Reads one request (head and `Content-Length` body): false when the client closed.
+    fn read_request(conn: &mut std::net::TcpStream) -> bool {
+        let mut got = Vec::new();
+        let mut byte = [0u8; 1];
+        loop {
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut req = httparse::Request::new(&mut headers);
+            if let Ok(httparse::Status::Complete(n)) = req.parse(&got) {
+                let len = req
+                    .headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                    .map_or(0, |h| {
+                        std::str::from_utf8(h.value).unwrap().parse().unwrap()
+                    });
+                let mut body = vec![0; len];
+                conn.read_exact(&mut body).unwrap();
+                assert_eq!(got.len(), n, "nothing past the head was read");
+                return true;
+            }
+            match conn.read(&mut byte) {
+                Ok(1) => got.push(byte[0]),
+                _ => return false,
+            }
+        }
+    }
+
+    fn post(url: &str) -> Outgoing<'_> {
+        Outgoing {
+            url,
+            api_key: Some("test-key"),
+            headers: &[],
+            body: b"{}".to_vec(),
+            stream: false,
+        }
+    }
+
+    fn timeouts(head: Option<Duration>) -> ExchangeTimeouts {
+        ExchangeTimeouts {
+            connect: Duration::from_secs(5),
+            per_call: Some(Duration::from_secs(10)),
+            per_read: Some(Duration::from_secs(10)),
+            head,
+        }
+    }
+
+    #[test]
+    fn a_connection_is_reused_until_the_provider_says_close() {
+        let (url, accepted) = scripted(
+            vec![
+                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}",
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n1\r\n{\r\n1\r\n}\r\n0\r\n\r\n",
+                b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 7\r\nContent-Length: 4\r\n\r\nslow",
+            ],
+            Duration::ZERO,
+        );
+        let upstream = Upstream::new();
+        for (status, text, retry) in [
+            (200, "{}", None),
+            (200, "{}", None),
+            (429, "slow", Some("7")),
+        ] {
+            let mut got = upstream.send(post(&url), timeouts(None)).unwrap();
+            let mut body = String::new();
+            got.body.read_to_string(&mut body).unwrap();
+            assert_eq!((got.status, body.as_str()), (status, text));
+            assert_eq!(got.retry_after.as_deref(), retry);
+        }
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            2,
+            "the first two answers came on one connection, the third on a new one"
+        );
+    }
+
+    #[test]
+    fn an_answer_whose_head_does_not_come_is_a_timeout() {
+        let (url, _) = scripted(vec![], Duration::from_secs(2));
+        let started = std::time::Instant::now();
+        let failure = Upstream::new()
+            .send(post(&url), timeouts(Some(Duration::from_millis(200))))
+            .err()
+            .unwrap();
+        assert_eq!(failure.0, TransportFailure::Timeout, "{}", failure.1);
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_body_cut_before_its_length_is_an_error_not_an_answer() {
+        let (url, _) = scripted(
+            vec![b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\n{\"a\""],
+            Duration::ZERO,
+        );
+        let mut got = Upstream::new().send(post(&url), timeouts(None)).unwrap();
+        let err = got.body.read_to_end(&mut Vec::new()).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);
+    }
 
     #[test]
     fn the_wanted_headers_are_found_in_one_pass_first_value_first() {
