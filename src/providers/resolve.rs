@@ -5,7 +5,8 @@
 //! connections, so a proxied request paid for a whole thread's start and teardown: about
 //! half of `fcm serve`'s CPU per request, in a perf profile under 64 connections. Here an
 //! IP address needs no lookup at all, and a name is looked up once per [`TTL`]; only a
-//! lookup that is not cached runs on a thread, so a hung DNS server still times out.
+//! lookup that is not cached runs on a thread, so a hung DNS server still times out. (fcm's
+//! own client now looks a name up only when it opens a connection, not for every request.)
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -22,7 +23,8 @@ const TTL: Duration = Duration::from_secs(60);
 /// Addresses per `host:port`, with when they were looked up.
 type Cache = HashMap<String, (Instant, Vec<SocketAddr>)>;
 
-/// The cache ureq's agent looks hosts up in. Clones share one cache (a race's clients of
+/// The cache the upstream client (and a CONNECT proxy's connector) looks hosts up in when
+/// it opens a connection. Clones share one cache (a race's clients of
 /// their own look names up once between them).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct CachedResolver {
