@@ -7,6 +7,7 @@
 //! The framing itself is [`super::http1`]'s; what a connection is, ureq's [`Transport`].
 
 use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -43,7 +44,10 @@ pub(super) struct Client {
     resolver: CachedResolver,
     connect: Connect,
     register: Register,
-    handles: Arc<Mutex<Handles>>,
+    /// A handle to every connection opened, to interrupt it at [`Client::shutdown`].
+    handles: Arc<Mutex<Vec<Weak<dyn ShutdownHandle>>>>,
+    /// Set by [`Client::shutdown`]: no connection is opened or kept after it.
+    closed: Arc<AtomicBool>,
     /// Idle connections, one list per group of threads (see [`super::shard`]).
     idle: Box<[Arc<Shard>]>,
 }
@@ -55,14 +59,8 @@ struct Shard {
     list: Mutex<Vec<Idle>>,
     /// At most this many idle connections.
     max: usize,
-    /// Set by [`Client::shutdown`]: no connection is kept after it.
-    closed: std::sync::atomic::AtomicBool,
-}
-
-#[derive(Default)]
-struct Handles {
-    closed: bool,
-    open: Vec<Weak<dyn ShutdownHandle>>,
+    /// The client's [`Client::closed`].
+    closed: Arc<AtomicBool>,
 }
 
 struct Idle {
@@ -197,22 +195,26 @@ impl Client {
         shards: usize,
         idle_max: usize,
     ) -> Client {
-        let handles: Arc<Mutex<Handles>> = Arc::default();
+        let handles: Arc<Mutex<Vec<Weak<dyn ShutdownHandle>>>> = Arc::default();
+        let closed = Arc::new(AtomicBool::new(false));
         let weak = Arc::downgrade(&handles);
+        let shut = closed.clone();
         let register: Register = Arc::new(move |handle| {
             let Some(handles) = weak.upgrade() else {
                 return Ok(());
             };
-            let mut h = handles.lock().unwrap_or_else(|e| e.into_inner());
-            if h.closed {
+            let mut open = handles.lock().unwrap_or_else(|e| e.into_inner());
+            // Read under the lock that shutdown takes after setting it: a connection is
+            // either refused here or in the list it interrupts.
+            if shut.load(Ordering::Acquire) {
                 return Err(ureq::Error::Io(io::Error::other(
                     "the client was shut down",
                 )));
             }
-            if h.open.len() >= 64 && h.open.len().is_power_of_two() {
-                h.open.retain(|w| w.strong_count() > 0);
+            if open.len() >= 64 && open.len().is_power_of_two() {
+                open.retain(|w| w.strong_count() > 0);
             }
-            h.open.push(handle);
+            open.push(handle);
             Ok(())
         });
         Client {
@@ -222,12 +224,13 @@ impl Client {
             connect,
             register,
             handles,
+            closed: closed.clone(),
             idle: (0..shards)
                 .map(|_| {
                     Arc::new(Shard {
                         list: Mutex::new(Vec::new()),
                         max: (idle_max / shards).max(1),
-                        closed: std::sync::atomic::AtomicBool::new(false),
+                        closed: closed.clone(),
                     })
                 })
                 .collect(),
@@ -239,7 +242,7 @@ impl Client {
     pub(super) fn exchange(
         &self,
         shard: usize,
-        target: &Arc<Target>,
+        target: &Target,
         request: &[u8],
         clock: Clock,
         mut each: impl FnMut(&str, &[u8]),
@@ -353,15 +356,9 @@ impl Client {
 
     /// Closes every connection, idle or in use, and refuses new ones.
     pub(super) fn shutdown(&self) {
-        let open = {
-            let mut h = self.handles.lock().unwrap_or_else(|e| e.into_inner());
-            h.closed = true;
-            std::mem::take(&mut h.open)
-        };
+        self.closed.store(true, Ordering::Release);
+        let open = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|e| e.into_inner()));
         for shard in self.idle.iter() {
-            shard
-                .closed
-                .store(true, std::sync::atomic::Ordering::Release);
             let idle = std::mem::take(&mut *shard.list.lock().unwrap_or_else(|e| e.into_inner()));
             drop(idle);
         }
@@ -377,7 +374,7 @@ impl Shard {
         let mut dropped = Vec::new();
         {
             let mut list = self.list.lock().unwrap_or_else(|e| e.into_inner());
-            if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            if self.closed.load(Ordering::Acquire) {
                 return;
             }
             while list.len() >= self.max
@@ -561,6 +558,18 @@ mod tests {
         assert_eq!((&*t.origin, t.direct), ("direct http://127.0.0.1:9", true));
         let t = Target::parse("http://localhost:9").unwrap();
         assert_eq!((t.path.as_str(), t.direct), ("/", true));
+        assert!(Target::parse("http://[::1]:9/x").unwrap().direct);
+        assert!(
+            !Target::parse("https://api.groq.com/openai/v1")
+                .unwrap()
+                .direct
+        );
+        assert!(
+            !Target::parse("https://127.example.com@evil.test/")
+                .unwrap()
+                .direct,
+            "the host is what follows the user part"
+        );
         for bad in ["ftp://x/y", "/v1/chat", "not a url"] {
             assert!(Target::parse(bad).is_err(), "{bad}");
         }

@@ -188,6 +188,10 @@ impl Chunked {
         loop {
             let rest = &input[used..];
             match *self {
+                // httparse reads an empty line as size 0, which would end the body early.
+                Chunked::Size if rest.first().is_some_and(|b| !b.is_ascii_hexdigit()) => {
+                    return Err(WireError("a chunk's size line is not hex".into()))
+                }
                 Chunked::Size => match httparse::parse_chunk_size(rest) {
                     Ok(Status::Complete((n, 0))) => {
                         used += n;
@@ -378,6 +382,10 @@ mod tests {
     fn broken_chunks_are_errors() {
         assert!(dechunk(b"zz\r\nhello\r\n0\r\n\r\n", 64, 64).is_err());
         assert!(dechunk(b"2\r\nhello\r\n0\r\n\r\n", 64, 64).is_err());
+        assert!(
+            dechunk(b"2\r\nhe\r\n\r\n2\r\nll\r\n0\r\n\r\n", 1, 64).is_err(),
+            "a blank size line is not the last chunk"
+        );
         assert!(
             dechunk(b"5\r\nhel", 64, 64).is_err(),
             "a cut chunk is not a body"
