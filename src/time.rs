@@ -107,6 +107,33 @@ pub fn next_utc_midnight(ms: u64) -> u64 {
     (ms / DAY_MS + 1) * DAY_MS
 }
 
+/// The next midnight in the US Pacific time zone after `ms` (Google AI Studio's daily quotas
+/// reset then): UTC-7 from the second Sunday of March to the first Sunday of November (at
+/// 02:00 local), UTC-8 otherwise.
+pub fn next_pacific_midnight(ms: u64) -> u64 {
+    let offset = |at: u64| -> u64 {
+        let (y, _, _) = civil_from_days((at / DAY_MS) as i64);
+        // The n-th Sunday of a month, as days since 1970 (1970-01-01 was a Thursday).
+        let sunday = |month: u32, n: i64| {
+            let first = days_from_civil(y, month, 1);
+            let to_sunday = (3 - first).rem_euclid(7);
+            first + to_sunday + 7 * (n - 1)
+        };
+        let hour = 3_600_000u64;
+        let starts = sunday(3, 2) as u64 * DAY_MS + 10 * hour; // 02:00 PST is 10:00 UTC
+        let ends = sunday(11, 1) as u64 * DAY_MS + 9 * hour; // 02:00 PDT is 09:00 UTC
+        if (starts..ends).contains(&at) {
+            7 * hour
+        } else {
+            8 * hour
+        }
+    };
+    let local = ms.saturating_sub(offset(ms));
+    let midnight_local = (local / DAY_MS + 1) * DAY_MS;
+    // The offset at the moment itself: a midnight never falls in a change's hour.
+    midnight_local + offset(midnight_local + 8 * 3_600_000)
+}
+
 /// A calendar date written `2026-10-10` (ISO 8601, four-digit year, two-digit month and
 /// day), as days since 1970-01-01; `None` for any other form or a day the calendar lacks
 /// (`2026-02-30`).
@@ -191,6 +218,26 @@ pub fn human_ms(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pacific_midnight_follows_daylight_saving() {
+        let at = |t: &str| parse_rfc3339(t).unwrap();
+        // December: PST, midnight is 08:00 UTC.
+        assert_eq!(
+            next_pacific_midnight(at("2026-12-04T18:30:00Z")),
+            at("2026-12-05T08:00:00Z")
+        );
+        // Before 08:00 UTC it is still the day before in California.
+        assert_eq!(
+            next_pacific_midnight(at("2026-12-04T07:59:00Z")),
+            at("2026-12-04T08:00:00Z")
+        );
+        // July: PDT, midnight is 07:00 UTC.
+        assert_eq!(
+            next_pacific_midnight(at("2026-07-01T12:00:00Z")),
+            at("2026-07-02T07:00:00Z")
+        );
+    }
 
     /// A new clock's readings for (monotonic ms since start, wall ms) pairs.
     fn readings(steps: &[(u64, u64)]) -> Vec<u64> {

@@ -102,6 +102,9 @@ pub fn call(
         }
         f
     })?;
+    // When the answer says its limit comes back, uncapped: an exhausted day or grant is
+    // kept until then, not for the longest pause.
+    let stated_reset = stated_reset(incoming.retry_after.as_deref(), &incoming.rate);
     // `Retry-After` first; else the longest of the reset headers.
     incoming.retry_after = crate::answers::classify::wait_header(
         incoming.retry_after.take(),
@@ -109,7 +112,7 @@ pub fn call(
     );
     // What the provider says is left goes with whatever comes of the answer.
     let rate = std::mem::take(&mut incoming.rate);
-    let mut judged = judge(incoming, target, stream, limits, started);
+    let mut judged = judge(incoming, target, stream, limits, stated_reset, started);
     match &mut judged {
         Ok(Answer::Full { rate: r, .. }) => *r = rate,
         Ok(Answer::Stream(s)) => s.rate = rate,
@@ -124,6 +127,7 @@ fn judge(
     target: &Target,
     stream: bool,
     limits: &Limits,
+    stated_reset: Option<u64>,
     started: Instant,
 ) -> Result<Answer, Failure> {
     if !(200..300).contains(&incoming.status) {
@@ -134,6 +138,7 @@ fn judge(
             incoming.retry_after.as_deref(),
             &body,
             None,
+            stated_reset,
             SystemTime::now(),
         );
         let detail = error_detail(target, &body);
@@ -173,15 +178,44 @@ fn held_notice(held: &[u8], target: &Target) -> Option<String> {
     only_a_notice(&deltas, &target.notices)
 }
 
-/// A whole answer (or a stream's first words) that was the provider's notice, quoted.
-fn notice_failure(target: &Target, notice: &str, started: Instant) -> Failure {
+/// A whole answer (or a stream's first words) that was the provider's notice, quoted: a
+/// notice that a quota or the day's limit is used up is an exhaustion, kept at its scope
+/// until its reset; any other (a paid plan, sign up) a provider notice.
+pub(crate) fn notice_failure(target: &Target, notice: &str, started: Instant) -> Failure {
     let detail = one_line(&format!("a provider notice: {}", target.redact(notice)));
-    failure(
-        Verdict::of(FailureKind::ProviderNotice, None),
-        Some(200),
-        detail,
-        started,
-    )
+    let now = crate::time::now_ms();
+    let verdict = match crate::answers::exhaustion::read(200, notice, None, now) {
+        Some(e) => Verdict::exhausted(e),
+        None => Verdict::of(FailureKind::ProviderNotice, None),
+    };
+    failure(verdict, Some(200), detail, started)
+}
+
+/// When an answer's headers say its spent limit comes back (ms since the epoch),
+/// uncapped: its `Retry-After` (seconds or a date), else the latest reset of a reported
+/// window with nothing left.
+fn stated_reset(
+    retry_after: Option<&str>,
+    rate: &[crate::providers::quota::Window],
+) -> Option<u64> {
+    let now = SystemTime::now();
+    let now_ms = crate::time::unix_ms(now);
+    let from_header = retry_after.and_then(|v| {
+        let v = v.trim();
+        match v.parse::<f64>() {
+            Ok(secs) if secs.is_finite() && secs >= 0.0 => {
+                Some(now_ms.saturating_add((secs.min(1e9) * 1000.0) as u64))
+            }
+            Ok(_) => None,
+            Err(_) => crate::time::parse_http_date(v).map(crate::time::unix_ms),
+        }
+    });
+    from_header.or_else(|| {
+        rate.iter()
+            .filter(|w| w.remaining == Some(0) && w.reset_at > now_ms)
+            .map(|w| w.reset_at)
+            .max()
+    })
 }
 
 /// A provider error body as one line: the `error.message` when there is one.

@@ -9,6 +9,8 @@ use std::time::{Duration, SystemTime};
 
 pub use crate::providers::exchange::TransportFailure;
 
+use super::exhaustion::{self, Exhaustion};
+
 /// Default pause after a 429 that gives no `Retry-After`.
 pub const DEFAULT_QUOTA_PAUSE: Duration = Duration::from_secs(60);
 /// Longest pause fcm honours: a provider asking for hours is paused 15 min, then retried.
@@ -175,6 +177,10 @@ pub struct Verdict {
     /// Leave this model alone this long, and only this model (it said it is overloaded;
     /// a quota pause may stop its whole provider, a back-off never does).
     pub backoff: Option<Duration>,
+    /// A free quota, grant, credit or balance is used up: what it covers and until when.
+    /// Kept at its own scope by the ledger (the model or every model on the key), in
+    /// place of a quota pause.
+    pub exhausted: Option<Exhaustion>,
 }
 
 impl Verdict {
@@ -211,6 +217,17 @@ impl Verdict {
                 ProviderNotice => Some(PROVIDER_NOTICE_PAUSE),
                 _ => None,
             },
+            exhausted: None,
+        }
+    }
+
+    /// An answer that says a limit is used up: no health damage, no pause of a minute, no
+    /// rejected key; the exhaustion says what waits and how long.
+    pub fn exhausted(e: Exhaustion) -> Verdict {
+        Verdict {
+            quota_pause: None,
+            exhausted: Some(e),
+            ..Verdict::of(FailureKind::QuotaExhausted, None)
         }
     }
 }
@@ -334,17 +351,34 @@ pub fn wait_header(retry_after: Option<String>, resets: &[String]) -> Option<Str
 
 /// Classifies an HTTP answer that is not a usable success: a non-2xx status, or a 2xx whose
 /// body the gate rejected (`gate_kind`). `body` is the (possibly truncated) error text.
+/// `stated_reset_ms`: when the answer's headers say its limit comes back (uncapped), for
+/// an answer that says a limit is used up ([`exhaustion`]). A quota body is never read as
+/// a rejected key, whatever its status.
 pub fn classify_http(
     status: u16,
     content_type: Option<&str>,
     retry_after: Option<&str>,
     body: &[u8],
     gate_kind: Option<FailureKind>,
+    stated_reset_ms: Option<u64>,
     now: SystemTime,
 ) -> Verdict {
     let retry = retry_after.and_then(|v| parse_retry_after(v, now));
     let text = String::from_utf8_lossy(body);
     let html = looks_like_html(content_type, body);
+    // A 2xx is read for it only when its body was the provider's error or notice: the
+    // gate's other details are fcm's own words, or a model's.
+    let may_say = status != 200
+        || matches!(
+            gate_kind,
+            Some(FailureKind::ErrorPayload | FailureKind::ProviderNotice)
+        );
+    if !html && may_say {
+        let now_ms = crate::time::unix_ms(now);
+        if let Some(e) = exhaustion::read(status, &text, stated_reset_ms, now_ms) {
+            return Verdict::exhausted(e);
+        }
+    }
     // Wording in an HTML page is marketing copy, not an API error: don't read it.
     let worded = if html { None } else { kind_from_wording(&text) };
     let kind = match status {
@@ -403,6 +437,7 @@ mod tests {
             ra,
             body.as_bytes(),
             None,
+            None,
             SystemTime::UNIX_EPOCH,
         )
     }
@@ -414,6 +449,7 @@ mod tests {
             None,
             body.as_bytes(),
             Some(kind),
+            None,
             SystemTime::UNIX_EPOCH,
         )
     }
@@ -474,7 +510,17 @@ mod tests {
             http(402, None, None, "negative balance").kind,
             QuotaExhausted
         );
-        assert!(http(402, None, None, "").quota_pause.is_some());
+        // A balance is not back in a minute: the exhaustion says how long, not a pause.
+        let v = http(402, None, None, "");
+        assert!(v.exhausted.is_some() && v.quota_pause.is_none());
+        assert!(!v.blocks_provider, "a quota is not a rejected key");
+        let v = http(
+            403,
+            None,
+            None,
+            r#"{"error":{"code":"AllocationQuota.FreeTierOnly","message":"The free tier of the model has been exhausted."}}"#,
+        );
+        assert_eq!((v.kind, v.blocks_provider), (QuotaExhausted, false));
     }
 
     #[test]

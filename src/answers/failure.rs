@@ -65,6 +65,7 @@ impl Target {
             retry_after,
             r.detail.as_bytes(),
             Some(r.kind),
+            None,
             now,
         );
         let mut f = failure(

@@ -11,6 +11,7 @@
 
 pub(crate) mod call;
 pub(crate) mod classify;
+pub(crate) mod exhaustion;
 pub(crate) mod failure;
 pub(crate) mod gate;
 pub(crate) mod hold;

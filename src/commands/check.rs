@@ -18,7 +18,7 @@ use crate::routing::rank::{Policy, Standing, UNKNOWN};
 use crate::routing::{Candidate, Recorder};
 use crate::state::breaker::BreakerState;
 use crate::state::files;
-use crate::state::ledger::{Ledger, Why};
+use crate::state::ledger::Ledger;
 use crate::time;
 
 #[derive(FromArgs)]
@@ -273,11 +273,7 @@ fn checked(
     let (ping, grant) = match sent {
         Ok(sent) => sent,
         Err(b) => {
-            let why = match &b.why {
-                Why::Budget(what) => format!("its known budget is spent ({what})"),
-                Why::Paused => "its keys are paused after rate limits".to_string(),
-                Why::Rejected => "the provider rejected its keys within the hour".to_string(),
-            };
+            let why = b.why.says();
             let line = format!(
                 "{}: not sent: {why}; frees up at {} (`fcm usage` shows what is left)",
                 m.key(),

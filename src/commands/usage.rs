@@ -117,11 +117,7 @@ fn text(r: &UsageReport, verbose: bool, now: u64) -> String {
     for p in &r.providers {
         for k in &p.keys {
             if let (Some(until), Some(why)) = (&k.held_until, k.held_for) {
-                let why = match why {
-                    crate::state::ledger::HoldReason::KeyRejected => "rejected by the provider",
-                    crate::state::ledger::HoldReason::RetryStorm => "three 429s within a minute",
-                    crate::state::ledger::HoldReason::RateLimited => "rate limited",
-                };
+                let why = why.says();
                 let _ = writeln!(out, "{}: {why}; passed over until {until}", k.key);
             }
         }

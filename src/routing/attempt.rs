@@ -176,6 +176,10 @@ impl Recorder<'_> {
         if let Some(pause) = f.verdict.quota_pause {
             f.verdict.quota_pause = Some(self.ledger.rate_limited(&c.metered, grant, pause, now));
         }
+        if let Some(e) = &f.verdict.exhausted {
+            // Kept by the ledger at its own scope, across restarts: no breaker pause.
+            self.ledger.exhausted(&c.metered, grant, e, now);
+        }
         if f.kind() == FailureKind::AuthError {
             self.ledger.rejected(&c.metered, grant, now);
         }

@@ -115,6 +115,11 @@ impl Candidate {
             }
             Why::Paused => self.quota_skip(),
             Why::Rejected => Skip::new(self.key(), SkipReason::KeyRejected),
+            Why::Exhausted(signal) => {
+                let mut s = Skip::new(self.key(), SkipReason::QuotaExhausted);
+                s.limit = Some(signal.says().to_string());
+                s
+            }
         };
         skip.until = Some(crate::time::rfc3339(b.until_ms));
         skip

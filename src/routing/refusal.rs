@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use crate::answers::classify::{Blame, FailureKind};
 use crate::answers::failure::Failure;
 use crate::state::breaker::BreakerRow;
-use crate::state::ledger::{Blocked, Why};
+use crate::state::ledger::Blocked;
 use crate::state::trace::{Outcome, SkipReason, Trace};
 
 use super::router::Router;
@@ -52,11 +52,7 @@ impl Refused {
     pub(super) fn blocked(mut trace: Trace, key: &str, b: &Blocked) -> Refused {
         trace.outcome = Outcome::AllFailed;
         let now = crate::time::now_ms();
-        let why = match &b.why {
-            Why::Budget(what) => format!("its known budget is spent ({what})"),
-            Why::Paused => "its keys are paused after rate limits".to_string(),
-            Why::Rejected => "the provider rejected its keys".to_string(),
-        };
+        let why = b.why.says();
         Refused {
             trace,
             status: 429,
@@ -78,7 +74,18 @@ impl Refused {
             Outcome::AllFailed
         };
         let (status, retry) = match f.kind() {
-            RateLimit | QuotaExhausted => (429, f.verdict.quota_pause.map(|p| p.as_secs().max(1))),
+            RateLimit | QuotaExhausted => {
+                let now = crate::time::now_ms();
+                let wait = f
+                    .verdict
+                    .quota_pause
+                    .map(|p| p.as_secs().max(1))
+                    .or_else(|| {
+                        let e = f.verdict.exhausted.as_ref()?;
+                        Some(e.until_ms.saturating_sub(now).div_ceil(1000).max(1))
+                    });
+                (429, wait)
+            }
             AuthError => (401, None),
             InvalidRequest => (
                 f.status.filter(|s| (400..500).contains(s)).unwrap_or(400),

@@ -37,11 +37,14 @@ pub(crate) enum SkipReason {
     ModelNotFound,
     /// Its answer was the provider's notice (a paid plan, credits, sign up): out for a while.
     ProviderNotice,
+    /// A free quota, grant or balance it draws on is used up (on this key, for this model
+    /// or the whole account): out until its reset.
+    QuotaExhausted,
 }
 
 impl SkipReason {
     /// Every reason, in declaration order (`ALL[r as usize] == r`).
-    pub(crate) const ALL: [SkipReason; 11] = [
+    pub(crate) const ALL: [SkipReason; 12] = [
         SkipReason::MissingKey,
         SkipReason::ProviderBlocked,
         SkipReason::CircuitOpen,
@@ -53,6 +56,7 @@ impl SkipReason {
         SkipReason::KeyRejected,
         SkipReason::ModelNotFound,
         SkipReason::ProviderNotice,
+        SkipReason::QuotaExhausted,
     ];
 
     /// Its name in history, headers and `x-fcm-v2-affinity` (as serialised).
@@ -69,6 +73,7 @@ impl SkipReason {
             SkipReason::KeyRejected => "key_rejected",
             SkipReason::ModelNotFound => "model_not_found",
             SkipReason::ProviderNotice => "provider_notice",
+            SkipReason::QuotaExhausted => "quota_exhausted",
         }
     }
 }

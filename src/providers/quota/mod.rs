@@ -12,7 +12,7 @@ mod headers;
 mod limits;
 mod window;
 
-pub use headers::read_headers;
+pub use headers::{parse_duration, read_headers};
 pub use limits::{probe_reserve, rules, Exhausted, Quota, Scope, Spent, MINUTE_MS};
 pub use window::{Unit, Window};
 // Tests elsewhere build windows of a named length.

@@ -4,6 +4,7 @@
 //! refusal's status, and what was recorded (breakers, live windows, the ledger).
 
 mod affinity;
+mod exhaustion;
 mod failover;
 mod records;
 mod strategies;

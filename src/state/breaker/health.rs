@@ -390,6 +390,7 @@ mod tests {
             None,
             br#"{"error":{"message":"The model `x` does not exist"}}"#,
             None,
+            None,
             std::time::SystemTime::now(),
         );
         assert_eq!(

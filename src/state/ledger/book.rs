@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use crate::answers::exhaustion::Signal;
 use crate::providers::quota::Window;
 use crate::time::{utc_day, DAY_MS};
 
@@ -129,6 +130,21 @@ pub enum HoldReason {
     RetryStorm,
     /// The provider rejected the key (401/403).
     KeyRejected,
+    /// The answer said a free quota, grant, credit or balance is used up: held until its
+    /// reset (the provider's day, a session), at the scope it covers.
+    Exhausted,
+}
+
+impl HoldReason {
+    /// For people: why a key is passed over.
+    pub fn says(self) -> &'static str {
+        match self {
+            HoldReason::KeyRejected => "rejected by the provider",
+            HoldReason::RetryStorm => "three 429s within a minute",
+            HoldReason::RateLimited => "rate limited",
+            HoldReason::Exhausted => "free quota used up",
+        }
+    }
 }
 
 /// A key of a provider (or a keyless model) out of use until a moment; a provider-wide
@@ -140,6 +156,9 @@ pub struct Hold {
     pub whose: Whose,
     pub until_ms: u64,
     pub why: HoldReason,
+    /// For an exhaustion, what the answer said ran out (`daily_limit`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<Signal>,
 }
 
 /// The name of one counter's figures for one key in the indexes: `scope` and key id.
@@ -375,6 +394,7 @@ pub(crate) mod tests {
             whose: whose("p", "p", None, ""),
             until_ms: NOW - 1,
             why: HoldReason::KeyRejected,
+            signal: None,
         });
         b.report(reported(NOW - 120_000, 0));
         let mut stale = reported(NOW - 120_000, 0);
@@ -393,6 +413,7 @@ pub(crate) mod tests {
             whose: whose("p/m", "p", Some("p#2"), "k2"),
             until_ms,
             why,
+            signal: None,
         };
         let mut b = Book::default();
         b.hold(hold(NOW + 900_000, HoldReason::RetryStorm));

@@ -136,6 +136,10 @@ impl Figures {
             let why = match h.why {
                 HoldReason::KeyRejected => Why::Rejected,
                 HoldReason::RateLimited | HoldReason::RetryStorm => Why::Paused,
+                HoldReason::Exhausted => Why::Exhausted(
+                    h.signal
+                        .unwrap_or(crate::answers::exhaustion::Signal::DailyLimit),
+                ),
             };
             keep(Blocked {
                 until_ms: h.until_ms,

@@ -2,6 +2,7 @@
 //! or [`Blocked`] until when and [`Why`]), the [`Room`] a model has left for probes today,
 //! and what an answer cost ([`Tokens`]). Plain values.
 
+use crate::answers::exhaustion::Signal;
 use crate::answers::gate::AnswerStats;
 use crate::providers::catalog::ApiKey;
 use crate::providers::quota::Exhausted;
@@ -34,6 +35,20 @@ pub enum Why {
     Paused,
     /// The provider rejected the key.
     Rejected,
+    /// The answer said a free quota, grant, credit or balance is used up.
+    Exhausted(Signal),
+}
+
+impl Why {
+    /// For people: `its known budget is spent (requestsPerDay 20 reached)`.
+    pub fn says(&self) -> String {
+        match self {
+            Why::Budget(what) => format!("its known budget is spent ({what})"),
+            Why::Paused => "its keys are paused after rate limits".to_string(),
+            Why::Rejected => "the provider rejected its keys within the hour".to_string(),
+            Why::Exhausted(signal) => format!("{} (the provider said so)", signal.says()),
+        }
+    }
 }
 
 /// No key of a model may be sent a request before `until_ms`.

@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
+use crate::answers::exhaustion::{Exhaustion, Reach};
 use crate::providers::quota::{self, Window};
 use crate::state::files::StateError;
 
@@ -270,11 +271,37 @@ impl Ledger {
                 whose: m.whose(scope, key),
                 until_ms: now + pause.as_millis() as u64,
                 why,
+                signal: None,
             };
             inner.hold(hold);
         }
         self.dirty.store(true, Ordering::Release);
         pause
+    }
+
+    /// The answer to `grant`'s request said a limit is used up (`e`): the key is held at
+    /// the scope it covers (the model, or every model of the provider on that key; when
+    /// the answer does not say, the catalog's scope for the provider's figures) until its
+    /// reset, so no request goes into that wall again and another key serves where there
+    /// is one. Counted as a rate-limited answer.
+    pub fn exhausted(&self, m: &Metered, grant: &Grant, e: &Exhaustion, now: u64) {
+        let key = &m.keys[grant.key];
+        let scope = match e.reach {
+            Some(Reach::Account) => &m.provider,
+            Some(Reach::Model) => &m.model,
+            None => &m.reported_scope,
+        };
+        let hold = Hold {
+            whose: m.whose(scope, key),
+            until_ms: e.until_ms,
+            why: HoldReason::Exhausted,
+            signal: Some(e.signal),
+        };
+        let mut inner = self.lock();
+        inner.roll(now);
+        inner.change_row(m, key, |r| r.rate_limited += 1);
+        inner.hold(hold);
+        self.dirty.store(true, Ordering::Release);
     }
 
     /// The provider rejected `grant`'s key: with several keys it is passed over for
@@ -289,6 +316,7 @@ impl Ledger {
             whose: m.whose(&m.provider, key),
             until_ms: now + KEY_REJECTED_PAUSE.as_millis() as u64,
             why: HoldReason::KeyRejected,
+            signal: None,
         };
         let mut inner = self.lock();
         inner.hold(hold);

@@ -506,6 +506,7 @@ mod tests {
                 whose: whose("groq", "groq", Some("groq#2"), "id-groq#2"),
                 until_ms: NOW + 60_000,
                 why: HoldReason::KeyRejected,
+                signal: None,
             }],
         };
         let configured = [
