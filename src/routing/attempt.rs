@@ -25,6 +25,7 @@ use crate::providers::exchange::Exchange;
 use crate::providers::quota::Window;
 use crate::state::breaker::{Admission, Breakers};
 use crate::state::ledger::{Blocked, Grant, Ledger, Tokens};
+use crate::state::outages::{Outages, Reachable};
 use crate::state::trace::{AttemptRecord, Outcome, Trace};
 
 use super::candidates::{BreakerSays, Candidate, Candidates};
@@ -140,6 +141,7 @@ pub(crate) struct Recorder<'a> {
 #[derive(Clone, Copy)]
 pub(crate) struct Health<'a> {
     pub breakers: &'a Breakers,
+    pub outages: &'a Outages,
     pub evidence: &'a Evidence,
     /// Every candidate: an account-wide quota pauses all of a provider's models.
     pub pool: &'a Candidates,
@@ -162,6 +164,7 @@ impl Recorder<'_> {
     /// A model answered: its breaker closes (or stays closed) and the live window learns.
     pub(crate) fn success(&self, c: &Candidate, ttft: Duration) {
         if let Some(h) = self.health {
+            h.outages.answered(&c.target.provider_id);
             h.breakers.record_success(c.key(), crate::time::now_ms());
             h.evidence.observe(c.key(), Some(ttft.as_millis() as u64));
         }
@@ -184,6 +187,14 @@ impl Recorder<'_> {
             self.ledger.rejected(&c.metered, grant, now);
         }
         let Some(h) = self.health else { return };
+        let provider = &c.target.provider_id;
+        match (f.status, f.kind()) {
+            (None, FailureKind::NetworkError | FailureKind::ProviderUrlUnresolvable) => {
+                h.outages.connection_failed(provider, now);
+            }
+            (Some(_), _) => h.outages.answered(provider),
+            _ => {}
+        }
         let verdict = c.breaker_verdict(&f.verdict);
         h.breakers.record_failure(c.key(), &verdict, now, trial);
         if verdict.damages_health {
@@ -246,6 +257,7 @@ impl Router {
             ledger: &self.ledger,
             health: Some(Health {
                 breakers: &self.breakers,
+                outages: &self.outages,
                 evidence: &self.evidence,
                 pool: &self.pool,
             }),
@@ -262,7 +274,12 @@ impl Router {
             turn.trace.skipped.push(skip);
             return None;
         }
-        let admission = self.breakers.admit(c.key(), crate::time::now_ms());
+        let now = crate::time::now_ms();
+        if let Reachable::Down { until_ms } = self.outages.admit(&c.target.provider_id, now) {
+            turn.trace.skipped.push(c.down_skip(until_ms));
+            return None;
+        }
+        let admission = self.breakers.admit(c.key(), now);
         let trial = admission == Admission::Trial;
         match c.barred(0, false, BreakerSays::of_admission(admission)) {
             Some(skip) => {

@@ -13,6 +13,7 @@ use crate::providers::target::Target;
 use crate::secrets::Secrets;
 use crate::state::breaker::{Admission, BreakerState, Breakers, Pause};
 use crate::state::ledger::{Blocked, Ledger, Metered, Why};
+use crate::state::outages::{Outages, Reachable};
 use crate::state::trace::{Skip, SkipReason, Trace};
 
 use super::live::Evidence;
@@ -125,6 +126,14 @@ impl Candidate {
         skip
     }
 
+    /// The skip for a model whose provider is down (connections refused or reset).
+    pub(crate) fn down_skip(&self, until_ms: u64) -> Skip {
+        let mut s = Skip::new(self.key(), SkipReason::ProviderDown);
+        s.provider = Some(self.target.provider_id.clone());
+        s.until = Some(crate::time::rfc3339(until_ms));
+        s
+    }
+
     /// The skip for a paused model: an overloaded model's back-off, a model gone from its
     /// provider or gone paid, or a quota pause.
     pub(crate) fn pause_skip(&self, pause: Pause) -> Skip {
@@ -196,6 +205,7 @@ impl Candidate {
 #[derive(Clone, Copy)]
 pub(crate) struct Known<'a> {
     pub breakers: &'a Breakers,
+    pub outages: &'a Outages,
     pub ledger: &'a Ledger,
     pub evidence: &'a Evidence,
     pub policy: Policy,
@@ -280,6 +290,7 @@ impl Candidates {
     ) -> Plan<'_> {
         let Known {
             breakers,
+            outages,
             ledger,
             evidence,
             policy,
@@ -304,6 +315,10 @@ impl Candidates {
             let breaker = BreakerSays::of_state(state, pause);
             if let Some(skip) = c.barred(needed_tokens, false, breaker) {
                 skipped.push(skip);
+                continue;
+            }
+            if let Reachable::Down { until_ms } = outages.state(&c.target.provider_id, now_ms) {
+                skipped.push(c.down_skip(until_ms));
                 continue;
             }
             let headroom = match &budgets[n] {

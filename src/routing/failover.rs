@@ -27,6 +27,16 @@ use super::router::{Route, Router};
 
 /// A 502/503/504 with a `Retry-After` this short from the last candidate is waited out once.
 const SHORT_RETRY: Duration = Duration::from_secs(5);
+/// A failure that came back this fast without an answer (refused before a byte, an
+/// instant 429, 403 or 404) cost the request nothing: it does not use up one of
+/// `maxAttempts`, which bounds the attempts that reached a model and cost time.
+const FREE_FAILURE: Duration = Duration::from_millis(1500);
+/// Free failures one request may meet before it gives up all the same: each is an
+/// upstream request, and a request that every provider turns away is not worth more.
+const MAX_FREE_FAILURES: usize = 24;
+/// Failures blamed on the request itself after which it is not sent further: other
+/// models would refuse it the same way.
+const MAX_CLIENT_BLAMED: usize = 3;
 
 /// One chat request as the router sees it.
 pub(crate) struct Ask<'a> {
@@ -221,7 +231,10 @@ impl Router {
         turn: &mut Turn<'r>,
     ) -> Option<Won> {
         while let Some(i) = queue.order.pop_front() {
-            if turn.trace.attempts.len() >= self.ordinary_attempts(queue.last_resort.is_some())
+            let spent = Spent::of(turn);
+            if spent.costly >= self.ordinary_attempts(queue.last_resort.is_some())
+                || spent.free >= MAX_FREE_FAILURES
+                || spent.client_blamed >= MAX_CLIENT_BLAMED
                 || Instant::now() >= queue.deadline
             {
                 break;
@@ -325,7 +338,7 @@ impl Router {
         let key = queue.last_resort.as_deref()?;
         let request_blamed =
             !turn.details.is_empty() && turn.details.iter().all(|d| d.blame == Blame::Client);
-        let has_slot = turn.trace.attempts.len() < self.failover.max_attempts as usize;
+        let has_slot = Spent::of(turn).costly < self.failover.max_attempts as usize;
         let i = self.pool.position(key)?;
         let c = self.pool.get(i);
         if request_blamed
@@ -352,6 +365,50 @@ impl Router {
             max
         }
     }
+}
+
+/// What a request's attempts so far have cost: those that reached a model and took time
+/// (bounded by `maxAttempts`), those that cost nothing, and those blamed on the request.
+struct Spent {
+    costly: usize,
+    free: usize,
+    client_blamed: usize,
+}
+
+impl Spent {
+    fn of(turn: &Turn<'_>) -> Spent {
+        let free = turn
+            .trace
+            .attempts
+            .iter()
+            .filter(|a| cost_nothing(a))
+            .count();
+        Spent {
+            costly: turn.trace.attempts.len() - free,
+            free,
+            client_blamed: turn
+                .details
+                .iter()
+                .filter(|d| d.blame == Blame::Client)
+                .count(),
+        }
+    }
+}
+
+/// Whether an attempt cost the request nothing: it failed within [`FREE_FAILURE`] without
+/// an answer to judge (an error status, or no connection at all). A 2xx that failed the
+/// gate, a timeout and a race's loser reached a model.
+fn cost_nothing(a: &crate::state::trace::AttemptRecord) -> bool {
+    let quick = a.latency_ms < FREE_FAILURE.as_millis() as u64;
+    let unanswered = match (a.status, a.kind) {
+        (Some(status), Some(_)) => !(200..300).contains(&status),
+        (None, Some(kind)) => matches!(
+            kind,
+            FailureKind::NetworkError | FailureKind::ProviderUrlUnresolvable
+        ),
+        _ => false,
+    };
+    quick && unanswered && !a.raced_out
 }
 
 /// `body` with the middle of its history dropped to fit `window` (see `trim`): the prompt

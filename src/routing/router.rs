@@ -83,6 +83,8 @@ pub(crate) struct Router {
     pub(super) set_counters: Mutex<HashMap<String, u64>>,
     pub(super) evidence: Evidence,
     pub breakers: Breakers,
+    /// Providers whose connections fail right now: all their models wait.
+    pub outages: crate::state::outages::Outages,
     /// What was spent and is left, per provider, model and key; which key goes next.
     pub ledger: Ledger,
     pub history: History,
@@ -154,6 +156,7 @@ impl Router {
             set_counters: Mutex::new(HashMap::new()),
             evidence,
             breakers: p.breakers,
+            outages: crate::state::outages::Outages::default(),
             ledger: p.ledger,
             history: p.history,
             affinity: p.affinity,
@@ -175,6 +178,7 @@ impl Router {
     pub(super) fn known(&self) -> Known<'_> {
         Known {
             breakers: &self.breakers,
+            outages: &self.outages,
             ledger: &self.ledger,
             evidence: &self.evidence,
             policy: self.policy,

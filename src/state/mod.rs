@@ -4,7 +4,7 @@
 //! writes, tolerant loads), a running server's debounced writes (`persist`) and its
 //! `serve.json` record (`serve_info`); conversations and the model each keeps
 //! (`affinity`), model sets (`sets`), the last bench (`bench_file`) and the counters behind
-//! `/metrics` (`metrics`).
+//! `/metrics` (`metrics`); providers down right now (`outages`).
 //!
 //! Nothing here decides which model to try (`routing`) or talks to a provider.
 
@@ -15,6 +15,7 @@ pub(crate) mod config;
 pub(crate) mod files;
 pub(crate) mod ledger;
 pub(crate) mod metrics;
+pub(crate) mod outages;
 pub(crate) mod persist;
 pub(crate) mod serve_info;
 pub(crate) mod sets;

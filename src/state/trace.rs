@@ -40,11 +40,13 @@ pub(crate) enum SkipReason {
     /// A free quota, grant or balance it draws on is used up (on this key, for this model
     /// or the whole account): out until its reset.
     QuotaExhausted,
+    /// Its provider refused or reset connections a moment ago: down for a short pause.
+    ProviderDown,
 }
 
 impl SkipReason {
     /// Every reason, in declaration order (`ALL[r as usize] == r`).
-    pub(crate) const ALL: [SkipReason; 12] = [
+    pub(crate) const ALL: [SkipReason; 13] = [
         SkipReason::MissingKey,
         SkipReason::ProviderBlocked,
         SkipReason::CircuitOpen,
@@ -57,6 +59,7 @@ impl SkipReason {
         SkipReason::ModelNotFound,
         SkipReason::ProviderNotice,
         SkipReason::QuotaExhausted,
+        SkipReason::ProviderDown,
     ];
 
     /// Its name in history, headers and `x-fcm-v2-affinity` (as serialised).
@@ -74,6 +77,7 @@ impl SkipReason {
             SkipReason::ModelNotFound => "model_not_found",
             SkipReason::ProviderNotice => "provider_notice",
             SkipReason::QuotaExhausted => "quota_exhausted",
+            SkipReason::ProviderDown => "provider_down",
         }
     }
 }

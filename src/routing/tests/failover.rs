@@ -90,25 +90,49 @@ fn which_model_next() {
             status: 200,
         },
         Case {
-            name: "maxAttempts bounds the request; all failed is a 503",
+            name: "maxAttempts bounds the attempts that reached a model; all failed is a 503",
             models: abc(),
             config: json!({"failover": {"maxAttempts": 2}}),
             replies: vec![
-                ("a", vec![status(500, "boom")]),
-                ("b", vec![status(502, "bad gateway")]),
+                ("a", vec![Reply::Json(json!({"choices": []}))]),
+                ("b", vec![Reply::Transport(TransportFailure::Timeout)]),
             ],
-            decision: "none!all_failed|p/a:500->p/b:502|skips=0",
+            decision: "none!all_failed|p/a:empty_choices->p/b:timeout|skips=0",
             status: 503,
+        },
+        Case {
+            name: "instant refusals cost no attempt: the next model is tried",
+            models: ranked(&["p/a", "q/b", "r/c", "s/d"]),
+            config: json!({"failover": {"maxAttempts": 1}}),
+            replies: vec![
+                ("a", vec![status(429, "rate limit")]),
+                ("b", vec![Reply::Transport(TransportFailure::Connection)]),
+                ("c", vec![status(404, "no such model")]),
+            ],
+            decision: "s/d!served|p/a:429->q/b:network_error->r/c:404->s/d:200|skips=0",
+            status: 200,
+        },
+        Case {
+            name: "a request every model refuses as bad is not sent on and on",
+            models: ranked(&["p/a", "q/b", "r/c", "s/d"]),
+            config: json!({}),
+            replies: vec![
+                ("a", vec![status(400, "messages: invalid")]),
+                ("b", vec![status(400, "messages: invalid")]),
+                ("c", vec![status(400, "messages: invalid")]),
+            ],
+            decision: "none!client_error|p/a:400->q/b:400->r/c:400|skips=0",
+            status: 400,
         },
         Case {
             name: "the last resort takes the slot kept for it",
             models: ranked(&["p/a", "p/b", "q/c", "q/d"]),
             config: json!({"failover": {"maxAttempts": 2, "lastResortModel": "q/d"}}),
             replies: vec![
-                ("a", vec![status(500, "boom")]),
-                ("b", vec![status(500, "boom")]),
+                ("a", vec![Reply::Transport(TransportFailure::Timeout)]),
+                ("b", vec![Reply::Transport(TransportFailure::Timeout)]),
             ],
-            decision: "q/d!served|p/a:500->q/d:200|skips=0",
+            decision: "q/d!served|p/a:timeout->q/d:200|skips=0",
             status: 200,
         },
         Case {
@@ -270,4 +294,31 @@ fn streams_are_judged_before_commit_and_recorded_at_their_end() {
             "{name}"
         );
     }
+}
+
+#[test]
+fn refused_connections_on_two_models_take_their_provider_out_at_once() {
+    let world = Setup {
+        models: ranked(&["p/a", "p/b", "p/c", "q/d"]),
+        ..Setup::default()
+    }
+    .world();
+    let refused = || Reply::Transport(TransportFailure::Connection);
+    world.script.on("a", [refused()]);
+    world.script.on("b", [refused()]);
+    let first = world.auto();
+    // The second refusal is the outage: p/c is not sent the request.
+    assert_eq!(
+        first.decision,
+        "q/d!served|p/a:network_error->p/b:network_error->q/d:200|skips=1"
+    );
+    let down = &first.trace.skipped[0];
+    assert_eq!(
+        (down.model.as_str(), down.reason.as_str()),
+        ("p/c", "provider_down")
+    );
+    assert!(down.until.is_some());
+    let next = world.auto();
+    assert_eq!(next.decision, "q/d!served|q/d:200|skips=3");
+    assert_eq!(world.script.sent().len(), 4);
 }
