@@ -17,15 +17,53 @@ use super::attempt::Turn;
 use super::rank::Standing;
 use super::router::Router;
 
-/// A new conversation goes to the equally strong candidate (same health, tier and score)
-/// with the fewest active conversations, then the most budget headroom, then the fastest:
-/// N agents use N models' limits. `standings[n]` is `order[n]`'s; only `quality` has
-/// equally strong candidates.
+/// Conversations an agent is working in now, per model and per provider (an account's
+/// limits are shared by its models), not counting the one being placed.
+pub(super) struct Load {
+    by_model: HashMap<String, usize>,
+    by_provider: HashMap<String, usize>,
+}
+
+impl Load {
+    pub(super) fn now(router: &Router, except: Option<&str>) -> Load {
+        let by_model = router
+            .affinity
+            .as_ref()
+            .map(|a| a.live(crate::time::now_ms(), except))
+            .unwrap_or_default();
+        let mut by_provider: HashMap<String, usize> = HashMap::new();
+        for (model, n) in &by_model {
+            let provider = model.split('/').next().unwrap_or(model);
+            *by_provider.entry(provider.to_string()).or_default() += n;
+        }
+        Load {
+            by_model,
+            by_provider,
+        }
+    }
+
+    fn of_model(&self, key: &str) -> usize {
+        self.by_model.get(key).copied().unwrap_or(0)
+    }
+
+    fn of_provider(&self, key: &str) -> usize {
+        let provider = key.split('/').next().unwrap_or(key);
+        self.by_provider.get(provider).copied().unwrap_or(0)
+    }
+}
+
+/// Where conversations go within each group of equally strong candidates (same health and
+/// tier, [`Policy::placement_class`](super::rank::Policy::placement_class)): the model with
+/// the fewest conversations now, then the account (provider) with the fewest, then one
+/// with room for a conversation (a day's requests, a per-minute pace), then the most
+/// headroom, the fastest first token and the best score. So N agents use N models on as
+/// many accounts, and none lands where it would soon run out. `standings[n]` is
+/// `order[n]`'s; only `quality` has equally strong candidates.
 pub(super) fn spread(
     router: &Router,
     order: &mut [usize],
     standings: &[Standing<'_>],
-    active: &HashMap<String, usize>,
+    load: &Load,
 ) {
     if router.policy.prefer != Prefer::Quality || order.len() < 2 {
         return;
@@ -36,7 +74,7 @@ pub(super) fn spread(
         while end < order.len()
             && router
                 .policy
-                .strength_class(&standings[start], &standings[end])
+                .placement_class(&standings[start], &standings[end])
                 == Ordering::Equal
         {
             end += 1;
@@ -47,15 +85,17 @@ pub(super) fn spread(
             .zip(&standings[start..end])
             .collect();
         group.sort_by(|(_, a), (_, b)| {
-            let load = |s: &Standing<'_>| active.get(s.key).copied().unwrap_or(0);
-            load(a)
-                .cmp(&load(b))
+            load.of_model(a.key)
+                .cmp(&load.of_model(b.key))
+                .then(load.of_provider(a.key).cmp(&load.of_provider(b.key)))
+                .then(b.roomy.cmp(&a.roomy))
                 .then(b.headroom.total_cmp(&a.headroom))
                 .then(
                     a.ttft_ms
                         .unwrap_or(u64::MAX)
                         .cmp(&b.ttft_ms.unwrap_or(u64::MAX)),
                 )
+                .then(b.swe.total_cmp(&a.swe))
         });
         for (slot, (i, _)) in order[start..end].iter_mut().zip(group) {
             *slot = i;
@@ -64,13 +104,20 @@ pub(super) fn spread(
     }
 }
 
+/// A conversation on a weaker tier goes back up when a model of the strongest tier in
+/// the plan has room and at most this many conversations already.
+const UPGRADE_LOAD: usize = 1;
+
 /// Puts the held model first when it may serve this turn: routable now (not OPEN, paused,
-/// out of budget or too small: it is in `order`) and not missing a capability the request
-/// needs that another candidate has. When it may not, the trace says why it moves.
+/// out of budget or too small: it is in `order`), not missing a capability the request
+/// needs that another candidate has, and not on a weaker tier than a model with room that
+/// leads the plan (the conversation moves back up, once). When it may not, the trace says
+/// why it moves.
 pub(super) fn keep_first(
     router: &Router,
     order: &mut Vec<usize>,
     needs: Needs,
+    load: &Load,
     turn: &mut Turn<'_>,
 ) {
     let Some(k) = &turn.keeping else { return };
@@ -89,8 +136,32 @@ pub(super) fn keep_first(
         turn.affinity_note = Some("capability".into());
         return;
     }
+    let lead = router.pool.get(order[0]);
+    if order[0] != held
+        && lead.tier < router.pool.get(held).tier
+        && load.of_model(lead.key()) <= UPGRADE_LOAD
+        && meets(order[0])
+    {
+        turn.affinity_note = Some("stronger_tier".into());
+        return;
+    }
     let i = order.remove(at);
     order.insert(0, i);
+}
+
+/// A conversation about to be sent to a model other than the one it holds (a new one, or
+/// one moving) counts there at once, so that requests arriving before its answer are
+/// spread around it.
+pub(super) fn place(router: &Router, order: &[usize], turn: &Turn<'_>) {
+    let (Some(k), Some(affinity), Some(&first)) = (&turn.keeping, &router.affinity, order.first())
+    else {
+        return;
+    };
+    if k.kept.is_some_and(|(held, _)| held == first) {
+        return;
+    }
+    let model = router.pool.get(first).key();
+    affinity.place(k.conversation.id(), model, None, crate::time::now_ms());
 }
 
 /// What affinity came to, for the trace: `new`, `kept` or `moved:<why>`; and holds the

@@ -321,8 +321,8 @@ impl Candidates {
                 skipped.push(c.down_skip(until_ms));
                 continue;
             }
-            let headroom = match &budgets[n] {
-                Ok(headroom) => *headroom,
+            let room = match &budgets[n] {
+                Ok(room) => *room,
                 Err(b) => {
                     skipped.push(c.ledger_skip(b));
                     continue;
@@ -339,7 +339,8 @@ impl Candidates {
                     ttft_ms,
                     tier: c.tier,
                     swe: c.swe,
-                    headroom,
+                    headroom: room.share,
+                    roomy: room.roomy(),
                     key: c.key(),
                 },
             ));

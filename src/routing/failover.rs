@@ -166,12 +166,13 @@ impl Router {
         let plan = self.pool.plan(&self.known(), window, job.prompt_tokens);
         let mut order = plan.order;
         turn.trace.skipped.extend(plan.skipped);
-        if let (Some(k), Some(held)) = (&turn.keeping, &self.affinity) {
-            if k.held.is_none() {
-                let active = held.active(crate::time::now_ms());
-                affinity::spread(self, &mut order, &plan.standings, &active);
-            }
-        }
+        // New and moving conversations alike go where the load is least; a held model
+        // that may serve is put first again below.
+        let load = turn.keeping.as_ref().map(|k| {
+            let load = affinity::Load::now(self, Some(k.conversation.id()));
+            affinity::spread(self, &mut order, &plan.standings, &load);
+            load
+        });
         let mut preferred = Vec::new();
         if let Route::Set(name) = route {
             preferred = self.set_order(name);
@@ -186,10 +187,13 @@ impl Router {
             &self.capability_pools,
             &mut turn.trace,
         );
-        affinity::keep_first(self, &mut order, needs, turn);
+        if let Some(load) = &load {
+            affinity::keep_first(self, &mut order, needs, load, turn);
+        }
         if let Some(broke) = exclude {
             order.retain(|&i| self.pool.get(i).key() != broke);
         }
+        affinity::place(self, &order, turn);
         order
     }
 

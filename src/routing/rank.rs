@@ -41,6 +41,9 @@ pub(crate) struct Standing<'a> {
     /// is known or the caller does not know): of two otherwise equal models, the one
     /// further from a 429.
     pub headroom: f64,
+    /// Room for a conversation for a while (see `Headroom::roomy`); `true` when the
+    /// caller does not know.
+    pub roomy: bool,
     /// Breaks the remaining ties so equal models keep a stable order ("" keeps input order).
     pub key: &'a str,
 }
@@ -91,6 +94,19 @@ impl Policy {
             .then(b.swe.total_cmp(&a.swe))
     }
 
+    /// What makes one model a stronger home for a conversation than another: health,
+    /// failing now, too slow, and the catalog's tier. Models of one tier are equally
+    /// strong here whatever their SWE-bench scores: conversations are spread over them.
+    /// A prefix of [`strength_class`](Self::strength_class), so ranked models of one
+    /// placement class stand together.
+    pub(crate) fn placement_class(&self, a: &Standing<'_>, b: &Standing<'_>) -> Ordering {
+        a.state
+            .cmp(&b.state)
+            .then((a.evidence == FAILING).cmp(&(b.evidence == FAILING)))
+            .then(self.too_slow(a).cmp(&self.too_slow(b)))
+            .then(a.tier.cmp(&b.tier))
+    }
+
     fn too_slow(&self, s: &Standing<'_>) -> bool {
         s.ttft_ms.is_some_and(|t| t > self.max_ttft_ms)
     }
@@ -132,6 +148,7 @@ mod tests {
             tier,
             swe,
             headroom: 1.0,
+            roomy: true,
             key,
         }
     }

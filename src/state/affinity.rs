@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 /// Conversations kept at most: enough for many agents at once, a few hundred KiB on disk.
 /// The one idle longest goes first.
 pub const MAX_CONVERSATIONS: usize = 4096;
+/// A conversation with a turn this recent is one an agent is working in: an agent's turns
+/// come seconds to a minute apart, and a finished conversation drops out of the count
+/// within minutes rather than at the end of the idle time.
+pub const LIVE_MS: u64 = 3 * 60_000;
 
 /// What fcm remembers of one conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,21 +123,68 @@ impl Affinity {
                 turns: 1,
             },
         );
-        if t.len() > MAX_CONVERSATIONS {
-            let idle = now.saturating_sub(self.idle_ms);
-            t.retain(|_, h| h.last_ms > idle);
-            while t.len() > MAX_CONVERSATIONS {
-                let oldest = t
-                    .iter()
-                    .min_by_key(|(k, h)| (h.last_ms, (*k).clone()))
-                    .map(|(k, _)| k.clone());
-                match oldest {
-                    Some(k) => t.remove(&k),
-                    None => break,
-                };
+        self.bound(&mut t, now);
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// Past [`MAX_CONVERSATIONS`], forgets the idle ones, then the one idle longest.
+    fn bound(&self, t: &mut HashMap<String, Held>, now: u64) {
+        if t.len() <= MAX_CONVERSATIONS {
+            return;
+        }
+        let idle = now.saturating_sub(self.idle_ms);
+        t.retain(|_, h| h.last_ms > idle);
+        while t.len() > MAX_CONVERSATIONS {
+            let oldest = t
+                .iter()
+                .min_by_key(|(k, h)| (h.last_ms, (*k).clone()))
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => t.remove(&k),
+                None => break,
+            };
+        }
+    }
+
+    /// Conversations whose last turn was within [`LIVE_MS`], per model: the ones an agent
+    /// is working in now, which new and moving conversations are spread around. `except`:
+    /// a conversation not to count (the one being placed).
+    pub fn live(&self, now: u64, except: Option<&str>) -> HashMap<String, usize> {
+        let mut out: HashMap<String, usize> = HashMap::new();
+        for (id, h) in self.lock().iter() {
+            if now.saturating_sub(h.last_ms) < LIVE_MS && except != Some(id.as_str()) {
+                *out.entry(h.model.clone()).or_default() += 1;
             }
         }
-        self.dirty.store(true, Ordering::Release);
+        out
+    }
+
+    /// Conversation `id` is about to be sent to `model` with `key`: it counts there from
+    /// now on, before its answer comes (requests arriving meanwhile are spread around it).
+    /// Not a turn: [`hold`](Self::hold) counts that once a model served it.
+    pub fn place(&self, id: &str, model: &str, key: Option<&str>, now: u64) {
+        let mut t = self.lock();
+        match t.get_mut(id) {
+            Some(h) => {
+                if h.model != model {
+                    h.model = model.to_string();
+                    h.key = key.map(str::to_string);
+                }
+                h.last_ms = now;
+            }
+            None => {
+                t.insert(
+                    id.to_string(),
+                    Held {
+                        model: model.to_string(),
+                        key: key.map(str::to_string),
+                        last_ms: now,
+                        turns: 0,
+                    },
+                );
+                self.bound(&mut t, now);
+            }
+        }
     }
 
     /// Active conversations (not idle too long) per model.

@@ -14,7 +14,5 @@ mod window;
 
 pub use headers::{parse_duration, read_headers};
 pub use limits::{probe_reserve, rules, Exhausted, Quota, Scope, Spent, MINUTE_MS};
-pub use window::{Unit, Window};
-// Tests elsewhere build windows of a named length.
-#[cfg(test)]
 pub use window::Period;
+pub use window::{Unit, Window};

@@ -275,3 +275,130 @@ fn pinned_models_and_races_say_their_own_order() {
     world.script.on("a", [status(500, "boom")]);
     assert!(world.ask("fcm", turn("y", 1)).trace.affinity.is_some());
 }
+
+#[test]
+fn conversations_spread_over_a_tier_and_its_accounts_whatever_the_scores() {
+    // Four S+ models on two providers, scores all different: load, then the account.
+    let mut models = vec![
+        Model::new("p/a", "S+", 131_072),
+        Model::new("p/b", "S+", 131_072),
+        Model::new("q/c", "S+", 131_072),
+        Model::new("q/d", "S+", 131_072),
+        Model::new("r/e", "S", 131_072),
+    ];
+    for (n, m) in models.iter_mut().enumerate() {
+        m.swe = 70.0 - n as f64;
+    }
+    let world = Setup {
+        models,
+        ..Setup::default()
+    }
+    .world();
+    let served: Vec<String> = (0..4)
+        .map(|n| {
+            let got = world.ask_in(Some(&format!("s{n}")), "fcm", turn(&format!("task {n}"), 1));
+            got.trace.served_model.unwrap()
+        })
+        .collect();
+    let providers: Vec<&str> = served.iter().map(|m| &m[..1]).collect();
+    assert_ne!(
+        providers[0], providers[1],
+        "a second account first: {served:?}"
+    );
+    let mut sorted = served.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["p/a", "p/b", "q/c", "q/d"], "one each, none on S");
+    // A fifth shares an S+ model rather than drop a tier.
+    let fifth = world.ask_in(Some("s4"), "fcm", turn("task 4", 1));
+    assert_ne!(fifth.trace.served_model.as_deref(), Some("r/e"));
+}
+
+#[test]
+fn a_moving_conversation_goes_where_the_load_is_least() {
+    let world = Setup {
+        models: equals(&["p/a", "q/b", "r/c"]),
+        ..Setup::default()
+    }
+    .world();
+    let a = world
+        .ask_in(Some("a"), "fcm", turn("a", 1))
+        .trace
+        .served_model
+        .unwrap();
+    let b = world
+        .ask_in(Some("b"), "fcm", turn("b", 1))
+        .trace
+        .served_model
+        .unwrap();
+    assert_ne!(a, b);
+    // a's model goes away: it moves to the third model, not onto b's.
+    world
+        .script
+        .on(&a[2..], [Reply::Status(503, "down", vec![])]);
+    let moved = world.ask_in(Some("a"), "fcm", turn("a", 2));
+    assert_eq!(moved.trace.affinity.as_deref(), Some("moved:503"));
+    let to = moved.trace.served_model.unwrap();
+    assert!(to != a && to != b, "{a} {b} -> {to}");
+}
+
+#[test]
+fn a_conversation_moved_down_a_tier_goes_back_up_once_the_tier_has_room() {
+    let world = Setup {
+        models: vec![
+            Model::new("p/a", "S+", 131_072),
+            Model::new("q/b", "A", 131_072),
+        ],
+        ..Setup::default()
+    }
+    .world();
+    assert_eq!(
+        world
+            .ask_in(Some("c"), "fcm", turn("c", 1))
+            .trace
+            .served_model
+            .as_deref(),
+        Some("p/a")
+    );
+    world.script.on(
+        "a",
+        [Reply::Status(429, "rate limit", vec![("retry-after", "1")])],
+    );
+    let down = world.ask_in(Some("c"), "fcm", turn("c", 2));
+    assert_eq!(down.trace.served_model.as_deref(), Some("q/b"));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let up = world.ask_in(Some("c"), "fcm", turn("c", 3));
+    assert_eq!(up.trace.served_model.as_deref(), Some("p/a"));
+    assert_eq!(up.trace.affinity.as_deref(), Some("moved:stronger_tier"));
+    let stays = world.ask_in(Some("c"), "fcm", turn("c", 4));
+    assert_eq!(stays.trace.affinity.as_deref(), Some("kept"));
+}
+
+#[test]
+fn a_model_with_a_few_requests_left_today_is_no_home_while_a_roomy_one_is_free() {
+    let world = Setup {
+        models: equals(&["p/a", "q/b"]),
+        config: json!({}),
+        ..Setup::default()
+    }
+    .world();
+    // p/a says it has 5 requests left today.
+    world.script.on(
+        "a",
+        [Reply::Status(
+            200,
+            "",
+            vec![
+                ("x-ratelimit-limit-requests", "20"),
+                ("x-ratelimit-remaining-requests", "5"),
+                ("x-ratelimit-reset-requests", "20h"),
+            ],
+        )],
+    );
+    world.ask("fcm:p/a", super::chat("hi"));
+    for n in 0..3 {
+        let got = world.ask_in(Some(&format!("c{n}")), "fcm", turn(&format!("c{n}"), 1));
+        if n == 0 {
+            assert_eq!(got.trace.served_model.as_deref(), Some("q/b"));
+        }
+    }
+}

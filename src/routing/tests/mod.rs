@@ -32,6 +32,8 @@ pub(super) struct Model {
     pub context: u64,
     /// What the catalog says it can do: `tools` unless a test says otherwise.
     pub capabilities: &'static [&'static str],
+    /// Its SWE-bench score (50 unless a test says otherwise).
+    pub swe: f64,
 }
 
 impl Model {
@@ -41,6 +43,7 @@ impl Model {
             tier,
             context,
             capabilities: &["tools"],
+            swe: 50.0,
         }
     }
 }
@@ -61,7 +64,7 @@ fn catalog(models: &[Model], shared: &[&str]) -> Catalog {
     for m in models {
         let (provider, id) = m.key.split_once('/').expect("provider/id");
         providers.entry(provider).or_default().push(json!({
-            "id": id, "label": id, "tier": m.tier, "sweBench": 50.0,
+            "id": id, "label": id, "tier": m.tier, "sweBench": m.swe,
             "context": m.context, "capabilities": m.capabilities}));
     }
     let providers: Vec<Value> = providers

@@ -10,9 +10,10 @@ use crate::providers::quota::Spent;
 use crate::time::{utc_day, DAY_MS};
 
 use super::book::{Book, Hold, HoldReason, Reported, UsageBook, UsageRow};
-use super::grant::{Blocked, Why};
+use super::grant::{Blocked, Headroom, Why};
 use super::metered::{KeyTag, Metered};
 use super::minute::Minute;
+use crate::providers::quota::{Period, Unit};
 
 /// Which key of a provider is in use and how many requests it has had in a row.
 #[derive(Debug, Default)]
@@ -118,7 +119,7 @@ impl Figures {
         tokens: u64,
         now: u64,
         probe: bool,
-    ) -> Result<f64, Blocked> {
+    ) -> Result<Headroom, Blocked> {
         let key = &m.keys[k];
         let mut last: Option<Blocked> = None;
         let mut keep = |b: Blocked| {
@@ -132,6 +133,9 @@ impl Figures {
                 least = least.min(1.0 - (used as f64 / limit as f64).min(1.0));
             }
         };
+        let mut day_left: Option<u64> = None;
+        let mut per_minute: Option<u64> = None;
+        let tighter = |slot: &mut Option<u64>, n: u64| *slot = Some(slot.map_or(n, |s| s.min(n)));
         if let Some(h) = self.held(key, now) {
             let why = match h.why {
                 HoldReason::KeyRejected => Why::Rejected,
@@ -155,6 +159,15 @@ impl Figures {
             consider(spent.day_requests, q.requests_per_day);
             consider(spent.minute_tokens, q.tokens_per_minute);
             consider(spent.day_tokens, q.tokens_per_day);
+            if let Some(limit) = q.requests_per_day {
+                tighter(&mut day_left, limit.saturating_sub(spent.day_requests));
+            }
+            if let Some(limit) = q.requests_per_minute {
+                tighter(&mut per_minute, limit);
+            }
+            if let Some(limit) = q.tokens_per_minute {
+                tighter(&mut per_minute, limit / tokens.max(1));
+            }
         }
         if let Some(r) = self.book.reported.get(&key.at_reported) {
             let in_flight = self.in_flight.get(&key.at_reported).copied().unwrap_or(0);
@@ -165,21 +178,44 @@ impl Figures {
                 if let (Some(left), Some(limit)) = (w.remaining, w.limit) {
                     consider(limit.saturating_sub(left), Some(limit));
                 }
+                match (w.unit, w.period) {
+                    (Unit::Requests, _) if w.daily() => {
+                        if let Some(left) = w.remaining {
+                            tighter(&mut day_left, left);
+                        }
+                    }
+                    (Unit::Requests, Some(Period::Minute)) => {
+                        if let Some(limit) = w.limit {
+                            tighter(&mut per_minute, limit);
+                        }
+                    }
+                    (Unit::Tokens, Some(Period::Minute) | None) => {
+                        if let Some(limit) = w.limit {
+                            tighter(&mut per_minute, limit / tokens.max(1));
+                        }
+                    }
+                    _ => {}
+                }
             }
         }
         match last {
             Some(b) => Err(b),
-            None => Ok(least),
+            None => Ok(Headroom {
+                share: least,
+                day_left,
+                per_minute,
+            }),
         }
     }
 
     /// Planning's view of `m`: blocked when every key is, else its best key's headroom.
-    pub(super) fn assess(&self, m: &Metered, tokens: u64, now: u64) -> Result<f64, Blocked> {
+    pub(super) fn assess(&self, m: &Metered, tokens: u64, now: u64) -> Result<Headroom, Blocked> {
         let mut earliest: Option<Blocked> = None;
-        let mut best: Option<f64> = None;
+        let mut best: Option<Headroom> = None;
         for k in 0..m.keys.len() {
             match self.key_status(m, k, tokens, now, false) {
-                Ok(h) => best = Some(best.map_or(h, |b: f64| b.max(h))),
+                Ok(h) if best.is_none_or(|b| h.share > b.share) => best = Some(h),
+                Ok(_) => {}
                 Err(b) => b.keep_earliest(&mut earliest),
             }
         }

@@ -75,6 +75,36 @@ impl Blocked {
     }
 }
 
+/// What one model has left, as planning sees it (nothing is taken).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Headroom {
+    /// The share of its tightest known limit left (1.0 when no limit is known): of two
+    /// otherwise equal models, the one further from a 429.
+    pub share: f64,
+    /// Requests left today by its tightest known daily limit (the catalog's, or what the
+    /// provider said); `None` when no daily limit is known.
+    pub day_left: Option<u64>,
+    /// Requests a minute its tightest known per-minute limit allows, a token limit counted
+    /// in requests of this prompt's size; `None` when none is known.
+    pub per_minute: Option<u64>,
+}
+
+/// Requests left today below which a model is no home for a conversation: an agent's
+/// conversation runs to dozens of turns, and moving it costs its prompt cache.
+pub const ROOMY_DAY_LEFT: u64 = 40;
+/// Requests a minute below which a model cannot keep up with one agent (a turn every few
+/// seconds while it works).
+pub const ROOMY_PER_MINUTE: u64 = 10;
+
+impl Headroom {
+    /// Whether a conversation fits here for a while: enough left today, and a per-minute
+    /// limit an agent's pace stays within.
+    pub fn roomy(&self) -> bool {
+        self.day_left.is_none_or(|n| n >= ROOMY_DAY_LEFT)
+            && self.per_minute.is_none_or(|n| n >= ROOMY_PER_MINUTE)
+    }
+}
+
 /// Tokens one answer cost.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tokens {

@@ -33,7 +33,7 @@ use crate::state::files::StateError;
 use figures::{Figures, Rotation};
 
 pub use book::{Book, Hold, HoldReason, Reported, UsageBook};
-pub use grant::{Blocked, Grant, Room, Tokens, Why};
+pub use grant::{Blocked, Grant, Headroom, Room, Tokens, Why};
 pub use metered::Metered;
 
 /// Requests sent with one key of a provider before the next key takes over.
@@ -160,7 +160,7 @@ impl Ledger {
         models: impl IntoIterator<Item = &'m Metered>,
         tokens: u64,
         now: u64,
-    ) -> Vec<Result<f64, Blocked>> {
+    ) -> Vec<Result<Headroom, Blocked>> {
         let mut inner = self.lock();
         inner.roll(now);
         models
