@@ -441,12 +441,13 @@ fn state_writes_are_debounced() {
 #[test]
 fn settings_from_config_take_effect() {
     let fake = fake();
-    // maxAttempts: two failures, then stop; the third model is never called.
+    // maxAttempts: two failures that reached a model, then stop; the third model is
+    // never called. (Instant refusals cost no attempt: answers that came are judged.)
     let w = World::new();
     ordered(
         &w,
         &fake.base_url(),
-        &["server_500#a", "server_500#b", "ok#max"],
+        &["empty_choices#a", "empty_choices#b", "ok#max"],
     );
     config(&w, json!({"maxAttempts": 2}));
     let s = w.serve(&[]);
@@ -460,7 +461,7 @@ fn settings_from_config_take_effect() {
     ordered(
         &w,
         &fake.base_url(),
-        &["server_500#c", "server_500#d", "ok#last"],
+        &["empty_choices#c", "empty_choices#d", "ok#last"],
     );
     config(
         &w,
@@ -470,14 +471,14 @@ fn settings_from_config_take_effect() {
     let r = s.chat("fcm", false);
     assert_eq!(
         r.decision(),
-        "p/ok#last!served|p/server_500#c:500->p/ok#last:200|skips=0"
+        "p/ok#last!served|p/empty_choices#c:empty_choices->p/ok#last:200|skips=0"
     );
     assert_eq!(r.header("x-fcm-v2-attempts"), Some("2"));
-    assert!(fake.requests_for("server_500#d").is_empty());
+    assert!(fake.requests_for("empty_choices#d").is_empty());
     drop(s);
     // With one attempt allowed there is no slot to keep: never more than maxAttempts.
     let w = World::new();
-    ordered(&w, &fake.base_url(), &["server_500#e", "ok#last1"]);
+    ordered(&w, &fake.base_url(), &["empty_choices#e", "ok#last1"]);
     config(
         &w,
         json!({"maxAttempts": 1, "lastResortModel": "p/ok#last1"}),
@@ -515,17 +516,21 @@ fn settings_from_config_take_effect() {
 fn timeouts_from_config_take_effect() {
     let fake = fake();
     // firstTokenTimeoutMs (stream) and bodyReadTimeoutMs (non-stream): a hang fails over.
-    let w = World::new();
-    ordered(&w, &fake.base_url(), &["hang", "ok"]);
-    config(
-        &w,
-        json!({"firstTokenTimeoutMs": 1000, "bodyReadTimeoutMs": 1000}),
-    );
-    let s = w.serve(&[]);
-    for stream in [true, false] {
+    // A model that never started is silent afterwards: the next request tries it last.
+    for (stream, hang) in [(true, "hang#s"), (false, "hang#n")] {
+        let w = World::new();
+        ordered(&w, &fake.base_url(), &[hang, "ok"]);
+        config(
+            &w,
+            json!({"firstTokenTimeoutMs": 1000, "bodyReadTimeoutMs": 1000}),
+        );
+        let s = w.serve(&[]);
         let t = Instant::now();
         let r = s.chat("fcm", stream);
-        assert_eq!(r.decision(), "p/ok!served|p/hang:timeout->p/ok:200|skips=0");
+        assert_eq!(
+            r.decision(),
+            format!("p/ok!served|p/{hang}:timeout->p/ok:200|skips=0")
+        );
         assert!(
             t.elapsed() < Duration::from_secs(20),
             "bounded by the setting, not the 30 s default"
@@ -537,8 +542,13 @@ fn timeouts_from_config_take_effect() {
             (900..10_000).contains(&latency),
             "the hang was cut at about 1 s: {latency}"
         );
+        let r = s.chat("fcm", stream);
+        assert_eq!(
+            r.decision(),
+            "p/ok!served|p/ok:200|skips=0",
+            "the silent model waits behind the one that answers"
+        );
     }
-    drop(s);
 
     // streamStallTimeoutMs: content, then silence: with no other model to finish it, the
     // client is told the answer broke off (an error frame, never `[DONE]`).

@@ -200,6 +200,9 @@ impl Recorder<'_> {
         if verdict.damages_health {
             h.evidence.observe(c.key(), None);
         }
+        if f.kind() == FailureKind::Timeout {
+            h.evidence.fell_silent(c.key(), now);
+        }
         if let (true, Some(pause)) = (c.shared_quota, verdict.quota_pause) {
             // One account-wide quota: every model of the provider waits.
             let until = now + pause.as_millis() as u64;
@@ -342,13 +345,18 @@ impl Router {
         let restored = self
             .carry
             .restore(&job.body, &c.target.provider_id, crate::time::now_ms());
+        // As long as this model's own starts say it may take, not the ceiling.
+        let mut limits = job.limits.clone();
+        limits.first_token =
+            self.evidence
+                .first_token(c.key(), job.prompt_tokens, job.limits.first_token);
         call(
             exchange,
             &c.target,
             api_key,
             restored.as_ref().unwrap_or(&job.body),
             job.stream,
-            &job.limits,
+            &limits,
         )
     }
 

@@ -34,9 +34,6 @@ const FREE_FAILURE: Duration = Duration::from_millis(1500);
 /// Free failures one request may meet before it gives up all the same: each is an
 /// upstream request, and a request that every provider turns away is not worth more.
 const MAX_FREE_FAILURES: usize = 24;
-/// Failures blamed on the request itself after which it is not sent further: other
-/// models would refuse it the same way.
-const MAX_CLIENT_BLAMED: usize = 3;
 
 /// One chat request as the router sees it.
 pub(crate) struct Ask<'a> {
@@ -238,7 +235,6 @@ impl Router {
             let spent = Spent::of(turn);
             if spent.costly >= self.ordinary_attempts(queue.last_resort.is_some())
                 || spent.free >= MAX_FREE_FAILURES
-                || spent.client_blamed >= MAX_CLIENT_BLAMED
                 || Instant::now() >= queue.deadline
             {
                 break;
@@ -372,11 +368,10 @@ impl Router {
 }
 
 /// What a request's attempts so far have cost: those that reached a model and took time
-/// (bounded by `maxAttempts`), those that cost nothing, and those blamed on the request.
+/// (bounded by `maxAttempts`), and those that cost nothing.
 struct Spent {
     costly: usize,
     free: usize,
-    client_blamed: usize,
 }
 
 impl Spent {
@@ -390,21 +385,19 @@ impl Spent {
         Spent {
             costly: turn.trace.attempts.len() - free,
             free,
-            client_blamed: turn
-                .details
-                .iter()
-                .filter(|d| d.blame == Blame::Client)
-                .count(),
         }
     }
 }
 
 /// Whether an attempt cost the request nothing: it failed within [`FREE_FAILURE`] without
 /// an answer to judge (an error status, or no connection at all). A 2xx that failed the
-/// gate, a timeout and a race's loser reached a model.
+/// gate, a timeout and a race's loser reached a model; a refusal of the request itself
+/// (`invalid_request`) counts too, since another model would likely refuse it the same
+/// way and `maxAttempts` keeps it from being sent everywhere.
 fn cost_nothing(a: &crate::state::trace::AttemptRecord) -> bool {
     let quick = a.latency_ms < FREE_FAILURE.as_millis() as u64;
     let unanswered = match (a.status, a.kind) {
+        (_, Some(FailureKind::InvalidRequest)) => false,
         (Some(status), Some(_)) => !(200..300).contains(&status),
         (None, Some(kind)) => matches!(
             kind,

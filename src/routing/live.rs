@@ -8,11 +8,13 @@ use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use crate::state::bench_file::BenchReport;
 
 use crate::routing::rank::{FAILING, PROVEN, UNKNOWN};
+
+use super::silence::Silence;
 
 /// Results a model's ranking learns from.
 pub(crate) const LIVE_WINDOW: usize = 20;
@@ -42,6 +44,15 @@ impl LiveWindow {
     /// enough results.
     pub(crate) fn rank(&self) -> Option<(u8, Option<u64>)> {
         self.rank
+    }
+
+    /// The slowest of the recent successful starts (about a 95th percentile), once there
+    /// are [`LIVE_MIN`] of them.
+    pub(crate) fn slowest(&self) -> Option<u64> {
+        let ok = self.results.iter().flatten();
+        (ok.clone().count() >= LIVE_MIN)
+            .then(|| ok.copied().max())
+            .flatten()
     }
 
     fn compute_rank(&self) -> Option<(u8, Option<u64>)> {
@@ -110,6 +121,8 @@ pub(crate) struct Evidence {
     windows: Vec<Mutex<LiveWindow>>,
     /// Each window's ranking, [`pack`]ed: what requests read.
     ranks: Vec<AtomicU64>,
+    /// Each model's first-token deadline, and the silent ones.
+    silence: Silence,
     bench: RwLock<Arc<BenchPrior>>,
     /// `bench.json` and the modification time of the version loaded.
     bench_file: Mutex<(Option<PathBuf>, Option<SystemTime>)>,
@@ -128,6 +141,7 @@ impl Evidence {
         let evidence = Evidence {
             windows: (0..index.len()).map(|_| Mutex::default()).collect(),
             ranks: (0..index.len()).map(|_| AtomicU64::new(0)).collect(),
+            silence: Silence::new(index.len()),
             index,
             bench: RwLock::new(Arc::new(HashMap::new())),
             bench_file: Mutex::new((bench_path, None)),
@@ -169,6 +183,7 @@ impl Evidence {
             if model.is_none_or(|m| m == key) {
                 *self.windows[i].lock().unwrap_or_else(|e| e.into_inner()) = LiveWindow::default();
                 self.ranks[i].store(0, Ordering::Release);
+                self.silence.forget(i);
             }
         }
     }
@@ -190,6 +205,43 @@ impl Evidence {
         let mut window = self.windows[i].lock().unwrap_or_else(|e| e.into_inner());
         window.push(ttft_ms);
         self.ranks[i].store(pack(window.rank()), Ordering::Release);
+        if let Some(t) = ttft_ms {
+            self.silence.heard(i, t, window.slowest());
+        }
+    }
+
+    /// The model missed its first-token deadline: silent, behind every responsive model
+    /// until it is heard again.
+    pub(crate) fn fell_silent(&self, model: &str, now: u64) {
+        if let Some(&i) = self.index.get(model) {
+            self.silence.missed(i, now);
+        }
+    }
+
+    /// Silent models due a probe at `now`.
+    pub(crate) fn silent_due(&self, now: u64) -> Vec<String> {
+        let mut due: Vec<String> = self
+            .index
+            .iter()
+            .filter(|(_, &i)| self.silence.due(i, now))
+            .map(|(m, _)| m.clone())
+            .collect();
+        due.sort();
+        due
+    }
+
+    /// How long `model` may take to send its first token on a prompt of `prompt_tokens`,
+    /// at most `ceiling` (see `silence`).
+    pub(crate) fn first_token(
+        &self,
+        model: &str,
+        prompt_tokens: u64,
+        ceiling: Duration,
+    ) -> Duration {
+        match self.index.get(model) {
+            Some(&i) => self.silence.first_token(i, prompt_tokens, ceiling),
+            None => ceiling,
+        }
     }
 }
 
@@ -203,11 +255,12 @@ impl EvidenceView<'_> {
     /// (evidence, median ttft): real traffic first; the last bench run is the prior until
     /// there is enough of it; a model never benched is unknown.
     pub(crate) fn of(&self, model: &str) -> (u8, Option<u64>) {
-        let live = self
-            .evidence
-            .index
-            .get(model)
-            .and_then(|&i| unpack(self.evidence.ranks[i].load(Ordering::Acquire)));
+        let at = self.evidence.index.get(model).copied();
+        // Silent: behind every model that answers, until it is heard again.
+        if at.is_some_and(|i| self.evidence.silence.is_silent(i)) {
+            return (FAILING, None);
+        }
+        let live = at.and_then(|i| unpack(self.evidence.ranks[i].load(Ordering::Acquire)));
         match live {
             Some(ranked) => ranked,
             None => match self.bench.get(model) {

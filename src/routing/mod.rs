@@ -7,7 +7,8 @@
 //! - [`router`]: the [`Router`], built from its [`Parts`], and what a request's model name
 //!   means ([`Route`]);
 //! - [`candidates`]: who may serve (keys, skips before dispatch, set and capability order),
-//!   ranked by [`rank`] with what [`live`] knows of each model;
+//!   ranked by [`rank`] with what [`live`] knows of each model ([`silence`]: how long each
+//!   may take to start, and the silent ones);
 //! - [`compression`]: the request's tool results compressed once, before any attempt;
 //! - [`failover`]: the request's loop over its candidates within the budget;
 //! - [`attempt`]: one attempt's steps (admit, reserve, send, settle) and the one place its
@@ -44,6 +45,7 @@ mod racers;
 pub(crate) mod rank;
 mod refusal;
 mod router;
+mod silence;
 mod status;
 pub(crate) mod trim;
 

@@ -1,6 +1,8 @@
-//! Opt-in probes (`router.probe.intervalSec`): each model whose cooldown has ended gets one
-//! small request as its HALF_OPEN trial, so a recovered model is back in rotation before a
-//! real request has to find out. Off by default: probes spend free quota. A probe is a
+//! Probes: small requests that find out whether a model answers again before a real
+//! request has to. Opt-in (`router.probe.intervalSec`): each model whose cooldown has
+//! ended gets one as its HALF_OPEN trial (off by default: probes spend free quota).
+//! Always: a silent model (one that missed its first-token deadline) gets one when its
+//! probe is due, since until then it waits behind every responsive model. A probe is a
 //! [`ping`](super::ping::ping), recorded as any request's attempt is.
 
 use std::time::Duration;
@@ -11,6 +13,40 @@ use super::ping::{ping, Ping, Question, Spend};
 use super::router::Router;
 
 impl Router {
+    /// Probes each silent model whose probe is due, giving it `ceiling` to start. Returns
+    /// (model, heard) per probe sent.
+    pub(crate) fn probe_silent(&self, ceiling: Duration) -> Vec<(String, bool)> {
+        let mut out = Vec::new();
+        for model in self.evidence.silent_due(crate::time::now_ms()) {
+            let Some(i) = self.pool.position(&model) else {
+                continue;
+            };
+            let c = self.pool.get(i);
+            if c.missing_key.is_some() {
+                continue;
+            }
+            // The next probe waits longer, whatever comes of this one (a model that
+            // answers is heard, and no longer silent).
+            self.evidence.fell_silent(&model, crate::time::now_ms());
+            let sent = ping(
+                self.recorder(),
+                self.upstream.as_ref(),
+                c,
+                Question::Sum,
+                ceiling,
+                Spend::Probe,
+                false,
+            );
+            match sent {
+                Ok((Ping::Ok { .. }, _)) => out.push((model, true)),
+                Ok((Ping::Failed { .. }, _)) => out.push((model, false)),
+                // Not sent (its budget is spent): asked again when next due.
+                Err(_) => {}
+            }
+        }
+        out
+    }
+
     /// Probes each model whose cooldown has ended. Returns (model, ok) per probe.
     pub(crate) fn probe_recovered(&self, timeout: Duration) -> Vec<(String, bool)> {
         let mut out = Vec::new();

@@ -148,6 +148,27 @@ fn every(name: &str, interval: Duration, mut task: impl FnMut() + Send + 'static
         });
 }
 
+/// How often silent models are looked at for a probe that is due.
+const SILENCE_RECHECK: Duration = Duration::from_secs(5);
+
+/// Probes silent models when their probe is due (always on: a silent model waits behind
+/// every responsive one until a probe hears it).
+fn start_silence_prober(app: Arc<App>) {
+    every("fcm-silence", SILENCE_RECHECK, move || {
+        let ceiling = Duration::from_millis(app.router.failover.first_token_timeout_ms);
+        for (model, heard) in app.router.probe_silent(ceiling) {
+            if !app.quiet {
+                let what = if heard {
+                    "answered, back in rotation"
+                } else {
+                    "still silent"
+                };
+                eprintln!("fcm serve: probe {model}: {what}");
+            }
+        }
+    });
+}
+
 /// Probes recovered models every `interval` (opt-in: `router.probe.intervalSec`).
 fn start_prober(app: Arc<App>, interval: Duration) {
     every("fcm-probe", interval, move || {
@@ -278,6 +299,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
     if let Some(secs) = setup.config.router.probe.interval_sec {
         start_prober(app.clone(), Duration::from_secs(secs));
     }
+    start_silence_prober(app.clone());
     if let Some(log) = args.log_file.clone() {
         every("fcm-log", LOG_RECHECK, move || {
             crate::commands::serve::detach::rotate(&log)

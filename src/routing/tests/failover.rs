@@ -113,15 +113,14 @@ fn which_model_next() {
             status: 200,
         },
         Case {
-            name: "a request every model refuses as bad is not sent on and on",
-            models: ranked(&["p/a", "q/b", "r/c", "s/d"]),
-            config: json!({}),
+            name: "a request models refuse as bad uses up attempts: it is not sent everywhere",
+            models: ranked(&["p/a", "q/b", "r/c"]),
+            config: json!({"failover": {"maxAttempts": 2}}),
             replies: vec![
                 ("a", vec![status(400, "messages: invalid")]),
                 ("b", vec![status(400, "messages: invalid")]),
-                ("c", vec![status(400, "messages: invalid")]),
             ],
-            decision: "none!client_error|p/a:400->q/b:400->r/c:400|skips=0",
+            decision: "none!client_error|p/a:400->q/b:400|skips=0",
             status: 400,
         },
         Case {
