@@ -181,6 +181,10 @@ pub struct Verdict {
     /// Kept at its own scope by the ledger (the model or every model on the key), in
     /// place of a quota pause.
     pub exhausted: Option<Exhaustion>,
+    /// The prompt is larger than the model's tokens-per-minute limit (Groq's 413): the
+    /// limit it stated (0 when it did not), so that no prompt that large is sent there
+    /// again. Only this prompt is too large: the model is not paused.
+    pub over_tpm: Option<u64>,
 }
 
 impl Verdict {
@@ -218,6 +222,7 @@ impl Verdict {
                 _ => None,
             },
             exhausted: None,
+            over_tpm: None,
         }
     }
 
@@ -264,6 +269,29 @@ pub fn kind_from_wording(text: &str) -> Option<FailureKind> {
         .iter()
         .find(|(needle, _)| lower.contains(needle))
         .map(|&(_, kind)| kind)
+}
+
+/// A refusal of a prompt above the model's tokens-per-minute limit (Groq: 413, "Request
+/// too large for model ... on tokens per minute (TPM): Limit 8000, Requested 11881"): the
+/// limit it states, 0 when it states none. `code: rate_limit_exceeded` alone cannot tell
+/// this from a 429's "retry later".
+pub fn over_tpm(status: u16, text: &str) -> Option<u64> {
+    let lower = text.to_ascii_lowercase();
+    let per_minute = lower.contains("tokens per minute") || lower.contains("(tpm)");
+    let too_large = status == 413
+        || lower.contains("request too large")
+        || lower.contains("reduce your message size");
+    if !(per_minute && too_large) {
+        return None;
+    }
+    let limit = lower.find("limit ").and_then(|at| {
+        let digits: String = lower[at + 6..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse::<u64>().ok()
+    });
+    Some(limit.unwrap_or(0))
 }
 
 /// True when a body is an HTML page (a maintenance or login page) rather than an API answer.
@@ -377,6 +405,12 @@ pub fn classify_http(
         let now_ms = crate::time::unix_ms(now);
         if let Some(e) = exhaustion::read(status, &text, stated_reset_ms, now_ms) {
             return Verdict::exhausted(e);
+        }
+        if let Some(limit) = over_tpm(status, &text) {
+            return Verdict {
+                over_tpm: Some(limit),
+                ..Verdict::of(FailureKind::ContextOverflow, None)
+            };
         }
     }
     // Wording in an HTML page is marketing copy, not an API error: don't read it.
@@ -596,6 +630,26 @@ mod tests {
             (ContextOverflow, true, false, Blame::Model)
         );
         assert_eq!(http(413, None, None, "").kind, ContextOverflow);
+    }
+
+    #[test]
+    fn a_prompt_over_the_models_tpm_is_too_large_there_not_a_rate_limit() {
+        let groq = r#"{"error":{"message":"Request too large for model `openai/gpt-oss-120b` in organization `org_abc` service tier `on_demand` on tokens per minute (TPM): Limit 8000, Requested 11881, Please reduce your message size and try again.","type":"tokens","code":"rate_limit_exceeded"}}"#;
+        let v = http(413, None, None, groq);
+        assert_eq!((v.kind, v.over_tpm), (ContextOverflow, Some(8000)));
+        assert_eq!((v.quota_pause, v.damages_health), (None, false));
+        let v = http(
+            429,
+            None,
+            None,
+            "Rate limit reached on tokens per minute (TPM): Limit 6000. Please try again in 7.2s.",
+        );
+        assert_eq!(
+            (v.kind, v.over_tpm),
+            (RateLimit, None),
+            "a full minute, not a large prompt"
+        );
+        assert_eq!(http(413, None, None, "").over_tpm, None);
     }
 
     #[test]

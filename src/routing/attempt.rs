@@ -174,7 +174,14 @@ impl Recorder<'_> {
     /// window and, for an account-wide quota, every model of its provider. A third 429
     /// within a minute stretches the pause to 15 min (`f`'s verdict says so afterwards).
     /// With several keys a 429 pauses that key in the ledger, not the model.
-    pub(crate) fn failure(&self, c: &Candidate, f: &mut Failure, trial: bool, grant: &Grant) {
+    pub(crate) fn failure(
+        &self,
+        c: &Candidate,
+        f: &mut Failure,
+        trial: bool,
+        grant: &Grant,
+        prompt_tokens: u64,
+    ) {
         let now = crate::time::now_ms();
         if let Some(pause) = f.verdict.quota_pause {
             f.verdict.quota_pause = Some(self.ledger.rate_limited(&c.metered, grant, pause, now));
@@ -182,6 +189,10 @@ impl Recorder<'_> {
         if let Some(e) = &f.verdict.exhausted {
             // Kept by the ledger at its own scope, across restarts: no breaker pause.
             self.ledger.exhausted(&c.metered, grant, e, now);
+        }
+        if let Some(limit) = f.verdict.over_tpm {
+            self.ledger
+                .too_large(&c.metered, grant, limit, prompt_tokens);
         }
         if f.kind() == FailureKind::AuthError {
             self.ledger.rejected(&c.metered, grant, now);
@@ -233,7 +244,13 @@ impl Recorder<'_> {
         self.spent(c, &sent.grant, stats, sent.prompt_tokens);
         match end {
             StreamEnd::Complete { .. } => self.success(c, ttft),
-            StreamEnd::Failed(f) => self.failure(c, &mut f.clone(), sent.trial, &sent.grant),
+            StreamEnd::Failed(f) => self.failure(
+                c,
+                &mut f.clone(),
+                sent.trial,
+                &sent.grant,
+                sent.prompt_tokens,
+            ),
             StreamEnd::ClientGone => {
                 self.let_go(c, sent.trial);
                 if let Some(h) = self.health {
@@ -399,7 +416,7 @@ impl Router {
             }
             Err(mut f) => {
                 record.answered(c, &sent.grant, &f.rate);
-                record.failure(c, &mut f, sent.trial, &sent.grant);
+                record.failure(c, &mut f, sent.trial, &sent.grant, sent.prompt_tokens);
                 turn.trace.attempts.push(AttemptRecord {
                     model: c.key().to_string(),
                     status: f.status,

@@ -254,7 +254,7 @@ impl Router {
             if queue.last_resort.as_deref() == Some(c.key()) {
                 queue.last_resort = None;
             }
-            if f.kind() == FailureKind::ContextOverflow {
+            if f.kind() == FailureKind::ContextOverflow && f.verdict.over_tpm.is_none() {
                 // Only a larger window can take it.
                 turn.needed = turn.needed.max(c.context + 1);
             }

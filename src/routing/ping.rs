@@ -350,7 +350,7 @@ pub fn ping(
         }
         Err(mut f) => {
             record.answered(c, &sent.grant, &f.rate);
-            record.failure(c, &mut f, trial, &sent.grant);
+            record.failure(c, &mut f, trial, &sent.grant, sent.prompt_tokens);
             Ping::failed(f)
         }
     };

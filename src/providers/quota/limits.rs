@@ -145,10 +145,15 @@ impl Quota {
             .into_iter()
             .filter_map(|(limit, used, need, until, name)| {
                 let limit = limit?;
-                // A request larger than a whole window never fits it: the provider says so
-                // itself (413), and fcm does not skip a model forever on an estimate.
-                let never_fits = need > limit && need > 1;
-                (used.saturating_add(need) > limit && !never_fits).then(|| Exhausted {
+                // A prompt larger than a whole window never fits it (the provider would
+                // answer 413): not sent there, though a smaller one may be.
+                if need > limit && need > 1 {
+                    return Some(Exhausted {
+                        until_ms: until,
+                        what: format!("a prompt of ~{need} tokens is over {name} {limit}"),
+                    });
+                }
+                (used.saturating_add(need) > limit).then(|| Exhausted {
                     until_ms: until,
                     what: format!("{name} {limit} reached"),
                 })
@@ -263,9 +268,11 @@ mod tests {
         };
         assert!(q.blocks(&tokens, 200, NOW, false).is_some());
         assert!(q.blocks(&tokens, 100, NOW, false).is_none());
+        let too_large = q.blocks(&Spent::default(), 5000, NOW, false).unwrap();
         assert!(
-            q.blocks(&Spent::default(), 5000, NOW, false).is_none(),
-            "larger than the window"
+            too_large.what.contains("over tokensPerMinute"),
+            "a prompt larger than the window is not sent: {}",
+            too_large.what
         );
         // Probes stop at 90% of the day.
         let q = quota(None, Some(50), None, None);

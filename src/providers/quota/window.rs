@@ -75,8 +75,16 @@ impl Window {
             Unit::Requests => 1,
             Unit::Tokens => tokens.max(1),
         };
-        if self.unit == Unit::Tokens && self.limit.is_some_and(|l| one > l) {
-            return None; // never fits: the provider's own 413 says so
+        if let Some(limit) = self.limit.filter(|l| self.unit == Unit::Tokens && one > *l) {
+            // Never fits this window, whatever is left: not sent (the provider would
+            // answer 413), though a smaller prompt may be.
+            return Some(Exhausted {
+                until_ms: self.reset_at,
+                what: format!(
+                    "a prompt of ~{one} tokens is over {} {limit}",
+                    self.limit_header()
+                ),
+            });
         }
         let keep = match self.limit {
             Some(limit) if probe && self.daily() => probe_reserve(limit),
@@ -90,6 +98,15 @@ impl Window {
                 n => format!("{} {remaining}, {n} in flight", self.header()),
             },
         })
+    }
+
+    /// The header name of its limit, for people: `x-ratelimit-limit-tokens`.
+    pub fn limit_header(&self) -> String {
+        if self.name.is_empty() {
+            "x-ratelimit-limit".to_string()
+        } else {
+            format!("x-ratelimit-limit-{}", self.name)
+        }
     }
 
     /// Whether `other` counts the same thing (name and unit).
@@ -159,7 +176,7 @@ mod tests {
         );
         assert!(until(w(tokens, Some(12_000), 3000, NOW + 5), 5000, 0, false).is_some());
         let huge = until(w(tokens, Some(12_000), 3000, NOW + 5), 20_000, 0, false);
-        assert_eq!(huge, None, "never fits: the provider says so");
+        assert_eq!(huge, Some(NOW + 5), "never fits: not sent there");
         // Probes keep a tenth of a daily window.
         assert!(until(w(requests, Some(1000), 100, NOW + 5), 1, 0, true).is_some());
         assert!(until(w(requests, Some(1000), 101, NOW + 5), 1, 0, true).is_none());

@@ -172,3 +172,29 @@ fn a_notice_that_the_quota_is_used_up_is_an_exhaustion() {
         Some("quota_exhausted")
     );
 }
+
+#[test]
+fn a_prompt_over_a_models_tokens_a_minute_is_not_sent_there_again_but_a_small_one_is() {
+    let world = Setup {
+        models: ranked(&["p/a", "q/b"]),
+        ..Setup::default()
+    }
+    .world();
+    world.script.on(
+        "a",
+        [status(
+            413,
+            "Request too large for model `a` on tokens per minute (TPM): Limit 8000, Requested 11881, Please reduce your message size and try again.",
+        )],
+    );
+    let big = || super::chat(&"word ".repeat(10_000));
+    let first = world.ask("fcm", big());
+    assert_eq!(first.decision, "q/b!served|p/a:413->q/b:200|skips=0");
+    let again = world.ask("fcm", big());
+    assert_eq!(again.decision, "q/b!served|q/b:200|skips=1");
+    let skip = &again.trace.skipped[0];
+    assert_eq!(skip.reason.as_str(), "quota_budget");
+    assert!(skip.limit.as_deref().unwrap().contains("8000"), "{skip:?}");
+    // Not paused: a prompt that fits goes there.
+    assert_eq!(world.auto().decision, "p/a!served|p/a:200|skips=0");
+}

@@ -36,6 +36,9 @@ pub(super) struct Figures {
     /// Requests sent and not answered yet, per reported counter and key: what the
     /// provider's last figures cannot have counted.
     pub(super) in_flight: HashMap<String, u64>,
+    /// Tokens a minute a model's provider said is its limit when it refused a prompt as
+    /// too large (413), per model and key: no larger prompt is sent there.
+    pub(super) stated_tpm: HashMap<String, u64>,
     /// When this process last wrote or read the file (its modification time then).
     pub(super) synced: Option<SystemTime>,
     /// Today (UTC), as a number of days and as the book names it, kept current by
@@ -149,6 +152,15 @@ impl Figures {
                 until_ms: h.until_ms,
                 why,
             });
+        }
+        if let Some(&limit) = self.stated_tpm.get(&key.at_model) {
+            if tokens > limit {
+                keep(Blocked::budget(crate::providers::quota::Exhausted {
+                    until_ms: now + crate::providers::quota::MINUTE_MS,
+                    what: format!("a prompt of ~{tokens} tokens is over the {limit} tokens a minute its provider stated"),
+                }));
+            }
+            tighter(&mut per_minute, limit / tokens.max(1));
         }
         for (i, (_, q)) in m.rules.iter().enumerate() {
             let spent = self.spent(m, i, key, now);

@@ -1,58 +1,86 @@
-//! The last minute of one counter and key ([`Minute`]): requests and tokens per second,
-//! how much of them is still inside the window, and when the oldest leaves it. What a
-//! per-minute catalog limit is checked against.
+//! The last minute of one counter and key ([`Minute`]): each request and token count with
+//! the moment it was counted, how much of it is still inside the window, and when the
+//! oldest leaves it. What a per-minute catalog limit is checked against.
+//!
+//! Providers count a rolling 60 seconds from when they received each request; fcm counts
+//! it when it grants the request, a little earlier. So an entry is kept a second longer
+//! than a minute ([`SLACK_MS`]): a request is never sent into the last moments of a window
+//! the provider still sees as full.
 
 use std::collections::VecDeque;
 
 use crate::providers::quota::MINUTE_MS;
 
-/// Requests and tokens of one counter and key per second, for the last minute.
+/// How much longer than a minute an entry counts: the time a request takes to reach the
+/// provider, and the clocks' difference, with room to spare.
+pub(super) const SLACK_MS: u64 = 1_000;
+
+/// Requests and tokens of one counter and key, each with when it was counted (ms), for
+/// the last minute.
 #[derive(Debug, Default)]
 pub(super) struct Minute {
-    /// (second, requests, tokens), oldest first.
-    seconds: VecDeque<(u64, u64, u64)>,
+    /// (when, requests, tokens), oldest first.
+    entries: VecDeque<(u64, u64, u64)>,
 }
 
 impl Minute {
     pub(super) fn add(&mut self, now: u64, requests: u64, tokens: u64) {
-        let sec = now / 1000;
         self.forget(now);
-        match self.seconds.back_mut() {
-            Some(last) if last.0 == sec => {
+        match self.entries.back_mut() {
+            // Counted in the same millisecond: one entry.
+            Some(last) if last.0 == now => {
                 last.1 += requests;
                 last.2 += tokens;
             }
-            _ => self.seconds.push_back((sec, requests, tokens)),
+            _ => self.entries.push_back((now, requests, tokens)),
         }
     }
 
     fn forget(&mut self, now: u64) {
         while self
-            .seconds
+            .entries
             .front()
-            .is_some_and(|(s, _, _)| s * 1000 + MINUTE_MS <= now)
+            .is_some_and(|(t, _, _)| t + MINUTE_MS + SLACK_MS <= now)
         {
-            self.seconds.pop_front();
+            self.entries.pop_front();
         }
     }
 
     /// (requests, tokens, when the oldest of them leaves the window).
     pub(super) fn spent(&self, now: u64) -> (u64, u64, u64) {
         let live = self
-            .seconds
+            .entries
             .iter()
-            .filter(|(s, _, _)| s * 1000 + MINUTE_MS > now);
+            .filter(|(t, _, _)| t + MINUTE_MS + SLACK_MS > now);
         let (mut requests, mut tokens, mut oldest) = (0, 0, None);
-        for (s, r, t) in live {
+        for (t, r, k) in live {
             requests += r;
-            tokens += t;
-            oldest = oldest.or(Some(*s));
+            tokens += k;
+            oldest = oldest.or(Some(*t));
         }
-        // The whole second counts: a request late in it leaves the window late too.
         (
             requests,
             tokens,
-            oldest.map_or(0, |s| (s + 1) * 1000 + MINUTE_MS),
+            oldest.map_or(0, |t| t + MINUTE_MS + SLACK_MS),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rolling_minute_counts_from_each_request_not_from_the_clocks_minute() {
+        let mut m = Minute::default();
+        m.add(10_900, 1, 0);
+        m.add(30_000, 1, 500);
+        let window = MINUTE_MS + SLACK_MS;
+        assert_eq!(m.spent(30_000), (2, 500, 10_900 + window));
+        // The first request leaves its window to the millisecond, not at a second's start.
+        assert_eq!(m.spent(10_900 + window - 1).0, 2);
+        assert_eq!(m.spent(10_900 + window), (1, 500, 30_000 + window));
+        m.add(10_900 + window + 5, 1, 0);
+        assert_eq!(m.entries.len(), 2, "what left the window is forgotten");
     }
 }

@@ -304,6 +304,24 @@ impl Ledger {
         self.dirty.store(true, Ordering::Release);
     }
 
+    /// The provider refused `grant`'s prompt of `tokens` as larger than the model's
+    /// tokens a minute, `limit` as it stated (0: it did not, and the prompt's size less one
+    /// is taken): no prompt that large goes to the model with that key again.
+    pub fn too_large(&self, m: &Metered, grant: &Grant, limit: u64, tokens: u64) {
+        let limit = if limit > 0 {
+            limit
+        } else {
+            tokens.saturating_sub(1)
+        };
+        let key = &m.keys[grant.key];
+        let mut inner = self.lock();
+        let stated = inner
+            .stated_tpm
+            .entry(key.at_model.clone())
+            .or_insert(limit);
+        *stated = (*stated).min(limit);
+    }
+
     /// The provider rejected `grant`'s key: with several keys it is passed over for
     /// [`KEY_REJECTED_PAUSE`] (the others serve); a single key is left as it was (the
     /// router skips its provider for the rest of the request, and asks again next time).
