@@ -98,7 +98,7 @@ pub fn call(
     let mut incoming = upstream.send(out, timeouts).map_err(|(t, msg)| {
         let mut f = failure(classify_transport(t), None, target.redact(&msg), started);
         if t == TransportFailure::Timeout && started.elapsed() >= limits.body_read.min(remaining) {
-            f.detail = format!("no answer within {} ms", started.elapsed().as_millis());
+            f.detail = format!("no answer within {} ms", started.elapsed().as_millis()).into();
         }
         f
     })?;
@@ -185,7 +185,7 @@ pub(crate) fn notice_failure(target: &Target, notice: &str, started: Instant) ->
     let detail = one_line(&format!("a provider notice: {}", target.redact(notice)));
     let now = crate::time::now_ms();
     let verdict = match crate::answers::exhaustion::read(200, notice, None, now) {
-        Some(e) => Verdict::exhausted(e),
+        Some(e) => Verdict::of_exhaustion(e),
         None => Verdict::of(FailureKind::ProviderNotice, None),
     };
     failure(verdict, Some(200), detail, started)

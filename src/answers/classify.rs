@@ -177,14 +177,22 @@ pub struct Verdict {
     /// Leave this model alone this long, and only this model (it said it is overloaded;
     /// a quota pause may stop its whole provider, a back-off never does).
     pub backoff: Option<Duration>,
+    /// What the answer said of a limit that outlasts this attempt (boxed: rare, and a
+    /// failure is passed around by value).
+    pub limit: Option<Box<LimitSaid>>,
+}
+
+/// A limit an answer spoke of, which the ledger keeps beyond the attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LimitSaid {
     /// A free quota, grant, credit or balance is used up: what it covers and until when.
-    /// Kept at its own scope by the ledger (the model or every model on the key), in
-    /// place of a quota pause.
-    pub exhausted: Option<Exhaustion>,
+    /// Kept at its own scope (the model or every model on the key), in place of a quota
+    /// pause.
+    Exhausted(Exhaustion),
     /// The prompt is larger than the model's tokens-per-minute limit (Groq's 413): the
     /// limit it stated (0 when it did not), so that no prompt that large is sent there
     /// again. Only this prompt is too large: the model is not paused.
-    pub over_tpm: Option<u64>,
+    PromptOverTpm(u32),
 }
 
 impl Verdict {
@@ -221,17 +229,32 @@ impl Verdict {
                 ProviderNotice => Some(PROVIDER_NOTICE_PAUSE),
                 _ => None,
             },
-            exhausted: None,
-            over_tpm: None,
+            limit: None,
+        }
+    }
+
+    /// The used-up limit the answer spoke of, if any.
+    pub fn exhausted(&self) -> Option<&Exhaustion> {
+        match self.limit.as_deref() {
+            Some(LimitSaid::Exhausted(e)) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The tokens-a-minute limit a prompt was refused for, if that was the failure.
+    pub fn over_tpm(&self) -> Option<u32> {
+        match self.limit.as_deref() {
+            Some(LimitSaid::PromptOverTpm(n)) => Some(*n),
+            _ => None,
         }
     }
 
     /// An answer that says a limit is used up: no health damage, no pause of a minute, no
     /// rejected key; the exhaustion says what waits and how long.
-    pub fn exhausted(e: Exhaustion) -> Verdict {
+    pub fn of_exhaustion(e: Exhaustion) -> Verdict {
         Verdict {
             quota_pause: None,
-            exhausted: Some(e),
+            limit: Some(Box::new(LimitSaid::Exhausted(e))),
             ..Verdict::of(FailureKind::QuotaExhausted, None)
         }
     }
@@ -275,7 +298,7 @@ pub fn kind_from_wording(text: &str) -> Option<FailureKind> {
 /// too large for model ... on tokens per minute (TPM): Limit 8000, Requested 11881"): the
 /// limit it states, 0 when it states none. `code: rate_limit_exceeded` alone cannot tell
 /// this from a 429's "retry later".
-pub fn over_tpm(status: u16, text: &str) -> Option<u64> {
+pub fn over_tpm(status: u16, text: &str) -> Option<u32> {
     let lower = text.to_ascii_lowercase();
     let per_minute = lower.contains("tokens per minute") || lower.contains("(tpm)");
     let too_large = status == 413
@@ -289,7 +312,7 @@ pub fn over_tpm(status: u16, text: &str) -> Option<u64> {
             .chars()
             .take_while(char::is_ascii_digit)
             .collect();
-        digits.parse::<u64>().ok()
+        digits.parse::<u32>().ok()
     });
     Some(limit.unwrap_or(0))
 }
@@ -404,11 +427,11 @@ pub fn classify_http(
     if !html && may_say {
         let now_ms = crate::time::unix_ms(now);
         if let Some(e) = exhaustion::read(status, &text, stated_reset_ms, now_ms) {
-            return Verdict::exhausted(e);
+            return Verdict::of_exhaustion(e);
         }
         if let Some(limit) = over_tpm(status, &text) {
             return Verdict {
-                over_tpm: Some(limit),
+                limit: Some(Box::new(LimitSaid::PromptOverTpm(limit))),
                 ..Verdict::of(FailureKind::ContextOverflow, None)
             };
         }
@@ -546,7 +569,7 @@ mod tests {
         );
         // A balance is not back in a minute: the exhaustion says how long, not a pause.
         let v = http(402, None, None, "");
-        assert!(v.exhausted.is_some() && v.quota_pause.is_none());
+        assert!(v.exhausted().is_some() && v.quota_pause.is_none());
         assert!(!v.blocks_provider, "a quota is not a rejected key");
         let v = http(
             403,
@@ -636,7 +659,7 @@ mod tests {
     fn a_prompt_over_the_models_tpm_is_too_large_there_not_a_rate_limit() {
         let groq = r#"{"error":{"message":"Request too large for model `openai/gpt-oss-120b` in organization `org_abc` service tier `on_demand` on tokens per minute (TPM): Limit 8000, Requested 11881, Please reduce your message size and try again.","type":"tokens","code":"rate_limit_exceeded"}}"#;
         let v = http(413, None, None, groq);
-        assert_eq!((v.kind, v.over_tpm), (ContextOverflow, Some(8000)));
+        assert_eq!((v.kind, v.over_tpm()), (ContextOverflow, Some(8000)));
         assert_eq!((v.quota_pause, v.damages_health), (None, false));
         let v = http(
             429,
@@ -645,11 +668,11 @@ mod tests {
             "Rate limit reached on tokens per minute (TPM): Limit 6000. Please try again in 7.2s.",
         );
         assert_eq!(
-            (v.kind, v.over_tpm),
+            (v.kind, v.over_tpm()),
             (RateLimit, None),
             "a full minute, not a large prompt"
         );
-        assert_eq!(http(413, None, None, "").over_tpm, None);
+        assert_eq!(http(413, None, None, "").over_tpm(), None);
     }
 
     #[test]

@@ -358,7 +358,7 @@ mod tests {
     fn provider_signals_are_read_with_their_reach_and_reset() {
         let now = at("2026-12-04T18:30:00Z");
         let day = DayEnds::default();
-        let cases: &[(u16, &str, Option<u64>, Option<(Signal, Option<Reach>, u64)>)] = &[
+        let cases: &[(u16, &str, Option<u64>, Want)] = &[
             (
                 403,
                 r#"{"error":{"code":"AllocationQuota.FreeTierOnly","message":"The free tier of the model has been exhausted."}}"#,
@@ -509,6 +509,9 @@ mod tests {
             );
         }
     }
+
+    /// What a case must read: its signal, reach and reset, or nothing.
+    type Want = Option<(Signal, Option<Reach>, u64)>;
 
     /// How far ahead the implied resets lie.
     struct DayEnds {

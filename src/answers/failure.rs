@@ -14,8 +14,8 @@ pub struct Failure {
     pub verdict: Verdict,
     /// The provider's HTTP status, when it answered.
     pub status: Option<u16>,
-    /// One line, safe to show (no key).
-    pub detail: String,
+    /// One line, safe to show (no key). Boxed: a failure is passed around by value.
+    pub detail: Box<str>,
     pub elapsed: Duration,
     /// The provider's `Retry-After` (or reset header), whatever the status.
     pub retry_after: Option<Duration>,
@@ -38,7 +38,7 @@ pub(crate) fn failure(
     Failure {
         verdict,
         status,
-        detail,
+        detail: detail.into_boxed_str(),
         elapsed: started.elapsed(),
         retry_after: None,
         rate: Box::default(),

@@ -12,6 +12,7 @@ use crate::commands::exit::ExitCode;
 use crate::commands::{usage, Setup};
 use crate::state::breaker::{rows, BreakerBook, BreakerRow, BreakerState};
 use crate::state::files;
+use crate::state::ledger::{HoldReason, UsageBook};
 use crate::state::serve_info::live_server;
 use crate::table;
 use crate::time::human_ms;
@@ -80,7 +81,10 @@ pub(crate) fn run(args: BreakersArgs) -> Result<ExitCode> {
             let now = crate::time::now_ms();
             // As a server would load it: times ahead of this clock cut to the longest.
             book.clamp(now, &setup.config.router.breaker);
-            rows(&book, now, &setup.config.router.breaker)
+            let mut rows = rows(&book, now, &setup.config.router.breaker);
+            let usage: UsageBook = files::load_json(&files::state_file("usage.json")?)?;
+            mark_exhausted(&mut rows, &usage, &setup, now);
+            rows
         }
     };
     if args.json {
@@ -125,8 +129,14 @@ pub(crate) fn run(args: BreakersArgs) -> Result<ExitCode> {
             Cell::new(r.consecutive_failures),
             Cell::new(r.trip_count),
             Cell::new(left(r.cooldown_ms_left)),
-            Cell::new(match r.paused_for {
-                Some(why) if r.quota_pause_ms_left > 0 => {
+            Cell::new(match (&r.held_for, r.paused_for) {
+                (Some(held), _) if r.held_ms_left > r.quota_pause_ms_left => format!(
+                    "{} ({held}: {}; until {})",
+                    left(r.held_ms_left),
+                    r.held_reason.as_deref().unwrap_or("-"),
+                    r.held_until.as_deref().unwrap_or("-")
+                ),
+                (_, Some(why)) if r.quota_pause_ms_left > 0 => {
                     format!("{} ({why})", left(r.quota_pause_ms_left))
                 }
                 _ => left(r.quota_pause_ms_left),
@@ -145,4 +155,41 @@ pub(crate) fn run(args: BreakersArgs) -> Result<ExitCode> {
     };
     println!("{} models with history, {source}", rows.len());
     Ok(ExitCode::Ok)
+}
+
+/// Marks the models `usage.json` holds out for a used-up quota (a model's own hold, or its
+/// provider's for every model on the key), with what ran out, the key and until when: what
+/// a server would show without one running.
+fn mark_exhausted(rows: &mut Vec<BreakerRow>, usage: &UsageBook, setup: &Setup, now: u64) {
+    for hold in usage
+        .holds
+        .iter()
+        .filter(|h| h.why == HoldReason::Exhausted && h.until_ms > now)
+    {
+        let says = hold.signal.map_or("free quota used up", |s| s.says());
+        let reason = match &hold.whose.key {
+            Some(key) => format!("{says} ({key})"),
+            None => says.to_string(),
+        };
+        let models: Vec<String> = setup
+            .catalog
+            .models()
+            .map(|m| m.key())
+            .filter(|m| {
+                *m == hold.whose.scope
+                    || (hold.whose.scope == hold.whose.provider
+                        && m.starts_with(&format!("{}/", hold.whose.provider)))
+            })
+            .collect();
+        for model in models {
+            let at = match rows.iter().position(|r| r.model == model) {
+                Some(at) => at,
+                None => {
+                    rows.push(BreakerRow::closed(&model, now));
+                    rows.len() - 1
+                }
+            };
+            rows[at].hold("quota_exhausted", reason.clone(), hold.until_ms, now);
+        }
+    }
 }

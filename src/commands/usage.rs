@@ -117,8 +117,15 @@ fn text(r: &UsageReport, verbose: bool, now: u64) -> String {
     for p in &r.providers {
         for k in &p.keys {
             if let (Some(until), Some(why)) = (&k.held_until, k.held_for) {
-                let why = why.says();
-                let _ = writeln!(out, "{}: {why}; passed over until {until}", k.key);
+                let mut why = why.says().to_string();
+                if let Some(signal) = k.held_signal {
+                    why = format!("{why}: {}", signal.says());
+                }
+                let whose = match &k.held_model {
+                    Some(model) => format!("{model}, {}", k.key),
+                    None => format!("{}, {}", p.provider, k.key),
+                };
+                let _ = writeln!(out, "{whose}: {why}; passed over until {until}");
             }
         }
     }

@@ -94,20 +94,34 @@ th{{background:#f0f0f0}}svg{{display:block}}.bar{{background:#eee;width:160px;he
     h.push_str("<h2>Quota pauses</h2>");
     let paused: Vec<&BreakerRow> = breakers
         .iter()
-        .filter(|r| r.quota_pause_ms_left > 0)
+        .filter(|r| r.quota_pause_ms_left > 0 || r.held_ms_left > 0)
         .collect();
     if paused.is_empty() {
         h.push_str("<p>None.</p>");
     } else {
-        h.push_str("<table><tr><th>Model</th><th>Paused for</th><th>Why</th></tr>");
+        h.push_str("<table><tr><th>Model</th><th>Paused for</th><th>Why</th><th>Until</th></tr>");
         for r in paused {
+            // A used-up quota or a provider down says what and until when; a pause its
+            // last failure.
+            let (left, why, until) = if r.held_ms_left > r.quota_pause_ms_left {
+                (
+                    r.held_ms_left,
+                    r.held_reason.clone().unwrap_or_default(),
+                    r.held_until.clone().unwrap_or_default(),
+                )
+            } else {
+                let kind = r
+                    .last_failure_kind
+                    .map_or("-".to_string(), |k| k.to_string());
+                (r.quota_pause_ms_left, kind, "-".to_string())
+            };
             let _ = write!(
                 h,
-                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&r.model),
-                human_ms(r.quota_pause_ms_left),
-                r.last_failure_kind
-                    .map_or("-".to_string(), |k| k.to_string())
+                human_ms(left),
+                esc(&why),
+                esc(&until)
             );
         }
         h.push_str("</table>");

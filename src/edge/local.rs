@@ -13,7 +13,7 @@ use crate::protocol::{self, BadRequest, ErrorReport, Protocol};
 
 pub(super) fn health(app: &App) -> Reply {
     let now = crate::time::now_ms();
-    let rows = app.router.breakers.rows(now);
+    let rows = app.router.breaker_rows(now);
     let c = crate::state::breaker::Counts::of(&rows, app.router.routable().count(), |m| {
         app.router.knows(m)
     });
@@ -65,7 +65,7 @@ pub(super) fn count_tokens(req: &Request) -> Reply {
 pub(super) fn breakers(app: &App) -> Reply {
     Reply::json(
         200,
-        &serde_json::to_value(app.router.breakers.rows(crate::time::now_ms())).unwrap_or_default(),
+        &serde_json::to_value(app.router.breaker_rows(crate::time::now_ms())).unwrap_or_default(),
     )
 }
 
@@ -134,7 +134,7 @@ pub(super) fn dashboard(app: &App) -> Reply {
     let page = crate::edge::dashboard::render(
         &summary,
         &strips,
-        &app.router.breakers.rows(now),
+        &app.router.breaker_rows(now),
         &usage,
         &history[history.len().saturating_sub(50)..],
     );

@@ -233,6 +233,19 @@ fn model_gauges(e: &mut Exposition, models: &[ModelStatus]) {
             e.sample(name, &[("model", &s.model)], value(s));
         }
     }
+    e.family("fcm_model_pause_reason", "gauge", "1 for what pauses each paused model: quota (a rate limit), quota_exhausted (a used-up free quota, until its reset), provider_down, model_overloaded, provider_notice, model_not_found.");
+    for s in models.iter().filter(|s| s.pause_ms_left > 0) {
+        let reason = match s.paused_for {
+            None => "quota",
+            Some(crate::answers::classify::FailureKind::NetworkError) => "provider_down",
+            Some(k) => k.as_str(),
+        };
+        e.sample(
+            "fcm_model_pause_reason",
+            &[("model", &s.model), ("reason", reason)],
+            1.0,
+        );
+    }
 }
 
 /// What each provider has left today: what it last said (`requests`, `tokens`, its

@@ -31,6 +31,11 @@ pub enum Behavior {
     RateLimit(u64),
     /// 429 with `x-ratelimit-reset-requests` (as `XmYs`) instead of `Retry-After`.
     RateLimitReset(u64),
+    /// 403 saying the model's free tier is exhausted, as DashScope words it
+    /// (`AllocationQuota.FreeTierOnly`): a used-up grant, not a rejected key.
+    FreeTierExhausted,
+    /// 429 saying the account's quota is used up (`insufficient_quota`).
+    InsufficientQuota,
     /// 400 saying the prompt exceeds the model's maximum context length.
     ContextOverflow,
     /// The first request gets 503 with `Retry-After: 1`; later ones are answered.
@@ -231,6 +236,8 @@ impl Behavior {
             "sse_keepalive_then_ok" => Behavior::SseKeepaliveThenOk,
             "rate_limit" => Behavior::RateLimit(param.unwrap_or(30)),
             "rate_limit_reset" => Behavior::RateLimitReset(param.unwrap_or(90)),
+            "free_tier_exhausted" => Behavior::FreeTierExhausted,
+            "insufficient_quota" => Behavior::InsufficientQuota,
             "context_overflow" => Behavior::ContextOverflow,
             "busy_once" => Behavior::BusyOnce,
             "fails_first" => Behavior::FailsFirst(param.unwrap_or(3)),

@@ -209,6 +209,20 @@ pub(super) fn respond(
             &[("x-ratelimit-reset-requests", format!("{}m{}s", secs / 60, secs % 60))],
             error("Too many requests", "rate_limit_error").as_bytes(),
         ),
+        Behavior::FreeTierExhausted => send_fixed(
+            out,
+            403,
+            json_ct,
+            &[],
+            br#"{"error":{"code":"AllocationQuota.FreeTierOnly","message":"The free tier of the model has been exhausted. If you wish to continue access the model on a paid basis, please disable the \"use free tier only\" mode in the management console.","type":"AllocationQuota.FreeTierOnly"}}"#,
+        ),
+        Behavior::InsufficientQuota => send_fixed(
+            out,
+            429,
+            json_ct,
+            &[],
+            error("You exceeded your current quota, please check your plan and billing details.", "insufficient_quota").as_bytes(),
+        ),
         Behavior::FailsFirst(failing) => {
             if shared.count_seen(&model) <= failing {
                 send_fixed(out, 500, json_ct, &[], error("internal error", "server_error").as_bytes())

@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -58,6 +59,9 @@ pub(crate) struct Turn<'r> {
     pub keeping: Option<Keeping>,
     /// Why the held model was passed over before any attempt (`capability`).
     pub affinity_note: Option<String>,
+    /// Candidates put at the back of the queue once because a request to them was out
+    /// and they had not answered yet.
+    pub deferred: Vec<usize>,
 }
 
 impl Turn<'_> {
@@ -69,6 +73,7 @@ impl Turn<'_> {
             needed,
             keeping: None,
             affinity_note: None,
+            deferred: Vec::new(),
         }
     }
 }
@@ -186,13 +191,13 @@ impl Recorder<'_> {
         if let Some(pause) = f.verdict.quota_pause {
             f.verdict.quota_pause = Some(self.ledger.rate_limited(&c.metered, grant, pause, now));
         }
-        if let Some(e) = &f.verdict.exhausted {
+        if let Some(e) = f.verdict.exhausted() {
             // Kept by the ledger at its own scope, across restarts: no breaker pause.
             self.ledger.exhausted(&c.metered, grant, e, now);
         }
-        if let Some(limit) = f.verdict.over_tpm {
+        if let Some(limit) = f.verdict.over_tpm() {
             self.ledger
-                .too_large(&c.metered, grant, limit, prompt_tokens);
+                .too_large(&c.metered, grant, u64::from(limit), prompt_tokens);
         }
         if f.kind() == FailureKind::AuthError {
             self.ledger.rejected(&c.metered, grant, now);
@@ -310,6 +315,14 @@ impl Router {
         }
     }
 
+    /// Whether candidate `i` has a request out and has not answered yet: a model gone paid
+    /// or silent is then met by that one request, not by every request at once. Such a
+    /// model is tried after the others (see `failover`), never left out.
+    pub(super) fn untried_busy(&self, i: usize) -> bool {
+        self.in_flight[i].load(Ordering::Acquire) > 0
+            && !self.evidence.has_answered(self.pool.get(i).key())
+    }
+
     /// A key and one request of budget for candidate `i`; when none may be sent a request
     /// now, its HALF_OPEN trial slot is given back and the trace says why it was skipped.
     /// The held model of a conversation goes with the key that served it (its prompt cache
@@ -367,14 +380,18 @@ impl Router {
         limits.first_token =
             self.evidence
                 .first_token(c.key(), job.prompt_tokens, job.limits.first_token);
-        call(
+        // Out until it is judged (a stream, at its commit).
+        self.in_flight[i].fetch_add(1, Ordering::AcqRel);
+        let judged = call(
             exchange,
             &c.target,
             api_key,
             restored.as_ref().unwrap_or(&job.body),
             job.stream,
             &limits,
-        )
+        );
+        self.in_flight[i].fetch_sub(1, Ordering::AcqRel);
+        judged
     }
 
     /// Records what one attempt came to (the [`Recorder`], the trace and, for a failure,
@@ -433,7 +450,7 @@ impl Router {
                     status: f.status,
                     kind: f.kind(),
                     blame: f.verdict.blame,
-                    detail: f.detail.clone(),
+                    detail: f.detail.to_string(),
                 });
                 Err(Missed::Failed(f))
             }

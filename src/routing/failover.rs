@@ -239,6 +239,22 @@ impl Router {
             {
                 break;
             }
+            if self.untried_busy(i) && !turn.deferred.contains(&i) {
+                // After the others: a model that has not answered yet takes one request
+                // at a time while there is anyone else.
+                turn.deferred.push(i);
+                let skip = Skip::new(self.pool.get(i).key(), SkipReason::UntriedBusy);
+                turn.trace.skipped.push(skip);
+                queue.order.push_back(i);
+                continue;
+            }
+            if turn.deferred.contains(&i) {
+                // Its turn came after all: no longer a skip.
+                let key = self.pool.get(i).key();
+                turn.trace
+                    .skipped
+                    .retain(|s| !(s.model == key && s.reason == SkipReason::UntriedBusy));
+            }
             self.trim_to_fit(i, job, &queue.order, turn);
             let Some(trial) = self.admit(i, turn) else {
                 continue;
@@ -254,7 +270,7 @@ impl Router {
             if queue.last_resort.as_deref() == Some(c.key()) {
                 queue.last_resort = None;
             }
-            if f.kind() == FailureKind::ContextOverflow && f.verdict.over_tpm.is_none() {
+            if f.kind() == FailureKind::ContextOverflow && f.verdict.over_tpm().is_none() {
                 // Only a larger window can take it.
                 turn.needed = turn.needed.max(c.context + 1);
             }

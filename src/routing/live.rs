@@ -197,6 +197,21 @@ impl Evidence {
         })
     }
 
+    /// Whether the model answered at least once lately (a success in its window), or its
+    /// last bench found it usable.
+    pub(crate) fn has_answered(&self, model: &str) -> bool {
+        let live = self.index.get(model).is_some_and(|&i| {
+            let window = self.windows[i].lock().unwrap_or_else(|e| e.into_inner());
+            window.results.iter().any(Option::is_some)
+        });
+        live || self
+            .bench
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(model)
+            .is_some_and(|b| b.usable)
+    }
+
     /// Adds a real result to the model's window (`None`: a failure).
     pub(crate) fn observe(&self, model: &str, ttft_ms: Option<u64>) {
         let Some(&i) = self.index.get(model) else {

@@ -234,7 +234,7 @@ impl Ping {
             kind: f.kind(),
             status: f.status,
             pause: f.verdict.quota_pause,
-            detail: f.detail,
+            detail: f.detail.into(),
         }
     }
 }

@@ -81,7 +81,7 @@ impl Refused {
                     .quota_pause
                     .map(|p| p.as_secs().max(1))
                     .or_else(|| {
-                        let e = f.verdict.exhausted.as_ref()?;
+                        let e = f.verdict.exhausted()?;
                         Some(e.until_ms.saturating_sub(now).div_ceil(1000).max(1))
                     });
                 (429, wait)

@@ -85,6 +85,8 @@ pub(crate) struct Router {
     pub breakers: Breakers,
     /// Providers whose connections fail right now: all their models wait.
     pub outages: crate::state::outages::Outages,
+    /// Requests out to each candidate (by index) and not yet answered.
+    pub(super) in_flight: Vec<std::sync::atomic::AtomicU32>,
     /// What was spent and is left, per provider, model and key; which key goes next.
     pub ledger: Ledger,
     pub history: History,
@@ -147,6 +149,7 @@ impl Router {
         let pool = Candidates::new(p.catalog, p.keys, p.session_id, &p.secrets);
         let evidence = Evidence::new(pool.all().map(Candidate::key), p.bench);
         let metrics = crate::state::metrics::Metrics::new(pool.all().map(Candidate::key));
+        let in_flight = pool.all().map(|_| Default::default()).collect();
         let cfg = p.config;
         Router {
             metrics,
@@ -157,6 +160,7 @@ impl Router {
             evidence,
             breakers: p.breakers,
             outages: crate::state::outages::Outages::default(),
+            in_flight,
             ledger: p.ledger,
             history: p.history,
             affinity: p.affinity,

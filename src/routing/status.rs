@@ -72,9 +72,15 @@ pub(crate) struct ModelStatus {
     pub(crate) cooldown_ms_left: u64,
     /// Left of a pause (a quota, an overloaded model's back-off, a notice, a missing model).
     pub(crate) pause_ms_left: u64,
-    /// What set the pause; `None` for a quota (or no pause).
+    /// What set the pause; `None` for a quota (or no pause). `quota_exhausted` for a
+    /// used-up free quota, `network_error` for a provider that is down.
     #[serde(default)]
     pub(crate) paused_for: Option<FailureKind>,
+    /// For a used-up quota or a provider down: what was said, and when it is back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) held_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) held_until: Option<String>,
     #[serde(default)]
     pub(crate) last_failure_kind: Option<FailureKind>,
     pub(crate) evidence: Evidence,
@@ -117,8 +123,18 @@ impl ModelStatus {
             consecutive_failures: row.map_or(0, |r| r.consecutive_failures),
             trip_count: row.map_or(0, |r| r.trip_count),
             cooldown_ms_left: row.map_or(0, |r| r.cooldown_ms_left),
-            pause_ms_left: row.map_or(0, |r| r.quota_pause_ms_left),
-            paused_for: row.and_then(|r| r.paused_for),
+            pause_ms_left: row.map_or(0, |r| r.quota_pause_ms_left.max(r.held_ms_left)),
+            paused_for: row.and_then(|r| match r.held_for.as_deref() {
+                Some("quota_exhausted") if r.held_ms_left > r.quota_pause_ms_left => {
+                    Some(FailureKind::QuotaExhausted)
+                }
+                Some("provider_down") if r.held_ms_left > r.quota_pause_ms_left => {
+                    Some(FailureKind::NetworkError)
+                }
+                _ => r.paused_for,
+            }),
+            held_reason: row.and_then(|r| r.held_reason.clone()),
+            held_until: row.and_then(|r| r.held_until.clone()),
             last_failure_kind: row.and_then(|r| r.last_failure_kind),
             evidence,
             evidence_from,
@@ -134,6 +150,45 @@ impl ModelStatus {
 }
 
 impl Router {
+    /// Every breaker row, with the models kept out by a used-up quota (every key's) or
+    /// their provider being down marked so, with why and until when (a row is made for a
+    /// model whose breaker has seen nothing): what `fcm breakers`, `/health` and the
+    /// dashboard show.
+    pub(crate) fn breaker_rows(&self, now: u64) -> Vec<BreakerRow> {
+        let mut rows = self.breakers.rows(now);
+        let down: HashMap<String, u64> = self.outages.down(now).into_iter().collect();
+        for c in self.routable() {
+            let held = match (
+                self.ledger.exhaustion(&c.metered, now),
+                down.get(&c.target.provider_id),
+            ) {
+                (Some((until, signal, key)), _) => {
+                    let whose = key.map(|k| format!(" ({k})")).unwrap_or_default();
+                    let reason = format!("{}{whose}", signal.says());
+                    Some((SkipReason::QuotaExhausted, reason, until))
+                }
+                (None, Some(&until)) => Some((
+                    SkipReason::ProviderDown,
+                    format!("{} refuses or resets connections", c.target.provider_id),
+                    until,
+                )),
+                (None, None) => None,
+            };
+            let Some((why, reason, until)) = held else {
+                continue;
+            };
+            let at = match rows.iter().position(|r| r.model == c.key()) {
+                Some(at) => at,
+                None => {
+                    rows.push(BreakerRow::closed(c.key(), now));
+                    rows.len() - 1
+                }
+            };
+            rows[at].hold(why.as_str(), reason, until, now);
+        }
+        rows
+    }
+
     /// Today's usage report of the routable models' providers (as the dashboard shows it).
     pub(crate) fn usage_today(&self, catalog: &Catalog, now: u64) -> UsageReport {
         let mut configured: Vec<(&str, Vec<String>)> = self
@@ -182,8 +237,7 @@ impl Router {
             .map(|s| (s.model.as_str(), s.reason))
             .collect();
         let rows: HashMap<String, BreakerRow> = self
-            .breakers
-            .rows(now)
+            .breaker_rows(now)
             .into_iter()
             .map(|r| (r.model.clone(), r))
             .collect();

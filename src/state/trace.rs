@@ -42,11 +42,14 @@ pub(crate) enum SkipReason {
     QuotaExhausted,
     /// Its provider refused or reset connections a moment ago: down for a short pause.
     ProviderDown,
+    /// It has not answered yet and a request to it is out: one at a time until it does,
+    /// so that a model gone paid or silent is met once, not by every request at once.
+    UntriedBusy,
 }
 
 impl SkipReason {
     /// Every reason, in declaration order (`ALL[r as usize] == r`).
-    pub(crate) const ALL: [SkipReason; 13] = [
+    pub(crate) const ALL: [SkipReason; 14] = [
         SkipReason::MissingKey,
         SkipReason::ProviderBlocked,
         SkipReason::CircuitOpen,
@@ -60,6 +63,7 @@ impl SkipReason {
         SkipReason::ProviderNotice,
         SkipReason::QuotaExhausted,
         SkipReason::ProviderDown,
+        SkipReason::UntriedBusy,
     ];
 
     /// Its name in history, headers and `x-fcm-v2-affinity` (as serialised).
@@ -78,6 +82,7 @@ impl SkipReason {
             SkipReason::ProviderNotice => "provider_notice",
             SkipReason::QuotaExhausted => "quota_exhausted",
             SkipReason::ProviderDown => "provider_down",
+            SkipReason::UntriedBusy => "untried_busy",
         }
     }
 }

@@ -220,6 +220,8 @@ fn left_text(m: &LiveModel) -> String {
             Some(FailureKind::ModelOverloaded) => "overload",
             Some(FailureKind::ProviderNotice) => "notice",
             Some(FailureKind::ModelNotFound) => "gone",
+            Some(FailureKind::QuotaExhausted) => "exhausted",
+            Some(FailureKind::NetworkError) => "down",
             Some(k) => k.as_str(),
             None => "quota",
         };

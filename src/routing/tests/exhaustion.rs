@@ -198,3 +198,58 @@ fn a_prompt_over_a_models_tokens_a_minute_is_not_sent_there_again_but_a_small_on
     // Not paused: a prompt that fits goes there.
     assert_eq!(world.auto().decision, "p/a!served|p/a:200|skips=0");
 }
+
+#[test]
+fn a_model_that_never_answered_gets_one_request_at_a_time_so_a_notice_stops_the_wave() {
+    let world = Setup {
+        models: ranked(&["p/a", "q/b", "r/c", "s/d", "t/e"]),
+        ..Setup::default()
+    }
+    .world();
+    let notice = || {
+        Reply::after(
+            400,
+            Reply::Text("This model now requires a paid plan. Add credits to continue."),
+        )
+    };
+    world.script.on("a", (0..4).map(|_| notice()));
+    let answers: Vec<super::Answered> = std::thread::scope(|s| {
+        let first = s.spawn(|| world.auto());
+        // The others arrive while the first is out at p/a.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let rest: Vec<_> = (0..3).map(|_| s.spawn(|| world.auto())).collect();
+        std::iter::once(first)
+            .chain(rest)
+            .map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert!(
+        answers[0].decision.contains("p/a:provider_notice->"),
+        "{}",
+        answers[0].decision
+    );
+    for a in &answers {
+        assert_eq!(a.status, 200, "{}", a.decision);
+    }
+    for a in &answers[1..] {
+        assert_eq!(
+            skip_reason(a, "p/a").as_deref(),
+            Some("untried_busy"),
+            "{}",
+            a.decision
+        );
+        assert!(!a.decision.contains("p/a:"), "{}", a.decision);
+    }
+    let to_a = world
+        .script
+        .sent()
+        .iter()
+        .filter(|s| s.model == "a")
+        .count();
+    assert_eq!(to_a, 1, "one request met the notice");
+    // The notice pauses it for the requests after.
+    assert_eq!(
+        skip_reason(&world.auto(), "p/a").as_deref(),
+        Some("provider_notice")
+    );
+}

@@ -39,7 +39,10 @@ impl Counts {
             degraded: count(BreakerState::Degraded),
             half_open: count(BreakerState::HalfOpen),
             open: count(BreakerState::Open),
-            quota_paused: rows.iter().filter(|r| r.quota_pause_ms_left > 0).count(),
+            quota_paused: rows
+                .iter()
+                .filter(|r| r.quota_pause_ms_left > 0 || r.held_ms_left > 0)
+                .count(),
         }
     }
 }
@@ -61,6 +64,33 @@ pub struct BreakerRow {
     pub paused_for: Option<FailureKind>,
     pub last_failure_kind: Option<FailureKind>,
     pub updated_at: String,
+    /// Kept out by its free quota or its provider rather than its health:
+    /// `quota_exhausted` (every key's quota for it is used up) or `provider_down`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_for: Option<String>,
+    /// What the provider said, for people: `the day's limit is reached (groq#1)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_reason: Option<String>,
+    /// When it is back (RFC 3339), and how long that is from now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_until: Option<String>,
+    #[serde(default)]
+    pub held_ms_left: u64,
+}
+
+impl BreakerRow {
+    /// A row for a model whose breaker has seen nothing (CLOSED).
+    pub fn closed(model: &str, now: u64) -> BreakerRow {
+        row(model, &Health::default(), now, &BreakerConfig::default())
+    }
+
+    /// Marks it held out until `until_ms` for `held_for` (`reason` for people).
+    pub fn hold(&mut self, held_for: &str, reason: String, until_ms: u64, now: u64) {
+        self.held_for = Some(held_for.to_string());
+        self.held_reason = Some(reason);
+        self.held_until = Some(crate::time::rfc3339(until_ms));
+        self.held_ms_left = until_ms.saturating_sub(now);
+    }
 }
 
 pub fn row(model: &str, h: &Health, now: u64, cfg: &BreakerConfig) -> BreakerRow {
@@ -74,6 +104,10 @@ pub fn row(model: &str, h: &Health, now: u64, cfg: &BreakerConfig) -> BreakerRow
         paused_for: h.pause(now).and(h.paused_for),
         last_failure_kind: h.last_failure_kind,
         updated_at: crate::time::rfc3339(h.updated_at_ms),
+        held_for: None,
+        held_reason: None,
+        held_until: None,
+        held_ms_left: 0,
     }
 }
 

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use crate::answers::exhaustion::{Exhaustion, Reach};
+use crate::answers::exhaustion::{Exhaustion, Reach, Signal};
 use crate::providers::quota::{self, Window};
 use crate::state::files::StateError;
 
@@ -339,6 +339,27 @@ impl Ledger {
         let mut inner = self.lock();
         inner.hold(hold);
         self.dirty.store(true, Ordering::Release);
+    }
+
+    /// Whether every key of `m` is held for a used-up quota now: until when the first of
+    /// them comes back, what ran out, and that key's label.
+    pub fn exhaustion(&self, m: &Metered, now: u64) -> Option<(u64, Signal, Option<String>)> {
+        let inner = self.lock();
+        let mut first: Option<(u64, Signal, Option<String>)> = None;
+        for key in &m.keys {
+            let hold = inner.held(key, now)?;
+            if hold.why != HoldReason::Exhausted {
+                return None;
+            }
+            let signal = hold.signal.unwrap_or(Signal::DailyLimit);
+            if first
+                .as_ref()
+                .is_none_or(|(until, _, _)| hold.until_ms < *until)
+            {
+                first = Some((hold.until_ms, signal, key.label.clone()));
+            }
+        }
+        first
     }
 
     /// How many more probe requests `m` may be sent today across its keys, as far as a

@@ -12,6 +12,7 @@ use crate::providers::quota::{self, Quota, Scope, Unit, Window};
 use crate::time::{rfc3339, utc_day, DAY_MS};
 
 use super::book::{HoldReason, Reported, UsageBook, UsageRow};
+use crate::answers::exhaustion::Signal;
 
 /// `fcm usage --json`.
 #[derive(Debug, Clone, Serialize)]
@@ -196,7 +197,16 @@ pub struct KeyLine {
     pub held_until: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_for: Option<HoldReason>,
+    /// For a used-up quota: what ran out (`daily_limit`, ...), and for which model when
+    /// not for all of the provider's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_signal: Option<Signal>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_model: Option<String>,
 }
+
+/// How a provider without keys is named where a key's label would go.
+pub const NO_KEY: &str = "(no key)";
 
 /// The tightest live window of each unit in a set of reports: (remaining, reset_at).
 #[derive(Debug, Clone, Copy, Default)]
@@ -414,11 +424,16 @@ fn fill_holds(
         if model.is_some_and(|m| h.whose.scope != m && h.whose.scope != provider) {
             continue;
         }
-        if let Some(label) = &h.whose.key {
-            let k = key_line(&mut line.keys, label);
-            k.held_until = Some(rfc3339(h.until_ms));
-            k.held_for = Some(h.why);
+        let label = h.whose.key.as_deref().unwrap_or(NO_KEY);
+        let k = key_line(&mut line.keys, label);
+        // The hold that ends last is the one that says when the key is back.
+        if k.held_until.as_deref() > Some(rfc3339(h.until_ms).as_str()) {
+            continue;
         }
+        k.held_until = Some(rfc3339(h.until_ms));
+        k.held_for = Some(h.why);
+        k.held_signal = h.signal;
+        k.held_model = (h.whose.scope != h.whose.provider).then(|| h.whose.scope.clone());
     }
     line.keys.sort_by(|a, b| a.key.cmp(&b.key));
 }
