@@ -438,62 +438,73 @@ fn three_quick_429s_pause_a_model_for_15_minutes() {
 }
 
 #[test]
-fn the_bench_says_what_it_will_spend_and_refuses_what_it_does_not_have() {
+fn the_bench_spends_a_small_share_of_a_day_says_so_and_nothing_once_it_is_spent() {
     let fake = fake();
     let w = World::new();
+    // One account's 50 requests a day for two models: the bench may spend 2% of it, one
+    // request, whatever `--pings` asks.
     catalog(
         &w,
         &fake.base_url(),
         &["ok#a", "ok#b"],
-        Some(json!({"requestsPerDay": 10, "scope": "provider"})),
+        Some(json!({"requestsPerDay": 50, "scope": "provider"})),
         None,
     );
-    let out = w.fcm(&["bench", "--pings", "3"]);
+    let out = w.fcm(&["bench", "--pings", "3", "--tools", "--json"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(
         out.stderr.contains(
-            "p: will spend 6 requests of a known 10 a day (60%), 9 left for probes before it"
+            "p: 1 of the 12 requests asked for, a known 50 a day allowing the bench 2% of it; 1 of its 2 models not contacted"
         ),
         "{out:?}"
     );
-    assert_eq!(fake.requests().len(), 6);
-    let out = w.fcm(&["bench", "--pings", "3", "--json"]);
-    assert!(out.stderr.contains("p: not contacted (2 models): 6 requests needed, 3 left for probes today of a known 10 a day"), "{out:?}");
+    assert_eq!(fake.requests().len(), 1);
     let models = out.json()["models"].as_array().unwrap().clone();
-    assert!(
-        models
-            .iter()
-            .all(|m| m["verdict"] == "quota_budget" && m["pings"] == 0),
-        "{models:?}"
+    let a = models.iter().find(|m| m["model"] == "p/ok#a").unwrap();
+    assert_eq!(
+        (a["pings"].clone(), a["budgetCapped"].clone()),
+        (json!(1), json!(true)),
+        "{a}"
     );
-    assert_eq!(fake.requests().len(), 6, "not contacted");
+    let b = models.iter().find(|m| m["model"] == "p/ok#b").unwrap();
+    assert_eq!(b["verdict"], "quota_budget", "{b}");
+    // The table says so.
     let out = w.fcm(&["bench", "--pings", "3"]);
+    assert!(out.stdout.contains("1/1*"), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("* fewer pings than asked: a known daily limit gives the bench 2% of it"),
+        "{out:?}"
+    );
+    assert_eq!(fake.requests().len(), 2);
+    // A spent day: nothing is sent, and the saved ranking keeps what was measured.
+    let usage: Value =
+        serde_json::from_str(&std::fs::read_to_string(w.home_file("usage.json")).unwrap()).unwrap();
+    let mut spent = usage.clone();
+    spent["days"][0]["rows"][0]["requests"] = json!(50);
+    std::fs::write(w.home_file("usage.json"), spent.to_string()).unwrap();
+    let out = w.fcm(&["bench", "--pings", "1"]);
     assert_eq!(out.code, 1, "nothing usable: {out:?}");
+    assert!(out.stderr.contains("nothing more today"), "{out:?}");
     assert!(
         out.stdout
             .contains("2 models not contacted (over budget): p (see `fcm usage`"),
         "{out:?}"
     );
-    assert_eq!(fake.requests().len(), 6, "not contacted");
-    // The saved ranking keeps what the first run measured.
+    assert_eq!(fake.requests().len(), 2, "not contacted");
     let saved: Value =
         serde_json::from_str(&std::fs::read_to_string(w.home_file("bench.json")).unwrap()).unwrap();
-    assert!(
-        saved["models"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|m| m["pings"] == 3),
-        "{saved}"
-    );
-    // Three are left for probes: one ping each fits.
-    let out = w.fcm(&["bench", "--pings", "1"]);
-    assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(fake.requests().len(), 8);
+    let a = saved["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["model"] == "p/ok#a")
+        .unwrap()
+        .clone();
+    assert_eq!(a["pings"], 1, "{saved}");
     let u: Value = serde_json::from_str(&w.fcm(&["usage", "--json"]).stdout).unwrap();
-    assert_eq!(u["providers"][0]["requests"], 8, "{u}");
     assert_eq!(
         u["providers"][0]["limits"],
-        json!({"requestsPerDay": 10, "scope": "provider"})
+        json!({"requestsPerDay": 50, "scope": "provider"})
     );
 }

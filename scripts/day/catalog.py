@@ -37,7 +37,8 @@ class Model:
 class Provider:
     id: str
     base_url: str
-    key_env: str | None
+    key_env: str | None   # the variable its key is read from first; None: it needs no key
+    key_envs: list        # every variable fcm may read a key of it from
     quota: dict
     models: list
 
@@ -55,7 +56,7 @@ def load(path):
             for m in p["models"]
         ]
         providers.append(Provider(p["id"], p["baseUrl"], p["apiKeyEnv"][0] if needs_key else None,
-                                  p.get("quota") or {}, models))
+                                  p.get("apiKeyEnv") or [], p.get("quota") or {}, models))
     return providers
 
 
@@ -71,8 +72,6 @@ def write_pointed(source, target, ports):
     with open(source) as f:
         raw = json.load(f)
     for p in raw["providers"]:
-        path = urlsplit(p["baseUrl"].replace("{", "%7B").replace("}", "%7D")).path
-        path = path.replace("%7B", "{").replace("%7D", "}")
-        p["baseUrl"] = f"http://127.0.0.1:{ports[p['id']]}{path}"
+        p["baseUrl"] = f"http://127.0.0.1:{ports[p['id']]}{urlsplit(p['baseUrl']).path}"
     with open(target, "w") as f:
         json.dump(raw, f, indent=1)

@@ -67,8 +67,9 @@ class Plan:
         return next((o for o in self.outages if o.provider == provider and o.covers(t)), None)
 
 
-def draw(providers, profiles, seed, day_seconds):
-    """The plan for a world of `providers` (catalog.Provider) over a day of `day_seconds`."""
+def draw(providers, profile_of, seed, day_seconds):
+    """The plan for a world of `providers` (catalog.Provider, each with its profile from
+    `profile_of`) over a day of `day_seconds`."""
     rng = random.Random(f"plan:{seed}")
     present = {p.id for p in providers}
     hit = rng.sample([p for p in OUTAGE_CANDIDATES if p in present], 2)
@@ -81,7 +82,7 @@ def draw(providers, profiles, seed, day_seconds):
     paid = rng.choice(_strongest_with_tools(providers, "pollinations"))
     paces = {}
     for p in providers:
-        speed = profiles(p.id).speed
+        speed = profile_of(p.id).speed
         for m in p.models:
             model_rng = random.Random(f"pace:{seed}:{m.key}")
             ttft = _log_uniform(model_rng, *TTFT_MEDIAN_SECONDS) / speed

@@ -96,7 +96,7 @@ class Overrun:
     used: int
     requested: int
     retry_after: float | None   # None: not within the run
-    whole_window: bool          # the request alone is more than the limit allows
+    whole_window: bool          # the request alone is more than a rolling window allows
 
 
 class Ledger:
@@ -123,8 +123,9 @@ class Ledger:
         for meter in self._applicable(provider, model):
             amount = cost[meter.limit.unit]
             if not meter.fits(now, amount):
-                return Overrun(meter.limit, meter.used(now), amount, meter.frees_in(now, amount),
-                               amount > meter.limit.amount)
+                limit = meter.limit
+                return Overrun(limit, meter.used(now), amount, meter.frees_in(now, amount),
+                               limit.window is not None and amount > limit.amount)
         return None
 
     def admit(self, provider, model, cost, now):
@@ -143,8 +144,9 @@ class Ledger:
             return self._first_overrun(provider, model, cost, now)
 
     def figures(self, provider, model, now):
-        """(limit, remaining now, seconds until the oldest count leaves its window) for each
-        limit on this model, for the headers providers send with every answer."""
+        """(limit, remaining now, seconds until its window is empty again, or None when it
+        lasts the run) for each limit on this model, for the headers providers send with
+        every answer."""
         with self.lock:
             out = []
             for meter in self._applicable(provider, model):

@@ -97,6 +97,7 @@ class ProviderServer(ThreadingHTTPServer):
     """One provider's listener; it knows its open connections so an outage can cut them."""
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 128  # a router opens many connections at once
 
     def __init__(self, address, world, provider_id):
         self.world = world

@@ -37,7 +37,7 @@ def key_for(seed, env):
 
 def limits_of(provider):
     """The catalog's own limits (provider and model quotas) and the unpublished ones."""
-    limits = from_catalog_quota(provider.quota) if provider.quota else []
+    limits = from_catalog_quota(provider.quota)
     for model in provider.models:
         if model.quota:
             limits += from_catalog_quota({**model.quota, "scope": "model"}, only=[model.id])
@@ -144,7 +144,7 @@ def write_files(world, ports, control, catalog_path):
     with open(os.path.join(directory, "keys.env"), "w") as f:
         for env, key in sorted(world.keys.items()):
             f.write(f"export {env}={key}\n")
-        every_env = {e for p in json.load(open(catalog_path))["providers"] for e in p.get("apiKeyEnv", [])}
+        every_env = {env for p in world.providers.values() for env in p.key_envs}
         for env in sorted(every_env):
             for name in [env] + [f"{env}_{n}" for n in NUMBERED_KEYS]:
                 if name not in world.keys:

@@ -224,6 +224,7 @@ pub fn summarize(m: ModelRef<'_>, pings: &[(Question, Ping)], measured_at: &str)
         last_failure_status: last_failure.as_ref().and_then(|f| f.1),
         last_failure: last_failure.map(|f| f.2),
         measured_at: measured_at.to_string(),
+        budget_capped: false,
     }
 }
 

@@ -88,6 +88,14 @@ pub struct ModelResult {
     pub last_failure_status: Option<u16>,
     pub last_failure: Option<String>,
     pub measured_at: String,
+    /// Fewer pings were sent than asked for: a known daily budget allows the bench only a
+    /// small share of it (see `fcm bench`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub budget_capped: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl ModelResult {

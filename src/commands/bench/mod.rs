@@ -203,7 +203,7 @@ pub fn execute(
     }
     let (targets, over): (Vec<_>, Vec<_>) = all
         .into_iter()
-        .partition(|(m, _)| !budget.skipped.contains(&m.key()));
+        .partition(|(m, _)| budget.for_model(&m.key(), 1) > 0);
     let live = plan.live.then(|| {
         let keys = targets.iter().map(|(m, _)| m.key()).collect();
         std::sync::Mutex::new(LiveTable::new(keys, plan.policy, secrets))
@@ -234,13 +234,15 @@ pub fn execute(
             .par_iter()
             .with_max_len(1)
             .map(|(m, c)| {
-                let pings = probe(record, &upstream, c, &asked, plan.timeout);
+                let allowed = budget.for_model(&m.key(), asked.len() as u64) as usize;
+                let pings = probe(record, &upstream, c, &asked[..allowed], plan.timeout);
                 bar.inc(1);
-                let result = match pings.is_empty() {
+                let mut result = match pings.is_empty() {
                     // Its budget ran out before its first ping (a request beside the bench).
                     true => over_budget(*m, &now),
                     false => summarize(*m, &pings, &now),
                 };
+                result.budget_capped = allowed < asked.len();
                 if let Some(live) = &live {
                     live.lock()
                         .unwrap_or_else(|e| e.into_inner())
@@ -263,49 +265,67 @@ pub fn execute(
     })
 }
 
+/// The share of a known daily limit a bench run may spend: a bench is a look, not a
+/// day's work. At least one request while the counter has any room for probes.
+pub const BENCH_SHARE: f64 = 0.02;
+
 /// What a bench run may spend, decided before it starts.
 #[derive(Debug, Default)]
 pub struct BudgetPlan {
-    /// Models not to contact: their counter's known budget is below its pings.
-    pub skipped: Vec<String>,
-    /// Lines for stderr: spending over a tenth of a known daily limit, and what was skipped.
+    /// Requests each model whose counter has a known daily limit may be sent (0: not
+    /// contacted); a model not named here may be sent every ping asked for.
+    pub allowed: BTreeMap<String, u64>,
+    /// Lines for stderr: what was cut or skipped, and why.
     pub notices: Vec<String>,
 }
 
-/// The bench's pings against each counter's known daily budget: models sharing a counter
-/// (a provider-wide limit) share its room. `pings`: requests each model is sent.
+impl BudgetPlan {
+    /// The requests `model` may be sent, of the `asked`.
+    pub fn for_model(&self, model: &str, asked: u64) -> u64 {
+        self.allowed.get(model).map_or(asked, |n| (*n).min(asked))
+    }
+}
+
+/// The bench's pings against each counter's known daily budget: a counter (a model, or a
+/// whole provider's account) gives the bench at most [`BENCH_SHARE`] of its daily limit
+/// (at least one request while it has room for probes, none once it is spent), shared
+/// out among its models in catalog order. `--pings` asks, the budget decides. `pings`:
+/// requests each model is asked.
 pub fn budget_plan(
     models: &[(ModelRef<'_>, Candidate)],
     ledger: &Ledger,
     pings: u64,
 ) -> BudgetPlan {
     let now = time::now_ms();
-    // counter -> (its room, models, requests planned)
-    let mut counters: BTreeMap<String, (Room, Vec<String>, u64)> = BTreeMap::new();
+    // counter -> (its room, models)
+    let mut counters: BTreeMap<String, (Room, Vec<String>)> = BTreeMap::new();
     for (m, c) in models {
         if let Some(room) = ledger.probe_room(&c.metered, now) {
             let entry = counters
                 .entry(room.counter.clone())
-                .or_insert_with(|| (room, Vec::new(), 0));
+                .or_insert_with(|| (room, Vec::new()));
             entry.1.push(m.key());
-            entry.2 += pings;
         }
     }
     let mut plan = BudgetPlan::default();
-    for (counter, (room, members, planned)) in counters {
-        let share = planned as f64 * 100.0 / room.daily_limit.max(1) as f64;
-        if planned > room.left {
+    for (counter, (room, members)) in counters {
+        let share = ((room.daily_limit as f64 * BENCH_SHARE) as u64).max(1);
+        let mut total = share.min(room.left);
+        let wanted = pings * members.len() as u64;
+        for model in &members {
+            let mine = pings.min(total);
+            total -= mine;
+            plan.allowed.insert(model.clone(), mine);
+        }
+        let skipped = members.iter().filter(|m| plan.allowed[*m] == 0).count();
+        if wanted > share.min(room.left) {
+            let sent = wanted - members.iter().map(|m| pings - plan.allowed[m]).sum::<u64>();
             plan.notices.push(format!(
-                "{counter}: not contacted ({} models): {planned} requests needed, {} left for probes today of a known {} a day (the last 10% is kept for real work); `--pings 1` or `--model` spends less",
-                members.len(),
-                room.left,
-                room.daily_limit
-            ));
-            plan.skipped.extend(members);
-        } else if planned * 10 > room.daily_limit {
-            plan.notices.push(format!(
-                "{counter}: will spend {planned} requests of a known {} a day ({share:.0}%), {} left for probes before it",
-                room.daily_limit, room.left
+                "{counter}: {sent} of the {wanted} requests asked for, a known {} a day allowing the bench {}{}{}",
+                room.daily_limit,
+                if room.left == 0 { "nothing more today" .to_string() } else { format!("{:.0}% of it", BENCH_SHARE * 100.0) },
+                if skipped > 0 { format!("; {skipped} of its {} models not contacted", members.len()) } else { String::new() },
+                if room.left == 0 { " (`fcm usage` shows when it frees up)" } else { "" },
             ));
         }
     }
@@ -356,6 +376,14 @@ fn table_text(report: &BenchReport) -> String {
     }
     let usable = probed.iter().filter(|m| m.usable).count();
     let _ = writeln!(out, "{} models probed, {usable} usable", probed.len());
+    if probed.iter().any(|m| m.budget_capped) {
+        let _ = writeln!(
+            out,
+            "{} fewer pings than asked: a known daily limit gives the bench {:.0}% of it",
+            rows::BUDGET_MARK,
+            BENCH_SHARE * 100.0
+        );
+    }
     let (over, no_key): (Vec<_>, Vec<_>) = no_key
         .into_iter()
         .partition(|m| m.verdict == BenchVerdict::QuotaBudget);

@@ -4,6 +4,10 @@
 use crate::state::bench_file::{BenchReport, ModelResult};
 use crate::table;
 
+/// Marks a model sent fewer pings than asked: its known daily budget allows the bench only
+/// a small share.
+pub(super) const BUDGET_MARK: &str = "*";
+
 /// The probed models in rank order, then the `pending` ones (still being probed) marked
 /// as such; at most `limit` rows. The `Tools` column shows only when tool pings were sent.
 pub(super) fn table(
@@ -52,7 +56,12 @@ fn row(m: &ModelResult, tools: bool) -> Vec<String> {
         m.rank.to_string(),
         m.model.clone(),
         m.verdict.label().to_string(),
-        format!("{}/{}", m.successes, m.pings),
+        format!(
+            "{}/{}{}",
+            m.successes,
+            m.pings,
+            if m.budget_capped { BUDGET_MARK } else { "" }
+        ),
     ];
     if tools {
         row.push(tool_cell(m));
