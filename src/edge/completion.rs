@@ -19,6 +19,7 @@ use crate::edge::request_id::request_id;
 use crate::edge::request_log;
 use crate::protocol::{self, BadRequest, ErrorReport, Protocol};
 use crate::routing::carry::Carried;
+use crate::routing::continuation::{Broken, Continued};
 use crate::routing::{Ask, Delivery, Refused, Route, Served, SessionName};
 use crate::state::trace::{Outcome, Trace};
 
@@ -219,14 +220,10 @@ fn deliver(conn: &mut Conn, app: &App, served: Served<'_>, asked: &Asked<'_>) {
     app.router.complete(trace, started);
 }
 
-/// How many times an answer that broke off is handed to another model to finish.
-const CONTINUATIONS: usize = 2;
-
-/// Forwards a committed stream; when it breaks after content (in text, not inside a tool
-/// call), another model finishes the answer in the same client stream, up to
-/// [`CONTINUATIONS`] times; otherwise the client is told the answer broke off, in its own
-/// protocol. The trace comes back with every attempt; a finished continuation is
-/// [`Outcome::Continued`].
+/// Forwards a committed stream; when it breaks after content, the router says whether
+/// another model finishes the answer in the same client stream (`Router::continue_broken`);
+/// otherwise the client is told the answer broke off, in its own protocol. The trace comes
+/// back with every attempt; a finished continuation is [`Outcome::Continued`].
 fn relay_stream(
     app: &App,
     asked: &Asked<'_>,
@@ -251,23 +248,23 @@ fn relay_stream(
         let model = trace.served_model.clone().unwrap_or_default();
         committed.finish(&StreamEnd::Failed(broke.clone()), &mut trace);
         let given = relay.given();
-        let pinned = matches!(asked.route, Route::Pinned(_));
-        if continued == CONTINUATIONS || given.call_begun || pinned || !relay.client_here() {
-            relay.fail(&broke.detail, secrets);
-            return trace;
-        }
-        continued += 1;
-        trace.notes.push(format!("continued_after:{model}"));
-        let body = crate::routing::continuation::request(asked.ask.body, &given.text);
-        let ask = Ask {
-            body: &body,
-            exclude: Some(&model),
-            session: asked.ask.session.clone(),
-            tools: asked.ask.tools.clone(),
-            ..*asked.ask
+        let broken = Broken {
+            model: &model,
+            text: &given.text,
+            call_begun: given.call_begun,
+            client_here: relay.client_here(),
+            continued,
         };
-        match app.router.route(asked.route, &ask, trace) {
-            Ok(served) => {
+        match app
+            .router
+            .continue_broken(asked.route, asked.ask, &broken, trace)
+        {
+            Continued::Not(kept) => {
+                relay.fail(&broke.detail, secrets);
+                return kept;
+            }
+            Continued::Served(served) => {
+                continued += 1;
                 trace = served.trace;
                 match served.delivery {
                     Delivery::Stream(c) => committed = *c,
@@ -287,7 +284,7 @@ fn relay_stream(
                     }
                 }
             }
-            Err(refused) => {
+            Continued::Refused(refused) => {
                 let mut trace = refused.trace;
                 trace.outcome = Outcome::StreamFailedAfterContent;
                 let detail = format!("{}; no other model could finish it", broke.detail);

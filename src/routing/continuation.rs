@@ -9,6 +9,75 @@
 
 use serde_json::{json, Value};
 
+use crate::state::trace::Trace;
+
+use super::attempt::Served;
+use super::failover::Ask;
+use super::refusal::Refused;
+use super::router::{Route, Router};
+
+/// How many times an answer that broke off is handed to another model to finish.
+pub(crate) const CONTINUATIONS: usize = 2;
+
+/// An answer whose stream broke off after content, as the client has it so far.
+pub(crate) struct Broken<'a> {
+    /// The model whose stream broke: not asked to finish it.
+    pub model: &'a str,
+    /// The answer's text so far (not its reasoning).
+    pub text: &'a str,
+    /// A tool call had begun: another model cannot finish half a call.
+    pub call_begun: bool,
+    /// The client is still reading.
+    pub client_here: bool,
+    /// Continuations this answer has had already.
+    pub continued: usize,
+}
+
+/// What an answer that broke off comes to.
+pub(crate) enum Continued<'r> {
+    /// Not continued (a pinned model, a call begun, the client gone, or continued enough
+    /// already): the trace as it was; the answer ends as broken off.
+    Not(Trace),
+    /// Another model finishes it.
+    Served(Served<'r>),
+    /// No model could: the refusal, with every attempt.
+    Refused(Box<Refused>),
+}
+
+impl Router {
+    /// Whether another model finishes an answer that broke off (`broken`), and the request
+    /// routed for it the way the answer was (`route`, `ask`), without the model that broke:
+    /// the conversation, the text so far as the assistant's turn, and [`INSTRUCTION`]. The
+    /// one place this is decided; the edge only relays what comes of it.
+    pub(crate) fn continue_broken<'r>(
+        &'r self,
+        route: &Route,
+        ask: &Ask<'_>,
+        broken: &Broken<'_>,
+        mut trace: Trace,
+    ) -> Continued<'r> {
+        let pinned = matches!(route, Route::Pinned(_));
+        if broken.continued >= CONTINUATIONS || broken.call_begun || pinned || !broken.client_here {
+            return Continued::Not(trace);
+        }
+        trace
+            .notes
+            .push(format!("continued_after:{}", broken.model));
+        let body = request(ask.body, broken.text);
+        let ask = Ask {
+            body: &body,
+            exclude: Some(broken.model),
+            session: ask.session.clone(),
+            tools: ask.tools.clone(),
+            ..*ask
+        };
+        match self.route(route, &ask, trace) {
+            Ok(served) => Continued::Served(served),
+            Err(refused) => Continued::Refused(refused),
+        }
+    }
+}
+
 /// What the continuing model is told, after the partial answer.
 pub(crate) const INSTRUCTION: &str = "Your reply above was cut off. Continue it exactly \
 where it stops, without repeating any of it and without comment: write only the rest.";

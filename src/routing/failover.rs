@@ -15,6 +15,7 @@ use crate::answers::classify::{Blame, FailureKind};
 use crate::answers::failure::Failure;
 use crate::capability::Needs;
 use crate::state::breaker::Admission;
+use crate::state::sets::Strategy;
 use crate::state::trace::{Skip, SkipReason, Trace};
 use crate::tokens;
 
@@ -196,7 +197,8 @@ impl Router {
 
     /// A fusion or race set's first candidates, side by side (taken off the queue): the
     /// answer served (`Some(Ok)`), the request ended by a failure no other model would fix
-    /// (`Some(Err)`), or nothing yet and the one-by-one loop goes on (`None`).
+    /// (`Some(Err)`), or nothing yet and the one-by-one loop goes on (`None`). What a
+    /// route's strategy does is decided here, once.
     fn side_by_side_first<'r>(
         &'r self,
         route: &Route,
@@ -204,22 +206,29 @@ impl Router {
         queue: &mut Queue,
         turn: &mut Turn<'r>,
     ) -> Option<Result<Won, ()>> {
-        if let Some(set) = self.fusion_set(route) {
-            if super::fusion::bodies::offers_tools(&job.body) {
+        let Route::Set(name) = route else {
+            return None;
+        };
+        let set = self.sets.get(name)?;
+        match set.strategy {
+            Strategy::Fusion if super::fusion::bodies::offers_tools(&job.body) => {
                 // A merged answer cannot carry a tool call the agent would run.
                 turn.trace
                     .notes
                     .push("fusion:not_fused:tools_offered".into());
-            } else if let Some(w) = super::fusion::fuse(self, set, &mut queue.order, job, turn) {
-                return Some(Ok(w));
+                None
             }
-        }
-        let width = self.race_width(route)?;
-        let width = width.min(self.ordinary_attempts(queue.last_resort.is_some()));
-        match super::race::race(self, &mut queue.order, width, job, turn) {
-            RaceEnd::Won(w) => Some(Ok(*w)),
-            RaceEnd::Lost { stop: true } => Some(Err(())),
-            RaceEnd::Lost { stop: false } => None,
+            Strategy::Fusion => super::fusion::fuse(self, set, &mut queue.order, job, turn).map(Ok),
+            Strategy::Race => {
+                let width =
+                    (set.width as usize).min(self.ordinary_attempts(queue.last_resort.is_some()));
+                match super::race::race(self, &mut queue.order, width, job, turn) {
+                    RaceEnd::Won(w) => Some(Ok(*w)),
+                    RaceEnd::Lost { stop: true } => Some(Err(())),
+                    RaceEnd::Lost { stop: false } => None,
+                }
+            }
+            Strategy::Fallback | Strategy::RoundRobin => None,
         }
     }
 

@@ -16,7 +16,6 @@ use crate::state::affinity::Affinity;
 use crate::state::breaker::Breakers;
 use crate::state::config::{FailoverConfig, ModelSet, ReasoningConfig, RouterConfig};
 use crate::state::ledger::Ledger;
-use crate::state::sets::Strategy;
 use crate::state::trace::{History, Trace};
 
 use super::candidates::{Candidate, Candidates, Known};
@@ -259,22 +258,6 @@ impl Router {
             );
         }
         out
-    }
-
-    /// The `fusion` set a request names; `None` for the other routes.
-    pub(super) fn fusion_set(&self, route: &Route) -> Option<&ModelSet> {
-        let Route::Set(name) = route else { return None };
-        self.sets
-            .get(name)
-            .filter(|s| s.strategy == Strategy::Fusion)
-    }
-
-    /// How many candidates a `race` set sends the request to at once; `None` for the other
-    /// routes.
-    pub(super) fn race_width(&self, route: &Route) -> Option<usize> {
-        let Route::Set(name) = route else { return None };
-        let set = self.sets.get(name)?;
-        (set.strategy == Strategy::Race).then_some(set.width as usize)
     }
 
     /// A set's models in this request's order (round-robin sets advance per request).
