@@ -54,7 +54,7 @@ def go_duration(seconds):
     """Groq's reset format: `2m59.56s`, `7.66s`, `185ms`."""
     if seconds < 1:
         return f"{max(1, round(seconds * 1000))}ms"
-    minutes, rest = divmod(seconds, 60)
+    minutes, rest = divmod(round(seconds, 2), 60)
     hours, minutes = divmod(int(minutes), 60)
     out = f"{hours}h" if hours else ""
     out += f"{minutes}m" if hours or minutes else ""

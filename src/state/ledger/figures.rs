@@ -33,6 +33,9 @@ pub(super) struct Figures {
     pub(super) rotations: HashMap<String, Rotation>,
     /// Recent 429s per model and key.
     pub(super) storms: HashMap<String, VecDeque<u64>>,
+    /// 429s per model and key since its last answer: each one after the first pauses
+    /// longer.
+    pub(super) streaks: HashMap<String, u32>,
     /// Requests sent and not answered yet, per reported counter and key: what the
     /// provider's last figures cannot have counted.
     pub(super) in_flight: HashMap<String, u64>,

@@ -44,6 +44,11 @@ const STORM_WINDOW_MS: u64 = 60_000;
 /// ... pause it this long, whatever each `Retry-After` said: some providers' quota
 /// answers are optimistic, and asking again at once only earns the next 429.
 pub const STORM_PAUSE: Duration = crate::answers::classify::MAX_QUOTA_PAUSE;
+/// The second 429 in a row (no answer between) of one model and key pauses at least this
+/// long, each after it twice as long, up to [`STORM_PAUSE`]: a limit the provider does not
+/// state (NVIDIA's hidden hourly caps answer 429 with no header at all) is not asked
+/// again every minute.
+pub const STREAK_PAUSE: Duration = Duration::from_secs(60);
 /// A key the provider rejected is passed over this long (another of its keys serves);
 /// a new key is a new fingerprint, so fixing it takes effect at once.
 pub const KEY_REJECTED_PAUSE: Duration = Duration::from_secs(60 * 60);
@@ -216,6 +221,15 @@ impl Ledger {
         self.dirty.store(true, Ordering::Release);
     }
 
+    /// `grant`'s request was answered (the model served): its run of 429s is over.
+    pub fn served(&self, m: &Metered, grant: &Grant) {
+        let key = &m.keys[grant.key];
+        let mut inner = self.lock();
+        if !inner.streaks.is_empty() {
+            inner.streaks.remove(&key.at_model);
+        }
+    }
+
     /// Adds the tokens an answer cost.
     pub fn tokens(&self, m: &Metered, grant: &Grant, t: Tokens, now: u64) {
         let key = &m.keys[grant.key];
@@ -244,8 +258,9 @@ impl Ledger {
     }
 
     /// Counts a rate-limited answer of `m` with `grant`'s key and returns how long to
-    /// pause: `pause` (from `Retry-After`), or [`STORM_PAUSE`] when this is the third 429
-    /// for the model and key within a minute. With several keys the ledger holds this key
+    /// pause: `pause` (from `Retry-After`) for the first of a run, at least
+    /// [`STREAK_PAUSE`] doubling for each after it without an answer between, or
+    /// [`STORM_PAUSE`] when this is the third 429 for the model and key within a minute. With several keys the ledger holds this key
     /// only (the others serve on); with one, the caller pauses the model in its breaker.
     pub fn rate_limited(&self, m: &Metered, grant: &Grant, pause: Duration, now: u64) -> Duration {
         let key = &m.keys[grant.key];
@@ -260,10 +275,20 @@ impl Ledger {
         if storm {
             recent.clear();
         }
+        let streak = inner.streaks.entry(key.at_model.clone()).or_default();
+        *streak += 1;
+        let escalated = match *streak {
+            1 => pause,
+            n => pause.max(
+                STREAK_PAUSE
+                    .saturating_mul(1 << (n - 2).min(8))
+                    .min(STORM_PAUSE),
+            ),
+        };
         let (pause, why) = if storm {
             (pause.max(STORM_PAUSE), HoldReason::RetryStorm)
         } else {
-            (pause, HoldReason::RateLimited)
+            (escalated, HoldReason::RateLimited)
         };
         if m.key_count() > 1 {
             let scope = if storm { &m.model } else { &m.pause_scope };

@@ -197,15 +197,40 @@ fn three_429s_within_a_minute_pause_fifteen_minutes() {
     let g = l.reserve(&m, 1, NOW, false).unwrap();
     let short = Duration::from_secs(2);
     assert_eq!(l.rate_limited(&m, &g, short, NOW), short);
+    l.served(&m, &g);
     assert_eq!(
         l.rate_limited(&m, &g, short, NOW + 70_000),
         short,
-        "the first one is a minute old"
+        "the first one is a minute old, and an answer came between"
     );
+    l.served(&m, &g);
     assert_eq!(l.rate_limited(&m, &g, short, NOW + 80_000), short);
     assert_eq!(l.rate_limited(&m, &g, short, NOW + 90_000), STORM_PAUSE);
     let today = &l.snapshot().days[0].rows[0];
     assert_eq!((today.requests, today.rate_limited), (1, 4));
+}
+
+#[test]
+fn a_run_of_429s_without_an_answer_pauses_longer_each_time() {
+    let c = catalog("", false);
+    let (m, _) = metered(&c, "p/a", 1);
+    let l = Ledger::new(UsageBook::default(), NOW, 3);
+    let g = l.reserve(&m, 1, NOW, false).unwrap();
+    let short = Duration::from_secs(2);
+    // Minutes apart, so never a storm: a hidden hourly cap answering 429 each time.
+    let pauses: Vec<u64> = (0..7)
+        .map(|n| {
+            l.rate_limited(&m, &g, short, NOW + n * 20 * 60_000)
+                .as_secs()
+        })
+        .collect();
+    assert_eq!(pauses, [2, 60, 120, 240, 480, 900, 900]);
+    l.served(&m, &g);
+    assert_eq!(
+        l.rate_limited(&m, &g, short, NOW + 200 * 60_000),
+        short,
+        "answered since"
+    );
 }
 
 #[test]
