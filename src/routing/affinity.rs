@@ -161,7 +161,7 @@ pub(super) fn place(router: &Router, order: &[usize], turn: &Turn<'_>) {
         return;
     }
     let model = router.pool.get(first).key();
-    affinity.place(k.conversation.id(), model, None, crate::time::now_ms());
+    affinity.place(k.conversation.id(), model, crate::time::now_ms());
 }
 
 /// What affinity came to, for the trace: `new`, `kept` or `moved:<why>`; and holds the

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::state::breaker::{Admission, BreakerState};
 
+use super::candidates::Candidate;
 use super::ping::{ping, Ping, Question, Spend};
 use super::router::Router;
 
@@ -28,23 +29,27 @@ impl Router {
             // The next probe waits longer, whatever comes of this one (a model that
             // answers is heard, and no longer silent).
             self.evidence.fell_silent(&model, crate::time::now_ms());
-            let sent = ping(
-                self.recorder(),
-                self.upstream.as_ref(),
-                c,
-                Question::Sum,
-                ceiling,
-                Spend::Probe,
-                false,
-            );
-            match sent {
-                Ok((Ping::Ok { .. }, _)) => out.push((model, true)),
-                Ok((Ping::Failed { .. }, _)) => out.push((model, false)),
-                // Not sent (its budget is spent): asked again when next due.
-                Err(_) => {}
-            }
+            // Not sent (its budget is spent): asked again when next due.
+            out.extend(self.probe(c, ceiling, false));
         }
         out
+    }
+
+    /// One probe of `c` (as its breaker's trial when `trial`), recorded like any attempt:
+    /// whether it answered, or `None` when its budget kept it from being sent.
+    fn probe(&self, c: &Candidate, timeout: Duration, trial: bool) -> Option<(String, bool)> {
+        // A probe never spends the last tenth of a daily budget, nor a spent one.
+        let sent = ping(
+            self.recorder(),
+            self.upstream.as_ref(),
+            c,
+            Question::Sum,
+            timeout,
+            Spend::Probe,
+            trial,
+        );
+        let heard = matches!(sent.ok()?.0, Ping::Ok { .. });
+        Some((c.key().to_string(), heard))
     }
 
     /// Probes each model whose cooldown has ended. Returns (model, ok) per probe.
@@ -58,22 +63,8 @@ impl Router {
             if self.breakers.admit(c.key(), now) != Admission::Trial {
                 continue;
             }
-            // A probe never spends the last tenth of a daily budget, nor a spent one.
-            let sent = ping(
-                self.recorder(),
-                self.upstream.as_ref(),
-                c,
-                Question::Sum,
-                timeout,
-                Spend::Probe,
-                true,
-            );
-            match sent {
-                Ok((Ping::Ok { .. }, _)) => out.push((c.key().to_string(), true)),
-                Ok((Ping::Failed { .. }, _)) => out.push((c.key().to_string(), false)),
-                // Not sent: its trial slot is back.
-                Err(_) => {}
-            }
+            // Not sent: its trial slot is back.
+            out.extend(self.probe(c, timeout, true));
         }
         out
     }

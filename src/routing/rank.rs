@@ -86,12 +86,7 @@ impl Policy {
     /// SWE-bench score. Models equal here are equally strong: a new conversation is spread
     /// over them.
     pub(crate) fn strength_class(&self, a: &Standing<'_>, b: &Standing<'_>) -> Ordering {
-        a.state
-            .cmp(&b.state)
-            .then((a.evidence == FAILING).cmp(&(b.evidence == FAILING)))
-            .then(self.too_slow(a).cmp(&self.too_slow(b)))
-            .then(a.tier.cmp(&b.tier))
-            .then(b.swe.total_cmp(&a.swe))
+        self.placement_class(a, b).then(b.swe.total_cmp(&a.swe))
     }
 
     /// What makes one model a stronger home for a conversation than another: health,

@@ -99,31 +99,45 @@ impl Affinity {
     /// Conversation `id` was served by `model` with `key`: held for its next turn. Past
     /// [`MAX_CONVERSATIONS`] the one idle longest is forgotten.
     pub fn hold(&self, id: &str, model: &str, key: Option<&str>, now: u64) {
+        self.update(id, model, Some(key), now, 1);
+    }
+
+    /// Conversation `id` is about to be sent to `model`: it counts there from now on,
+    /// before its answer comes (requests arriving meanwhile are spread around it). Not a
+    /// turn: [`hold`](Self::hold) counts that once a model served it.
+    pub fn place(&self, id: &str, model: &str, now: u64) {
+        self.update(id, model, None, now, 0);
+    }
+
+    /// Puts conversation `id` on `model` at `now` with `turns` more turns; `key` is set when
+    /// given, kept while the model stays the same, forgotten when it changes. A
+    /// conversation held already (most turns) is updated in place, its strings kept when
+    /// they are the same.
+    fn update(&self, id: &str, model: &str, key: Option<Option<&str>>, now: u64, turns: u64) {
         let mut t = self.lock();
-        // A conversation held already (most turns) is updated in place, its strings kept
-        // when they are the same.
-        if let Some(h) = t.get_mut(id) {
-            if h.model != model {
-                h.model = model.to_string();
+        match t.get_mut(id) {
+            Some(h) => {
+                if h.model != model {
+                    h.model = model.to_string();
+                    h.key = None;
+                }
+                if let Some(key) = key.filter(|k| h.key.as_deref() != *k) {
+                    h.key = key.map(str::to_string);
+                }
+                h.last_ms = now;
+                h.turns += turns;
             }
-            if h.key.as_deref() != key {
-                h.key = key.map(str::to_string);
+            None => {
+                let held = Held {
+                    model: model.to_string(),
+                    key: key.flatten().map(str::to_string),
+                    last_ms: now,
+                    turns,
+                };
+                t.insert(id.to_string(), held);
+                self.bound(&mut t, now);
             }
-            h.last_ms = now;
-            h.turns += 1;
-            self.dirty.store(true, Ordering::Release);
-            return;
         }
-        t.insert(
-            id.to_string(),
-            Held {
-                model: model.to_string(),
-                key: key.map(str::to_string),
-                last_ms: now,
-                turns: 1,
-            },
-        );
-        self.bound(&mut t, now);
         self.dirty.store(true, Ordering::Release);
     }
 
@@ -157,34 +171,6 @@ impl Affinity {
             }
         }
         out
-    }
-
-    /// Conversation `id` is about to be sent to `model` with `key`: it counts there from
-    /// now on, before its answer comes (requests arriving meanwhile are spread around it).
-    /// Not a turn: [`hold`](Self::hold) counts that once a model served it.
-    pub fn place(&self, id: &str, model: &str, key: Option<&str>, now: u64) {
-        let mut t = self.lock();
-        match t.get_mut(id) {
-            Some(h) => {
-                if h.model != model {
-                    h.model = model.to_string();
-                    h.key = key.map(str::to_string);
-                }
-                h.last_ms = now;
-            }
-            None => {
-                t.insert(
-                    id.to_string(),
-                    Held {
-                        model: model.to_string(),
-                        key: key.map(str::to_string),
-                        last_ms: now,
-                        turns: 0,
-                    },
-                );
-                self.bound(&mut t, now);
-            }
-        }
     }
 
     /// Active conversations (not idle too long) per model.

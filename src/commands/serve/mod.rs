@@ -151,37 +151,38 @@ fn every(name: &str, interval: Duration, mut task: impl FnMut() + Send + 'static
 /// How often silent models are looked at for a probe that is due.
 const SILENCE_RECHECK: Duration = Duration::from_secs(5);
 
-/// Probes silent models when their probe is due (always on: a silent model waits behind
-/// every responsive one until a probe hears it).
-fn start_silence_prober(app: Arc<App>) {
-    every("fcm-silence", SILENCE_RECHECK, move || {
-        let ceiling = Duration::from_millis(app.router.failover.first_token_timeout_ms);
-        for (model, heard) in app.router.probe_silent(ceiling) {
-            if !app.quiet {
-                let what = if heard {
-                    "answered, back in rotation"
-                } else {
-                    "still silent"
-                };
-                eprintln!("fcm serve: probe {model}: {what}");
-            }
-        }
-    });
+/// Which models a prober looks at: silent ones whose probe is due (always on: a silent
+/// model waits behind every responsive one until a probe hears it), or, every
+/// `router.probe.intervalSec` (opt-in), those whose cooldown has ended.
+#[derive(Clone, Copy)]
+enum Probed {
+    Silent,
+    Recovered,
 }
 
-/// Probes recovered models every `interval` (opt-in: `router.probe.intervalSec`).
-fn start_prober(app: Arc<App>, interval: Duration) {
-    every("fcm-probe", interval, move || {
+/// Probes `which` models every `interval`, saying on stderr what each probe found.
+fn start_prober(app: Arc<App>, which: Probed, interval: Duration) {
+    let name = match which {
+        Probed::Silent => "fcm-silence",
+        Probed::Recovered => "fcm-probe",
+    };
+    every(name, interval, move || {
         let timeout = Duration::from_millis(app.router.failover.first_token_timeout_ms);
-        for (model, ok) in app.router.probe_recovered(timeout) {
-            if !app.quiet {
-                let what = if ok {
-                    "answered, breaker closed"
-                } else {
-                    "failed, breaker open again"
-                };
-                eprintln!("fcm serve: probe {model}: {what}");
+        let found = match which {
+            Probed::Silent => app.router.probe_silent(timeout),
+            Probed::Recovered => app.router.probe_recovered(timeout),
+        };
+        for (model, ok) in found {
+            if app.quiet {
+                continue;
             }
+            let what = match (which, ok) {
+                (Probed::Silent, true) => "answered, back in rotation",
+                (Probed::Silent, false) => "still silent",
+                (Probed::Recovered, true) => "answered, breaker closed",
+                (Probed::Recovered, false) => "failed, breaker open again",
+            };
+            eprintln!("fcm serve: probe {model}: {what}");
         }
     });
 }
@@ -297,9 +298,9 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         watched.router.refresh_bench()
     });
     if let Some(secs) = setup.config.router.probe.interval_sec {
-        start_prober(app.clone(), Duration::from_secs(secs));
+        start_prober(app.clone(), Probed::Recovered, Duration::from_secs(secs));
     }
-    start_silence_prober(app.clone());
+    start_prober(app.clone(), Probed::Silent, SILENCE_RECHECK);
     if let Some(log) = args.log_file.clone() {
         every("fcm-log", LOG_RECHECK, move || {
             crate::commands::serve::detach::rotate(&log)
