@@ -52,18 +52,39 @@ impl Load {
     }
 }
 
+/// How much a conversation may grow: its prompt again, at least this many tokens (an
+/// agent's history doubles in a long task).
+const GROWTH_TOKENS: u64 = 32_768;
+
+/// What a conversation needs of its home: the window it needs now (`needed`, the prompt
+/// and the answer's room) and its prompt alone.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Size {
+    pub needed: u64,
+    pub prompt: u64,
+}
+
+impl Size {
+    /// Whether a window of `context` tokens leaves the conversation room to grow.
+    fn fits_growing(&self, context: u64) -> bool {
+        context >= self.needed + self.prompt.max(GROWTH_TOKENS)
+    }
+}
+
 /// Where conversations go within each group of equally strong candidates (same health and
-/// tier, [`Policy::placement_class`](super::rank::Policy::placement_class)): the model with
-/// the fewest conversations now, then the account (provider) with the fewest, then one
-/// with room for a conversation (a day's requests, a per-minute pace), then the most
-/// headroom, the fastest first token and the best score. So N agents use N models on as
-/// many accounts, and none lands where it would soon run out. `standings[n]` is
-/// `order[n]`'s; only `quality` has equally strong candidates.
+/// tier, [`Policy::placement_class`](super::rank::Policy::placement_class)): a model with
+/// room for a conversation first (a day's requests and a per-minute pace left, no 429
+/// lately, and a window it can grow in), then the one with the fewest conversations now,
+/// then the account (provider) with the fewest, then the most headroom, the fastest first
+/// token and the best score. So N agents use N models on as many accounts, and none lands
+/// where it would soon run out. `standings[n]` is `order[n]`'s; only `quality` has equally
+/// strong candidates.
 pub(super) fn spread(
     router: &Router,
     order: &mut [usize],
     standings: &[Standing<'_>],
     load: &Load,
+    size: Size,
 ) {
     if router.policy.prefer != Prefer::Quality || order.len() < 2 {
         return;
@@ -79,16 +100,22 @@ pub(super) fn spread(
         {
             end += 1;
         }
-        let mut group: Vec<(usize, &Standing<'_>)> = order[start..end]
+        let mut group: Vec<(usize, &Standing<'_>, bool)> = order[start..end]
             .iter()
-            .copied()
             .zip(&standings[start..end])
+            .map(|(&i, s)| {
+                (
+                    i,
+                    s,
+                    s.roomy && size.fits_growing(router.pool.get(i).context),
+                )
+            })
             .collect();
-        group.sort_by(|(_, a), (_, b)| {
-            load.of_model(a.key)
-                .cmp(&load.of_model(b.key))
+        group.sort_by(|(_, a, a_room), (_, b, b_room)| {
+            b_room
+                .cmp(a_room)
+                .then(load.of_model(a.key).cmp(&load.of_model(b.key)))
                 .then(load.of_provider(a.key).cmp(&load.of_provider(b.key)))
-                .then(b.roomy.cmp(&a.roomy))
                 .then(b.headroom.total_cmp(&a.headroom))
                 .then(
                     a.ttft_ms
@@ -97,7 +124,7 @@ pub(super) fn spread(
                 )
                 .then(b.swe.total_cmp(&a.swe))
         });
-        for (slot, (i, _)) in order[start..end].iter_mut().zip(group) {
+        for (slot, (i, _, _)) in order[start..end].iter_mut().zip(group) {
             *slot = i;
         }
         start = end;
@@ -149,19 +176,98 @@ pub(super) fn keep_first(
     order.insert(0, i);
 }
 
-/// A conversation about to be sent to a model other than the one it holds (a new one, or
-/// one moving) counts there at once, so that requests arriving before its answer are
-/// spread around it.
-pub(super) fn place(router: &Router, order: &[usize], turn: &Turn<'_>) {
-    let (Some(k), Some(affinity), Some(&first)) = (&turn.keeping, &router.affinity, order.first())
-    else {
+/// A conversation about to be sent to candidate `i`, other than the model it holds (a new
+/// one, or one moving), counts there at once, so that requests arriving before its answer
+/// are spread around it.
+pub(super) fn place(router: &Router, i: usize, turn: &Turn<'_>) {
+    let (Some(k), Some(affinity)) = (&turn.keeping, &router.affinity) else {
         return;
     };
-    if k.kept.is_some_and(|(held, _)| held == first) {
+    if k.kept.is_some_and(|(held, _)| held == i) {
         return;
     }
-    let model = router.pool.get(first).key();
+    let model = router.pool.get(i).key();
     affinity.place(k.conversation.id(), model, crate::time::now_ms());
+}
+
+/// Candidates that may stand in for one another when a conversation is placed: the same
+/// placement class (health, tier), the same room for a conversation and the same fit for
+/// what the request needs. By candidate index.
+#[derive(Debug, Default)]
+pub(super) struct Peers(HashMap<usize, (usize, bool, bool)>);
+
+impl Peers {
+    /// The peer groups of a plan's `order` (ranked, `standings[n]` being `order[n]`'s).
+    pub(super) fn of(
+        router: &Router,
+        order: &[usize],
+        standings: &[Standing<'_>],
+        size: Size,
+        needs: Needs,
+    ) -> Peers {
+        let mut class = 0;
+        let mut groups = HashMap::with_capacity(order.len());
+        for (n, &i) in order.iter().enumerate() {
+            if n > 0
+                && router
+                    .policy
+                    .placement_class(&standings[n - 1], &standings[n])
+                    != Ordering::Equal
+            {
+                class += 1;
+            }
+            let c = router.pool.get(i);
+            let roomy = standings[n].roomy && size.fits_growing(c.context);
+            let meets = needs.met_by_or_proven(&c.capabilities, false);
+            groups.insert(i, (class, roomy, meets));
+        }
+        Peers(groups)
+    }
+}
+
+/// After a failure, the candidate to try instead of `i`: of `i` and the peers that follow
+/// it in `queue` without a break, the one with the fewest live conversations on the model,
+/// then on its provider, as counted now (others' requests failing over meanwhile have
+/// moved conversations). `i` goes back to the queue when another is chosen.
+pub(super) fn least_loaded_peer(
+    router: &Router,
+    i: usize,
+    queue: &mut std::collections::VecDeque<usize>,
+    peers: &Peers,
+    turn: &Turn<'_>,
+) -> usize {
+    let Some(k) = &turn.keeping else { return i };
+    let Some(group) = peers.0.get(&i) else {
+        return i;
+    };
+    // The same model again (with its other key): not a placement.
+    let key = router.pool.get(i).key();
+    if turn.trace.attempts.iter().any(|a| a.model == key) {
+        return i;
+    }
+    let load = Load::now(router, Some(k.conversation.id()));
+    let weight = |j: usize| {
+        let key = router.pool.get(j).key();
+        (load.of_model(key), load.of_provider(key))
+    };
+    let mut best = (weight(i), None);
+    for (at, &j) in queue.iter().enumerate() {
+        if peers.0.get(&j) != Some(group) {
+            break;
+        }
+        let w = weight(j);
+        if w < best.0 {
+            best = (w, Some(at));
+        }
+    }
+    match best.1 {
+        Some(at) => {
+            let chosen = queue.remove(at).expect("a position in the queue");
+            queue.push_front(i);
+            chosen
+        }
+        None => i,
+    }
 }
 
 /// What affinity came to, for the trace: `new`, `kept` or `moved:<why>`; and holds the

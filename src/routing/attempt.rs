@@ -361,13 +361,17 @@ impl Router {
         granted
     }
 
-    /// Sends `job` to candidate `i` with `grant`'s key through `exchange`.
+    /// Sends `job` to candidate `i` with `grant`'s key through `exchange`. The model is given
+    /// as long as its own starts say it may take to start (see `silence`); `patient`: the
+    /// configured ceiling, for the model a conversation holds (a slow turn there costs less
+    /// than moving the conversation).
     pub(super) fn send(
         &self,
         exchange: &dyn Exchange,
         i: usize,
         grant: &Grant,
         job: &Job<'_>,
+        patient: bool,
     ) -> Result<Answer, Failure> {
         let c = self.pool.get(i);
         let api_key = grant.api_key(&c.target.keys);
@@ -375,11 +379,12 @@ impl Router {
         let restored = self
             .carry
             .restore(&job.body, &c.target.provider_id, crate::time::now_ms());
-        // As long as this model's own starts say it may take, not the ceiling.
         let mut limits = job.limits.clone();
-        limits.first_token =
-            self.evidence
-                .first_token(c.key(), job.prompt_tokens, job.limits.first_token);
+        if !patient {
+            limits.first_token =
+                self.evidence
+                    .first_token(c.key(), job.prompt_tokens, job.limits.first_token);
+        }
         // Out until it is judged (a stream, at its commit).
         self.in_flight[i].fetch_add(1, Ordering::AcqRel);
         let judged = call(
@@ -469,7 +474,8 @@ impl Router {
         let grant = self
             .reserve(i, job.prompt_tokens, trial, turn)
             .map_err(Missed::Blocked)?;
-        let result = self.send(self.upstream.as_ref(), i, &grant, job);
+        let held = turn.keeping.as_ref().and_then(|k| k.kept).map(|(h, _)| h);
+        let result = self.send(self.upstream.as_ref(), i, &grant, job, held == Some(i));
         let sent = Sent {
             grant,
             trial,

@@ -60,6 +60,9 @@ struct Queue {
     /// Candidates sent again with another of their keys, once per extra key.
     key_retries: Vec<usize>,
     deadline: Instant,
+    /// Which candidates may stand in for one another when a conversation is placed (see
+    /// `affinity::Peers`).
+    peers: affinity::Peers,
 }
 
 impl Router {
@@ -85,10 +88,10 @@ impl Router {
             return self.route_pinned(key, &job, turn);
         }
         turn.keeping = Keeping::of(self, route, ask.session.as_ref(), ask.body);
+        let (order, peers) = self.plan(route, ask.needs, ask.exclude, &job, &mut turn);
         let mut queue = Queue {
-            order: self
-                .plan(route, ask.needs, ask.exclude, &job, &mut turn)
-                .into(),
+            order: order.into(),
+            peers,
             last_resort: self
                 .failover
                 .last_resort_model
@@ -157,7 +160,7 @@ impl Router {
         exclude: Option<&str>,
         job: &Job<'_>,
         turn: &mut Turn<'_>,
-    ) -> Vec<usize> {
+    ) -> (Vec<usize>, affinity::Peers) {
         // With trimming, windows are judged in the loop, where it is known whether a larger
         // window is left.
         let window = if self.trim_history { 0 } else { turn.needed };
@@ -166,9 +169,14 @@ impl Router {
         turn.trace.skipped.extend(plan.skipped);
         // New and moving conversations alike go where the load is least; a held model
         // that may serve is put first again below.
+        let size = affinity::Size {
+            needed: turn.needed,
+            prompt: job.prompt_tokens,
+        };
+        let peers = affinity::Peers::of(self, &order, &plan.standings, size, needs);
         let load = turn.keeping.as_ref().map(|k| {
             let load = affinity::Load::now(self, Some(k.conversation.id()));
-            affinity::spread(self, &mut order, &plan.standings, &load);
+            affinity::spread(self, &mut order, &plan.standings, &load, size);
             load
         });
         let mut preferred = Vec::new();
@@ -191,8 +199,7 @@ impl Router {
         if let Some(broke) = exclude {
             order.retain(|&i| self.pool.get(i).key() != broke);
         }
-        affinity::place(self, &order, turn);
-        order
+        (order, peers)
     }
 
     /// A fusion or race set's first candidates, side by side (taken off the queue): the
@@ -264,10 +271,18 @@ impl Router {
                     .skipped
                     .retain(|s| !(s.model == key && s.reason == SkipReason::UntriedBusy));
             }
+            // After a failure, the least loaded of the candidates that may stand in for
+            // this one: requests failing over together do not all land on one model.
+            let i = if turn.trace.attempts.is_empty() {
+                i
+            } else {
+                affinity::least_loaded_peer(self, i, &mut queue.order, &queue.peers, turn)
+            };
             self.trim_to_fit(i, job, &queue.order, turn);
             let Some(trial) = self.admit(i, turn) else {
                 continue;
             };
+            affinity::place(self, i, turn);
             let f = match self.try_one(i, job, trial, turn) {
                 Ok(w) => return Some(w),
                 Err(Missed::Failed(f)) => f,

@@ -172,7 +172,7 @@ pub(super) fn race<'r>(
     }
     turn.trace.notes.push(format!("race:{}", racers.len()));
     let finishes = run(&racers, |r| {
-        router.send(r.upstream.as_ref(), r.candidate, &r.sent.grant, job)
+        router.send(r.upstream.as_ref(), r.candidate, &r.sent.grant, job, false)
     });
     let mut winner: Option<Won> = None;
     let mut stop = false;

@@ -18,9 +18,10 @@ use serde::{Deserialize, Serialize};
 /// The one idle longest goes first.
 pub const MAX_CONVERSATIONS: usize = 4096;
 /// A conversation with a turn this recent is one an agent is working in: an agent's turns
-/// come seconds to a minute apart, and a finished conversation drops out of the count
-/// within minutes rather than at the end of the idle time.
-pub const LIVE_MS: u64 = 3 * 60_000;
+/// come seconds apart while it works, and a finished conversation drops out of the count
+/// within two minutes rather than at the end of the idle time (it keeps its model if it
+/// comes back).
+pub const LIVE_MS: u64 = 2 * 60_000;
 
 /// What fcm remembers of one conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -65,7 +65,7 @@ pub(in crate::routing) fn fuse<'r>(
     let asked = members.len();
     let results = side_by_side(members.len(), |n| {
         let (i, sent) = &members[n];
-        router.send(router.upstream.as_ref(), *i, &sent.grant, &ask)
+        router.send(router.upstream.as_ref(), *i, &sent.grant, &ask, false)
     });
     let mut answered: Vec<Answered> = Vec::new();
     for ((i, sent), result) in members.into_iter().zip(results) {

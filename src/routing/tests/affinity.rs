@@ -402,3 +402,35 @@ fn a_model_with_a_few_requests_left_today_is_no_home_while_a_roomy_one_is_free()
         }
     }
 }
+
+#[test]
+fn requests_failing_over_together_do_not_all_land_on_one_model() {
+    let world = Setup {
+        models: equals(&["p/a", "q/b", "r/c", "s/d"]),
+        ..Setup::default()
+    }
+    .world();
+    let x = world.ask_in(Some("x"), "fcm", turn("x", 1));
+    assert_eq!(x.trace.served_model.as_deref(), Some("p/a"));
+    let z = world.ask_in(Some("z"), "fcm", turn("z", 1));
+    assert_eq!(z.trace.served_model.as_deref(), Some("q/b"));
+    // x's model is slow to fail; meanwhile a new conversation takes the model x's plan
+    // would have failed over to.
+    world
+        .script
+        .on("a", [Reply::after(400, Reply::Status(503, "down", vec![]))]);
+    let (x2, w) = std::thread::scope(|s| {
+        let x2 = s.spawn(|| world.ask_in(Some("x"), "fcm", turn("x", 2)));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let w = world.ask_in(Some("w"), "fcm", turn("w", 1));
+        (x2.join().unwrap(), w)
+    });
+    assert_eq!(w.trace.served_model.as_deref(), Some("r/c"));
+    assert_eq!(x2.trace.affinity.as_deref(), Some("moved:503"));
+    assert_eq!(
+        x2.trace.served_model.as_deref(),
+        Some("s/d"),
+        "{}",
+        x2.decision
+    );
+}

@@ -10,7 +10,7 @@ use crate::providers::quota::Spent;
 use crate::time::{utc_day, DAY_MS};
 
 use super::book::{Book, Hold, HoldReason, Reported, UsageBook, UsageRow};
-use super::grant::{Blocked, Headroom, Why};
+use super::grant::{Blocked, Headroom, Why, LIMITED_LATELY_MS};
 use super::metered::{KeyTag, Metered};
 use super::minute::Minute;
 use crate::providers::quota::{Period, Unit};
@@ -36,6 +36,8 @@ pub(super) struct Figures {
     /// 429s per model and key since its last answer: each one after the first pauses
     /// longer.
     pub(super) streaks: HashMap<String, u32>,
+    /// When each model and key last answered 429.
+    pub(super) last_limited: HashMap<String, u64>,
     /// Requests sent and not answered yet, per reported counter and key: what the
     /// provider's last figures cannot have counted.
     pub(super) in_flight: HashMap<String, u64>,
@@ -219,6 +221,10 @@ impl Figures {
                 share: least,
                 day_left,
                 per_minute,
+                limited_lately: self
+                    .last_limited
+                    .get(&key.at_model)
+                    .is_some_and(|t| now.saturating_sub(*t) < LIMITED_LATELY_MS),
             }),
         }
     }

@@ -87,7 +87,13 @@ pub struct Headroom {
     /// Requests a minute its tightest known per-minute limit allows, a token limit counted
     /// in requests of this prompt's size; `None` when none is known.
     pub per_minute: Option<u64>,
+    /// It answered 429 within [`LIMITED_LATELY_MS`]: a limit fcm does not know the size of
+    /// was reached, and may be again soon.
+    pub limited_lately: bool,
 }
+
+/// How long after a 429 a model is no home for a new conversation (it may be tried).
+pub const LIMITED_LATELY_MS: u64 = 10 * 60_000;
 
 /// Requests left today below which a model is no home for a conversation: an agent's
 /// conversation runs to dozens of turns, and moving it costs its prompt cache.
@@ -97,11 +103,12 @@ pub const ROOMY_DAY_LEFT: u64 = 40;
 pub const ROOMY_PER_MINUTE: u64 = 10;
 
 impl Headroom {
-    /// Whether a conversation fits here for a while: enough left today, and a per-minute
-    /// limit an agent's pace stays within.
+    /// Whether a conversation fits here for a while: enough left today, a per-minute limit
+    /// an agent's pace stays within, and no 429 lately.
     pub fn roomy(&self) -> bool {
         self.day_left.is_none_or(|n| n >= ROOMY_DAY_LEFT)
             && self.per_minute.is_none_or(|n| n >= ROOMY_PER_MINUTE)
+            && !self.limited_lately
     }
 }
 

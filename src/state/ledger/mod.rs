@@ -275,6 +275,7 @@ impl Ledger {
         if storm {
             recent.clear();
         }
+        inner.last_limited.insert(key.at_model.clone(), now);
         let streak = inner.streaks.entry(key.at_model.clone()).or_default();
         *streak += 1;
         let escalated = match *streak {
