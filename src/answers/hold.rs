@@ -52,6 +52,10 @@ pub struct HoldBuffer {
     limit: usize,
     state: HoldState,
     passthrough: bool,
+    /// Characters of content a stream of text must show before it commits (0: the first
+    /// useful content commits), so that a provider's notice written as the answer is seen
+    /// whole enough to tell; a tool call or a finished answer commits at once.
+    peek: usize,
 }
 
 impl HoldBuffer {
@@ -67,7 +71,35 @@ impl HoldBuffer {
             limit,
             state: HoldState::Holding,
             passthrough: false,
+            peek: 0,
         }
+    }
+
+    /// Holds a stream of text until it shows `chars` characters of content (see `peek`).
+    pub fn peek(&mut self, chars: usize) {
+        self.peek = chars;
+    }
+
+    /// Whether what is held is enough to commit: useful, and past the peek (or a call, or
+    /// a finished answer).
+    fn seen_enough(&self) -> bool {
+        let t = &self.tracker;
+        t.is_useful()
+            && (self.peek == 0
+                || t.saw_call()
+                || t.is_finished()
+                || t.stats().content_chars >= self.peek)
+    }
+
+    /// Commits what is held now: a useful stream that stopped sending before its peek was
+    /// met (a short answer still being written) goes on as it is.
+    pub fn commit_now(&mut self) -> HoldStep {
+        self.commit(false)
+    }
+
+    /// Useful content came, though not yet enough to commit (see `peek`).
+    pub fn is_peeking(&self) -> bool {
+        self.state == HoldState::Holding && self.tracker.is_useful()
     }
 
     pub fn tracker(&self) -> &StreamTracker {
@@ -130,10 +162,10 @@ impl HoldBuffer {
                     self.cut = base + end;
                 }
                 match signal {
-                    StreamSignal::FirstUseful => self.commit(false),
                     StreamSignal::Failed(r) => self.fail(r),
-                    StreamSignal::Pending if self.held.len() > self.limit => self.commit(true),
-                    StreamSignal::Pending => HoldStep::Hold,
+                    _ if self.seen_enough() => self.commit(false),
+                    _ if self.held.len() > self.limit => self.commit(true),
+                    _ => HoldStep::Hold,
                 }
             }
         }
@@ -272,6 +304,44 @@ mod tests {
             }
         }
         String::from_utf8(s).unwrap()
+    }
+
+    #[test]
+    fn a_peeking_buffer_holds_text_until_enough_but_not_a_call_or_an_end() {
+        let text =
+            |t: &str| format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{t}\"}}}}]}}\n\n");
+        let mut b = HoldBuffer::new(Strict);
+        b.peek(20);
+        assert_eq!(b.on_bytes(text("This model ").as_bytes()), HoldStep::Hold);
+        assert!(b.is_peeking());
+        match b.on_bytes(text("now requires a paid plan.").as_bytes()) {
+            HoldStep::Commit { bytes, .. } => {
+                assert!(String::from_utf8(bytes).unwrap().contains("This model"))
+            }
+            other => panic!("{other:?}"),
+        }
+        let call = "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"Bash\",\"arguments\":\"{}\"}}]}}]}\n\n";
+        let mut b = HoldBuffer::new(Strict);
+        b.peek(20);
+        assert!(matches!(
+            b.on_bytes(call.as_bytes()),
+            HoldStep::Commit { .. }
+        ));
+        let mut b = HoldBuffer::new(Strict);
+        b.peek(20);
+        assert_eq!(b.on_bytes(text("Done.").as_bytes()), HoldStep::Hold);
+        let stop = "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n";
+        assert!(
+            matches!(b.on_bytes(stop.as_bytes()), HoldStep::Commit { .. }),
+            "a short whole answer"
+        );
+        let mut b = HoldBuffer::new(Strict);
+        b.peek(20);
+        assert_eq!(b.on_bytes(text("Wait").as_bytes()), HoldStep::Hold);
+        assert!(
+            matches!(b.commit_now(), HoldStep::Commit { .. }),
+            "a pause commits"
+        );
     }
 
     #[test]

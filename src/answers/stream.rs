@@ -21,6 +21,13 @@ use crate::answers::limits::Limits;
 use crate::providers::exchange::{Incoming, READ_CHUNK};
 use crate::providers::target::Target;
 
+/// Characters of text a stream shows before it commits: enough for a provider's notice
+/// written as the answer ("This model now requires a paid plan ...") to say so, a few
+/// tokens' wait. A tool call, reasoning past it or a finished answer commits at once.
+const NOTICE_PEEK: usize = 80;
+/// While it peeks, a pause this long in the text commits what there is.
+const PEEK_WAIT: Duration = Duration::from_millis(1_000);
+
 /// One item of a committed stream.
 pub(crate) enum StreamItem {
     Data(Vec<u8>),
@@ -110,9 +117,16 @@ pub(crate) fn open(
         ended: false,
         target: target.clone(),
     };
+    if limits.validation == crate::answers::gate::ContentValidation::Strict {
+        open.hold.peek(NOTICE_PEEK);
+    }
     let first_token_deadline = (started + limits.first_token).min(limits.deadline);
     loop {
-        let wait = first_token_deadline.saturating_duration_since(Instant::now());
+        let mut wait = first_token_deadline.saturating_duration_since(Instant::now());
+        if open.hold.is_peeking() {
+            // Content came: a pause in it commits what there is rather than failing.
+            wait = wait.max(PEEK_WAIT).min(PEEK_WAIT);
+        }
         let step = match open.chunks.recv_timeout(wait) {
             Ok(Chunk::Data(bytes)) => open.hold.on_bytes(&bytes),
             Ok(Chunk::End) | Err(RecvTimeoutError::Disconnected) => {
@@ -120,6 +134,7 @@ pub(crate) fn open(
                 open.hold.on_end()
             }
             Ok(Chunk::Error(e)) => return Err(target.io_error(&e, started)),
+            Err(RecvTimeoutError::Timeout) if open.hold.is_peeking() => open.hold.commit_now(),
             Err(RecvTimeoutError::Timeout) => {
                 let detail = format!("no content within {} ms", started.elapsed().as_millis());
                 return Err(failure(

@@ -477,8 +477,10 @@ impl Candidates {
         }
     }
 
-    /// After `failed` failed: the same model family on another provider goes next, the rest
-    /// keep their order (the closest substitute for the model that just failed).
+    /// After `failed` failed: the same model family on another provider goes next, when
+    /// the catalog rates it no weaker there (a gateway's lower-tier copy does not take a
+    /// conversation down a tier); the rest keep their order (the closest substitute for the
+    /// model that just failed).
     pub(crate) fn family_first(
         &self,
         queue: &mut std::collections::VecDeque<usize>,
@@ -487,7 +489,9 @@ impl Candidates {
         let c = &self.all[failed];
         let (same, rest): (Vec<usize>, Vec<usize>) = queue.iter().partition(|j| {
             let o = &self.all[**j];
-            o.target.provider_id != c.target.provider_id && o.family == c.family
+            o.target.provider_id != c.target.provider_id
+                && o.family == c.family
+                && o.tier <= c.tier
         });
         *queue = same.into_iter().chain(rest).collect();
     }

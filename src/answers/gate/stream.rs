@@ -118,6 +118,16 @@ impl StreamTracker {
         self.bytes_seen
     }
 
+    /// Whether a choice said why it finished, or the stream said `[DONE]`.
+    pub fn is_finished(&self) -> bool {
+        self.finished || self.done
+    }
+
+    /// Whether a delta carried a tool call.
+    pub fn saw_call(&self) -> bool {
+        self.saw_call
+    }
+
     pub fn is_useful(&self) -> bool {
         self.useful
     }

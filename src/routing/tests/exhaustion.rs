@@ -253,3 +253,32 @@ fn a_model_that_never_answered_gets_one_request_at_a_time_so_a_notice_stops_the_
         Some("provider_notice")
     );
 }
+
+#[test]
+fn a_notice_streamed_in_pieces_is_seen_before_the_client_gets_a_word() {
+    let world = Setup {
+        models: ranked(&["p/a", "q/b"]),
+        ..Setup::default()
+    }
+    .world();
+    world.script.on(
+        "a",
+        [Reply::stream(&[
+            "This model ",
+            "now requires ",
+            "a paid plan. ",
+            "Add credits ",
+            "to continue.",
+        ])],
+    );
+    world
+        .script
+        .on("b", [Reply::stream(&["Here ", "is the fix."])]);
+    let mut body = super::chat("fix it");
+    body["stream"] = json!(true);
+    let got = world.ask("fcm", body);
+    assert_eq!(
+        got.decision,
+        "q/b!served|p/a:provider_notice->q/b:200|skips=0"
+    );
+}

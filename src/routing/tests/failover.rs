@@ -264,8 +264,13 @@ fn streams_are_judged_before_commit_and_recorded_at_their_end() {
         ),
         (
             "an error frame after content ends the stream, recorded as the model's failure",
-            Reply::Sse(vec![text("half a plan"), error_frame]),
+            Reply::Sse(vec![text(&"half a plan ".repeat(8)), error_frame.clone()]),
             "p/a!stream_failed_after_content|p/a:error_payload|skips=0",
+        ),
+        (
+            "an error frame in the first few words fails over: they were still held",
+            Reply::Sse(vec![text("half a plan"), error_frame]),
+            "p/b!served|p/a:error_payload->p/b:200|skips=0",
         ),
     ];
     for (name, reply, decision) in cases {
