@@ -89,6 +89,7 @@ serve_pid=
 
 mkdir -p "$OUT/fcm-home"
 cp "$work/turns.jsonl" "$world/log.jsonl" "$world/world.json" "$work/serve.log" "$OUT/"
+[ -z "$bench_requests" ] || cp "$work/bench.json" "$OUT/bench-tools.json"
 cp "$FCM_HOME"/*.json "$OUT/fcm-home/" 2>/dev/null || true
 python3 scripts/day/report.py --turns "$work/turns.jsonl" --log "$world/log.jsonl" \
   --world "$world/world.json" --catalog "$FCM_CATALOG" ${bench_requests:+--bench-requests "$bench_requests"} \

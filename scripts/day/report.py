@@ -110,6 +110,12 @@ def below_strongest(served, tiers):
                                          if r.get("strong_with_room") is not None), default=None)}
 
 
+def notices_served(served, world):
+    """Served turns whose answer was the paid model's notice: the world's paid model answers
+    nothing else, so fcm handed a provider notice to the agent as if it were an answer."""
+    return sum(r["model"] == world.get("paid") for r in served)
+
+
 def first_byte(served):
     ms = [r["ttfb_ms"] for r in served if r["ttfb_ms"] is not None]
     return {"p50Ms": percentile(ms, 0.5), "p95Ms": percentile(ms, 0.95), "maxMs": max(ms, default=None)}
@@ -143,6 +149,7 @@ def figures(turns, log, world, tiers, bench_requests):
             "conversationsOnOneModel": crowding(conversations, served),
             "belowStrongestWithRoom": below_strongest(served, tiers),
             "timeToFirstByte": first_byte(served),
+            "noticesServedAsAnswers": notices_served(served, world),
             "fcmFailedAttempts": failed_attempt_labels(requests),
             "world": {"silent": world.get("silent"), "paid": world.get("paid"),
                       "outages": world.get("outages")},
@@ -177,6 +184,7 @@ def table(f):
                                                       f"{below['servedByTier']}"),
         ("time to first byte", f"p50 {ttfb['p50Ms']} ms, p95 {ttfb['p95Ms']} ms, max {ttfb['maxMs']} ms"),
         ("silent model's waits", ", ".join(f"{ms} ms" for ms in up["silentWaitsMs"]) or "none"),
+        ("paid-plan notices handed to the agent as answers", f["noticesServedAsAnswers"]),
         ("fewest strong models with room (S+/S, seen after a turn)", f"{below['fewestStrongWithRoom']}"),
         ("`fcm bench --tools` upstream requests (fresh world)",
          "not measured (BENCH_FIRST=1 measures it)" if f["benchToolsUpstreamRequests"] is None else f["benchToolsUpstreamRequests"]),
