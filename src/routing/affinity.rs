@@ -52,6 +52,24 @@ impl Load {
     }
 }
 
+/// How fast a model starts, coarsely, for placing conversations: its median first token
+/// under 1 s, 2 s, 4 s, 8 s or later (a model not measured yet counts as 2-4 s). An agent
+/// waits for every turn's first token; small differences are left to headroom.
+fn pace(s: &Standing<'_>) -> u8 {
+    match s.ttft_ms {
+        None => 2,
+        Some(t) if t < 1_000 => 0,
+        Some(t) if t < 2_000 => 1,
+        Some(t) if t < 4_000 => 2,
+        Some(t) if t < 8_000 => 3,
+        Some(_) => 4,
+    }
+}
+
+/// Conversations a model may share before any other equally strong model, even one with
+/// less room, is preferred to it: two agents' pace fits most free tiers, more crowd one.
+const SHARED_BY: usize = 2;
+
 /// How much a conversation may grow: its prompt again, at least this many tokens (an
 /// agent's history doubles in a long task).
 const GROWTH_TOKENS: u64 = 32_768;
@@ -72,13 +90,14 @@ impl Size {
 }
 
 /// Where conversations go within each group of equally strong candidates (same health and
-/// tier, [`Policy::placement_class`](super::rank::Policy::placement_class)): a model with
-/// room for a conversation first (a day's requests and a per-minute pace left, no 429
-/// lately, and a window it can grow in), then the one with the fewest conversations now,
-/// then the account (provider) with the fewest, then the most headroom, the fastest first
-/// token and the best score. So N agents use N models on as many accounts, and none lands
-/// where it would soon run out. `standings[n]` is `order[n]`'s; only `quality` has equally
-/// strong candidates.
+/// tier, [`Policy::placement_class`](super::rank::Policy::placement_class)): a model that
+/// does not hold [`SHARED_BY`] conversations already, then one with room for a
+/// conversation (a day's requests and a per-minute pace left, no 429 lately, and a window
+/// it can grow in), then the one with the fewest conversations now, then the account
+/// (provider) with the fewest, then the faster start ([`pace`]), the most headroom, the
+/// fastest first token and the best score. So N agents use N models on as many accounts,
+/// and none lands where it would soon run out. `standings[n]` is `order[n]`'s; only
+/// `quality` has equally strong candidates.
 pub(super) fn spread(
     router: &Router,
     order: &mut [usize],
@@ -112,10 +131,13 @@ pub(super) fn spread(
             })
             .collect();
         group.sort_by(|(_, a, a_room), (_, b, b_room)| {
-            b_room
-                .cmp(a_room)
+            let full = |s: &Standing<'_>| load.of_model(s.key) >= SHARED_BY;
+            full(a)
+                .cmp(&full(b))
+                .then(b_room.cmp(a_room))
                 .then(load.of_model(a.key).cmp(&load.of_model(b.key)))
                 .then(load.of_provider(a.key).cmp(&load.of_provider(b.key)))
+                .then(pace(a).cmp(&pace(b)))
                 .then(b.headroom.total_cmp(&a.headroom))
                 .then(
                     a.ttft_ms

@@ -489,9 +489,7 @@ impl Candidates {
         let c = &self.all[failed];
         let (same, rest): (Vec<usize>, Vec<usize>) = queue.iter().partition(|j| {
             let o = &self.all[**j];
-            o.target.provider_id != c.target.provider_id
-                && o.family == c.family
-                && o.tier <= c.tier
+            o.target.provider_id != c.target.provider_id && o.family == c.family && o.tier <= c.tier
         });
         *queue = same.into_iter().chain(rest).collect();
     }
