@@ -259,7 +259,7 @@ fn standing(r: &ModelResult) -> Standing<'_> {
         tier: tier_rank(&r.tier),
         swe: r.swe_bench.unwrap_or(-1.0),
         headroom: 1.0,
-        roomy: true,
+        room: crate::state::ledger::Headroom::OPEN,
         key: &r.model,
     }
 }

@@ -120,7 +120,7 @@ pub(crate) fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>>
         tier: tier_rank(&m.tier),
         swe: m.swe_bench.unwrap_or(-1.0),
         headroom: 1.0,
-        roomy: true,
+        room: crate::state::ledger::Headroom::OPEN,
         key: "",
     };
     let best = provider

@@ -123,11 +123,11 @@ pub(super) fn spread(
             .iter()
             .zip(&standings[start..end])
             .map(|(&i, s)| {
-                (
-                    i,
-                    s,
-                    s.roomy && size.fits_growing(router.pool.get(i).context),
-                )
+                // Its limits shared with the conversations on its account, this one too.
+                let sharing = load.of_provider(s.key) as u64 + 1;
+                let room =
+                    s.room.roomy_for(sharing) && size.fits_growing(router.pool.get(i).context);
+                (i, s, room)
             })
             .collect();
         group.sort_by(|(_, a, a_room), (_, b, b_room)| {
@@ -239,7 +239,7 @@ impl Peers {
                 class += 1;
             }
             let c = router.pool.get(i);
-            let roomy = standings[n].roomy && size.fits_growing(c.context);
+            let roomy = standings[n].room.roomy() && size.fits_growing(c.context);
             let meets = needs.met_by_or_proven(&c.capabilities, false);
             groups.insert(i, (class, roomy, meets));
         }

@@ -340,7 +340,7 @@ impl Candidates {
                     tier: c.tier,
                     swe: c.swe,
                     headroom: room.share,
-                    roomy: room.roomy(),
+                    room,
                     key: c.key(),
                 },
             ));

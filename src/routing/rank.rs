@@ -15,6 +15,7 @@ use std::cmp::Ordering;
 
 use crate::state::breaker::BreakerState;
 use crate::state::config::Prefer;
+use crate::state::ledger::Headroom;
 
 /// Evidence that a model works: proven by recent results, not known, or failing.
 pub(crate) const PROVEN: u8 = 0;
@@ -41,9 +42,9 @@ pub(crate) struct Standing<'a> {
     /// is known or the caller does not know): of two otherwise equal models, the one
     /// further from a 429.
     pub headroom: f64,
-    /// Room for a conversation for a while (see `Headroom::roomy`); `true` when the
-    /// caller does not know.
-    pub roomy: bool,
+    /// What its limits leave (see `Headroom`); [`Headroom::OPEN`] when the caller does
+    /// not know.
+    pub room: Headroom,
     /// Breaks the remaining ties so equal models keep a stable order ("" keeps input order).
     pub key: &'a str,
 }
@@ -143,7 +144,7 @@ mod tests {
             tier,
             swe,
             headroom: 1.0,
-            roomy: true,
+            room: Headroom::OPEN,
             key,
         }
     }

@@ -36,7 +36,8 @@ pub(super) struct Figures {
     /// 429s per model and key since its last answer: each one after the first pauses
     /// longer.
     pub(super) streaks: HashMap<String, u32>,
-    /// When each model and key last answered 429.
+    /// When each model and key, and each provider and key, last answered 429 or said a
+    /// quota is used up.
     pub(super) last_limited: HashMap<String, u64>,
     /// Requests sent and not answered yet, per reported counter and key: what the
     /// provider's last figures cannot have counted.
@@ -221,10 +222,11 @@ impl Figures {
                 share: least,
                 day_left,
                 per_minute,
-                limited_lately: self
-                    .last_limited
-                    .get(&key.at_model)
-                    .is_some_and(|t| now.saturating_sub(*t) < LIMITED_LATELY_MS),
+                limited_lately: [&key.at_model, &key.at_provider].iter().any(|at| {
+                    self.last_limited
+                        .get(*at)
+                        .is_some_and(|t| now.saturating_sub(*t) < LIMITED_LATELY_MS)
+                }),
             }),
         }
     }
@@ -296,6 +298,12 @@ impl Figures {
                 self.in_flight.insert(key.at_reported.clone(), 1);
             }
         }
+    }
+
+    /// A model answered 429 or said a quota is used up at `now` (see `Headroom`).
+    pub(super) fn limited(&mut self, key: &KeyTag, now: u64) {
+        self.last_limited.insert(key.at_model.clone(), now);
+        self.last_limited.insert(key.at_provider.clone(), now);
     }
 
     /// Holds a key, in the book and among the additions to save.

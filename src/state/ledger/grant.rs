@@ -87,8 +87,9 @@ pub struct Headroom {
     /// Requests a minute its tightest known per-minute limit allows, a token limit counted
     /// in requests of this prompt's size; `None` when none is known.
     pub per_minute: Option<u64>,
-    /// It answered 429 within [`LIMITED_LATELY_MS`]: a limit fcm does not know the size of
-    /// was reached, and may be again soon.
+    /// It, or another model of its provider, answered 429 or said a quota is used up within
+    /// [`LIMITED_LATELY_MS`]: a limit fcm does not know the size of was reached, and may
+    /// be again soon (a provider's models often share one, or are given the same).
     pub limited_lately: bool,
 }
 
@@ -106,10 +107,25 @@ impl Headroom {
     /// Whether a conversation fits here for a while: enough left today, a per-minute limit
     /// an agent's pace stays within, and no 429 lately.
     pub fn roomy(&self) -> bool {
-        self.day_left.is_none_or(|n| n >= ROOMY_DAY_LEFT)
-            && self.per_minute.is_none_or(|n| n >= ROOMY_PER_MINUTE)
+        self.roomy_for(1)
+    }
+
+    /// Whether one more conversation fits here beside `sharing - 1` others on the same
+    /// limits: each gets its share of the day's requests and of the per-minute pace.
+    pub fn roomy_for(&self, sharing: u64) -> bool {
+        let n = sharing.max(1);
+        self.day_left.is_none_or(|d| d / n >= ROOMY_DAY_LEFT)
+            && self.per_minute.is_none_or(|m| m / n >= ROOMY_PER_MINUTE)
             && !self.limited_lately
     }
+
+    /// Nothing known: no limit, no 429.
+    pub const OPEN: Headroom = Headroom {
+        share: 1.0,
+        day_left: None,
+        per_minute: None,
+        limited_lately: false,
+    };
 }
 
 /// Tokens one answer cost.

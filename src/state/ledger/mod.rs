@@ -275,7 +275,7 @@ impl Ledger {
         if storm {
             recent.clear();
         }
-        inner.last_limited.insert(key.at_model.clone(), now);
+        inner.limited(key, now);
         let streak = inner.streaks.entry(key.at_model.clone()).or_default();
         *streak += 1;
         let escalated = match *streak {
@@ -326,6 +326,7 @@ impl Ledger {
         let mut inner = self.lock();
         inner.roll(now);
         inner.change_row(m, key, |r| r.rate_limited += 1);
+        inner.limited(key, now);
         inner.hold(hold);
         self.dirty.store(true, Ordering::Release);
     }
