@@ -13,10 +13,15 @@ use super::candidates::Candidate;
 use super::ping::{ping, Ping, Question, Spend};
 use super::router::Router;
 
+/// How long a silent model's probe waits: a model that answers at all answers a one-line
+/// question well within it, and a silent one costs no longer.
+const SILENT_PROBE_WAIT: Duration = Duration::from_secs(10);
+
 impl Router {
-    /// Probes each silent model whose probe is due, giving it `ceiling` to start. Returns
-    /// (model, heard) per probe sent.
+    /// Probes each silent model whose probe is due, giving it [`SILENT_PROBE_WAIT`] (at
+    /// most `ceiling`) to answer a one-line question. Returns (model, heard) per probe sent.
     pub(crate) fn probe_silent(&self, ceiling: Duration) -> Vec<(String, bool)> {
+        let ceiling = ceiling.min(SILENT_PROBE_WAIT);
         let mut out = Vec::new();
         for model in self.evidence.silent_due(crate::time::now_ms()) {
             let Some(i) = self.pool.position(&model) else {
