@@ -205,7 +205,9 @@ fn short_retry_after_is_waited_out_not_hammered() {
     let out = w.fcm(&["bench", "--json", "--pings", "3", "--no-save"]);
     assert_eq!(out.code, 1, "{out:?}");
     let reqs = fake.requests();
-    assert_eq!(reqs.len(), 3);
+    // The first 429's second is waited out; a second 429 in a row pauses the model a
+    // minute, which ends its pings.
+    assert_eq!(reqs.len(), 2);
     for pair in reqs.windows(2) {
         let gap = pair[1].at.duration_since(pair[0].at);
         assert!(

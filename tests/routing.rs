@@ -213,6 +213,21 @@ fn after_a_failure_the_same_model_on_another_provider_goes_next() {
     let healthy = fake();
     let w = World::new();
     let doc = json!({"version": 1, "providers": [
+        {"id": "a", "baseUrl": broken.base_url(), "keyRequired": false, "models": [{"id": "openai/gpt-oss-120b", "tier": "S+", "context": 131072, "sweBench": 90}]},
+        {"id": "c", "baseUrl": healthy.base_url(), "keyRequired": false, "models": [{"id": "ok#other", "tier": "S+", "context": 131072, "sweBench": 80}]},
+        {"id": "b", "baseUrl": healthy.base_url(), "keyRequired": false, "models": [{"id": "gpt-oss-120b", "tier": "S+", "context": 131072, "sweBench": 10}]},
+        {"id": "d", "baseUrl": healthy.base_url(), "keyRequired": false, "models": [{"id": "gpt-oss-120b#weak", "tier": "C", "context": 131072}]}]});
+    std::fs::write(&w.catalog, doc.to_string()).unwrap();
+    let s = w.serve(&[]);
+    let r = s.chat("fcm", false);
+    assert_eq!(
+        r.decision(),
+        "b/gpt-oss-120b!served|a/openai/gpt-oss-120b:500->b/gpt-oss-120b:200|skips=0"
+    );
+    // A copy the catalog rates weaker does not jump the line: the conversation would go
+    // down a tier with it.
+    let w = World::new();
+    let doc = json!({"version": 1, "providers": [
         {"id": "a", "baseUrl": broken.base_url(), "keyRequired": false, "models": [{"id": "openai/gpt-oss-120b", "tier": "S+", "context": 131072}]},
         {"id": "c", "baseUrl": healthy.base_url(), "keyRequired": false, "models": [{"id": "ok#other", "tier": "S", "context": 131072}]},
         {"id": "b", "baseUrl": healthy.base_url(), "keyRequired": false, "models": [{"id": "gpt-oss-120b", "tier": "C", "context": 131072}]}]});
@@ -221,7 +236,7 @@ fn after_a_failure_the_same_model_on_another_provider_goes_next() {
     let r = s.chat("fcm", false);
     assert_eq!(
         r.decision(),
-        "b/gpt-oss-120b!served|a/openai/gpt-oss-120b:500->b/gpt-oss-120b:200|skips=0"
+        "c/ok#other!served|a/openai/gpt-oss-120b:500->c/ok#other:200|skips=0"
     );
 }
 

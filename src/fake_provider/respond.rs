@@ -22,6 +22,9 @@ use super::wire::{
 };
 use super::{awkward_streams, rate_limits, thinking};
 
+/// How long a stream that breaks after content pauses after it: the content has reached
+/// the client by then (fcm holds a short text for up to a second to tell a notice).
+const CONTENT_PAUSE: Duration = Duration::from_millis(1_200);
 /// How long `hang` holds a connection at most, so a forgotten test cannot hang forever.
 const HANG_LIMIT: Duration = Duration::from_secs(120);
 
@@ -180,8 +183,9 @@ pub(super) fn respond(
             let mut w = SseWriter::start(out);
             w.data(&chunk(&id, &model, json!({"role": "assistant", "content": "Partial answer from "}), None))?;
             w.data(&chunk(&id, &model, json!({"content": model}), None))?;
-            // A pause, so the content reaches the client before the error does.
-            std::thread::sleep(Duration::from_millis(100));
+            // A pause, so the content reaches the client before the error does: longer than
+            // a router's wait for more of a short text (a notice's first words).
+            std::thread::sleep(CONTENT_PAUSE);
             w.data(&json!({"error": {"message": "stream broke mid-answer", "type": "server_error"}}))?;
             w.done()
         }
@@ -379,7 +383,7 @@ pub(super) fn respond(
             let mut w = SseWriter::start(out);
             w.data(&chunk(&id, &model, json!({"role": "assistant", "content": "Partial answer from "}), None))?;
             w.data(&chunk(&id, &model, json!({"content": model}), None))?;
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(CONTENT_PAUSE);
             if behavior == Behavior::DropAfterContent {
                 // The chunked body never ends: the connection closes mid-answer.
                 return Ok(false);
