@@ -85,7 +85,7 @@ pub(super) struct Size {
 impl Size {
     /// Whether a window of `context` tokens leaves the conversation room to grow.
     fn fits_growing(&self, context: u64) -> bool {
-        context >= self.needed + self.prompt.max(GROWTH_TOKENS)
+        context >= self.needed.saturating_add(self.prompt.max(GROWTH_TOKENS))
     }
 }
 

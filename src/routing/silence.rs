@@ -110,8 +110,8 @@ impl Silence {
         let Some(slowest) = own.or_else(|| self.shared_p90()) else {
             return ceiling;
         };
-        let floor = FLOOR + Duration::from_secs(prompt_tokens / TOKENS_PER_SECOND);
-        let wait = Duration::from_millis(slowest.saturating_mul(FACTOR)) + MARGIN;
+        let floor = FLOOR.saturating_add(Duration::from_secs(prompt_tokens / TOKENS_PER_SECOND));
+        let wait = Duration::from_millis(slowest.saturating_mul(FACTOR)).saturating_add(MARGIN);
         wait.max(floor).min(ceiling)
     }
 
