@@ -190,6 +190,10 @@ impl Recorder<'_> {
         let now = crate::time::now_ms();
         if let Some(pause) = f.verdict.quota_pause {
             f.verdict.quota_pause = Some(self.ledger.rate_limited(&c.metered, grant, pause, now));
+            if f.rate.is_empty() && f.kind() == FailureKind::RateLimit {
+                // A wall it did not describe: remember where it was.
+                self.ledger.learn_from_429(&c.metered, grant, now);
+            }
         }
         if let Some(e) = f.verdict.exhausted() {
             // Kept by the ledger at its own scope, across restarts: no breaker pause.

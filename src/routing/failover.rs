@@ -59,6 +59,8 @@ struct Queue {
     waited: bool,
     /// Candidates sent again with another of their keys, once per extra key.
     key_retries: Vec<usize>,
+    /// The conversation's own model was asked again after a passing server error.
+    held_retried: bool,
     deadline: Instant,
     /// Which candidates may stand in for one another when a conversation is placed (see
     /// `affinity::Peers`).
@@ -99,6 +101,7 @@ impl Router {
                 .filter(|m| self.knows(m) && Some(m.as_str()) != ask.exclude),
             waited: false,
             key_retries: Vec::new(),
+            held_retried: false,
             deadline,
         };
         let won = match self.side_by_side_first(route, &job, &mut queue, &mut turn) {
@@ -301,7 +304,8 @@ impl Router {
             if !f.verdict.failover {
                 break;
             }
-            if self.again(i, &f, queue) {
+            let held = turn.keeping.as_ref().and_then(|k| k.kept).map(|(h, _)| h);
+            if self.again(i, &f, queue, held == Some(i)) {
                 queue.order.push_front(i);
                 continue;
             }
@@ -311,9 +315,12 @@ impl Router {
     }
 
     /// Whether candidate `i`, which just failed with `f`, goes again at once: with another
-    /// of its keys after a rejected or rate-limited one (the ledger holds that one back), or
-    /// as the last candidate after a short `Retry-After` on a 502/503/504 (waited out once).
-    fn again(&self, i: usize, f: &Failure, queue: &mut Queue) -> bool {
+    /// of its keys after a rejected or rate-limited one (the ledger holds that one back);
+    /// once, when it is the model the conversation holds (`held`) and the failure was a
+    /// server error or a dropped connection that came back at once (a passing fault:
+    /// moving the conversation would cost more than asking again); or as the last candidate
+    /// after a short `Retry-After` on a 502/503/504 (waited out once).
+    fn again(&self, i: usize, f: &Failure, queue: &mut Queue, held: bool) -> bool {
         let keys = self.pool.get(i).metered.key_count();
         if keys > 1 && (f.kind() == FailureKind::AuthError || f.kind().is_quota()) {
             let tried = queue.key_retries.iter().filter(|j| **j == i).count();
@@ -321,6 +328,15 @@ impl Router {
                 queue.key_retries.push(i);
                 return true;
             }
+        }
+        let passing = matches!(
+            f.kind(),
+            FailureKind::ProviderServerError | FailureKind::NetworkError
+        ) && f.elapsed < FREE_FAILURE
+            && f.retry_after.is_none_or(|w| w <= SHORT_RETRY);
+        if held && passing && !queue.held_retried {
+            queue.held_retried = true;
+            return true;
         }
         let Some(wait) = f.retry_after.filter(|w| *w <= SHORT_RETRY) else {
             return false;

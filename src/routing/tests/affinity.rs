@@ -74,7 +74,10 @@ fn a_failure_moves_the_conversation_for_good() {
     } else {
         ("b", "p/a")
     };
-    world.script.on(id, [Reply::Status(503, "busy", vec![])]);
+    // Twice: one passing server error is asked again, a second moves the conversation.
+    world
+        .script
+        .on(id, (0..2).map(|_| Reply::Status(503, "busy", vec![])));
     let second = world.ask("fcm", turn("docs", 2));
     assert_eq!(second.trace.served_model.as_deref(), Some(other));
     assert_eq!(second.trace.affinity.as_deref(), Some("moved:503"));
@@ -244,6 +247,29 @@ fn a_conversation_keeps_its_key_while_other_requests_rotate() {
 }
 
 #[test]
+fn a_passing_server_error_on_the_held_model_is_asked_again_once_not_moved() {
+    let world = Setup {
+        models: equals(&["p/a", "q/b"]),
+        ..Setup::default()
+    }
+    .world();
+    let held = world
+        .ask_in(Some("c"), "fcm", turn("c", 1))
+        .trace
+        .served_model
+        .unwrap();
+    world
+        .script
+        .on(&held[2..], [Reply::Status(502, "bad gateway", vec![])]);
+    let next = world.ask_in(Some("c"), "fcm", turn("c", 2));
+    assert_eq!(
+        next.decision,
+        format!("{held}!served|{held}:502->{held}:200|skips=0")
+    );
+    assert_eq!(next.trace.affinity.as_deref(), Some("kept"));
+}
+
+#[test]
 fn a_session_id_names_the_conversation_whatever_its_words() {
     let world = Setup {
         models: equals(&["p/a", "q/b", "r/c"]),
@@ -334,7 +360,7 @@ fn a_moving_conversation_goes_where_the_load_is_least() {
     // a's model goes away: it moves to the third model, not onto b's.
     world
         .script
-        .on(&a[2..], [Reply::Status(503, "down", vec![])]);
+        .on(&a[2..], (0..2).map(|_| Reply::Status(503, "down", vec![])));
     let moved = world.ask_in(Some("a"), "fcm", turn("a", 2));
     assert_eq!(moved.trace.affinity.as_deref(), Some("moved:503"));
     let to = moved.trace.served_model.unwrap();
@@ -416,9 +442,10 @@ fn requests_failing_over_together_do_not_all_land_on_one_model() {
     assert_eq!(z.trace.served_model.as_deref(), Some("q/b"));
     // x's model is slow to fail; meanwhile a new conversation takes the model x's plan
     // would have failed over to.
-    world
-        .script
-        .on("a", [Reply::after(400, Reply::Status(503, "down", vec![]))]);
+    world.script.on(
+        "a",
+        (0..2).map(|_| Reply::after(200, Reply::Status(503, "down", vec![]))),
+    );
     let (x2, w) = std::thread::scope(|s| {
         let x2 = s.spawn(|| world.ask_in(Some("x"), "fcm", turn("x", 2)));
         std::thread::sleep(std::time::Duration::from_millis(100));

@@ -10,10 +10,13 @@ use crate::providers::quota::Spent;
 use crate::time::{utc_day, DAY_MS};
 
 use super::book::{Book, Hold, HoldReason, Reported, UsageBook, UsageRow};
-use super::grant::{Blocked, Headroom, Why, LIMITED_LATELY_MS};
+use super::grant::{Blocked, Headroom, Why};
 use super::metered::{KeyTag, Metered};
 use super::minute::Minute;
 use crate::providers::quota::{Period, Unit};
+
+/// Requests in the last minute below which a 429 teaches no per-minute limit.
+const LEARN_FROM: u64 = 3;
 
 /// Which key of a provider is in use and how many requests it has had in a row.
 #[derive(Debug, Default)]
@@ -36,9 +39,14 @@ pub(super) struct Figures {
     /// 429s per model and key since its last answer: each one after the first pauses
     /// longer.
     pub(super) streaks: HashMap<String, u32>,
-    /// When each model and key, and each provider and key, last answered 429 or said a
-    /// quota is used up.
-    pub(super) last_limited: HashMap<String, u64>,
+    /// Until when each model and key, and each provider and key, is a poor home for a
+    /// conversation: it answered 429 or said a quota is used up (see `Headroom`).
+    pub(super) poor_until: HashMap<String, u64>,
+    /// Every request of the last minute per model and key, whatever its limits.
+    recent: HashMap<String, Minute>,
+    /// Requests a minute a model and key took before a 429 that stated no limit of its
+    /// own, and until when that is believed.
+    learned_rpm: HashMap<String, (u64, u64)>,
     /// Requests sent and not answered yet, per reported counter and key: what the
     /// provider's last figures cannot have counted.
     pub(super) in_flight: HashMap<String, u64>,
@@ -159,6 +167,19 @@ impl Figures {
                 why,
             });
         }
+        if let Some(&(limit, until)) = self.learned_rpm.get(&key.at_model).filter(|l| l.1 > now) {
+            let (took, _, frees_at) = self
+                .recent
+                .get(&key.at_model)
+                .map_or((0, 0, now), |w| w.spent(now));
+            if took >= limit {
+                keep(Blocked::budget(crate::providers::quota::Exhausted {
+                    until_ms: frees_at.min(until),
+                    what: format!("{limit} requests a minute, as its 429s said"),
+                }));
+            }
+            tighter(&mut per_minute, limit);
+        }
         if let Some(&limit) = self.stated_tpm.get(&key.at_model) {
             if tokens > limit {
                 keep(Blocked::budget(crate::providers::quota::Exhausted {
@@ -222,11 +243,9 @@ impl Figures {
                 share: least,
                 day_left,
                 per_minute,
-                limited_lately: [&key.at_model, &key.at_provider].iter().any(|at| {
-                    self.last_limited
-                        .get(*at)
-                        .is_some_and(|t| now.saturating_sub(*t) < LIMITED_LATELY_MS)
-                }),
+                limited_lately: [&key.at_model, &key.at_provider]
+                    .iter()
+                    .any(|at| self.poor_until.get(*at).is_some_and(|t| *t > now)),
             }),
         }
     }
@@ -292,6 +311,12 @@ impl Figures {
         let key = &m.keys[k];
         self.change_row(m, key, |r| r.requests += 1);
         self.add_minute(m, key, now, 1, tokens);
+        if !self.recent.contains_key(&key.at_model) {
+            self.recent.insert(key.at_model.clone(), Minute::default());
+        }
+        if let Some(w) = self.recent.get_mut(&key.at_model) {
+            w.add(now, 1, 0);
+        }
         match self.in_flight.get_mut(&key.at_reported) {
             Some(n) => *n += 1,
             None => {
@@ -300,10 +325,34 @@ impl Figures {
         }
     }
 
-    /// A model answered 429 or said a quota is used up at `now` (see `Headroom`).
-    pub(super) fn limited(&mut self, key: &KeyTag, now: u64) {
-        self.last_limited.insert(key.at_model.clone(), now);
-        self.last_limited.insert(key.at_provider.clone(), now);
+    /// A model answered 429 or said a quota is used up: it and its provider are poor
+    /// homes for a conversation until `until` (see `Headroom`).
+    pub(super) fn limited(&mut self, key: &KeyTag, until: u64) {
+        for at in [&key.at_model, &key.at_provider] {
+            let t = self.poor_until.entry(at.clone()).or_default();
+            *t = (*t).max(until);
+        }
+    }
+
+    /// A model answered 429 without saying what its limit is: what it took in the last
+    /// minute, less the request refused, is taken as its limit a minute until `until`
+    /// (the lower of two such figures stands). Not from a quiet minute (fewer than
+    /// [`LEARN_FROM`] requests): such a 429 is about something else (an hourly cap, the
+    /// provider's own load).
+    pub(super) fn learn_rpm(&mut self, key: &KeyTag, now: u64, until: u64) {
+        let took = self.recent.get(&key.at_model).map_or(0, |w| w.spent(now).0);
+        if took < LEARN_FROM {
+            return;
+        }
+        let limit = took - 1;
+        let learned = self
+            .learned_rpm
+            .entry(key.at_model.clone())
+            .or_insert((limit, until));
+        if learned.1 <= now || limit < learned.0 {
+            learned.0 = limit;
+        }
+        learned.1 = until;
     }
 
     /// Holds a key, in the book and among the additions to save.

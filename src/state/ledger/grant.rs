@@ -98,10 +98,10 @@ pub const LIMITED_LATELY_MS: u64 = 10 * 60_000;
 
 /// Requests left today below which a model is no home for a conversation: an agent's
 /// conversation runs to dozens of turns, and moving it costs its prompt cache.
-pub const ROOMY_DAY_LEFT: u64 = 40;
-/// Requests a minute below which a model cannot keep up with one agent (a turn every few
+pub const ROOMY_DAY_LEFT: u64 = 60;
+/// Requests a minute below which a model cannot keep up with one agent (a turn every four
 /// seconds while it works).
-pub const ROOMY_PER_MINUTE: u64 = 10;
+pub const ROOMY_PER_MINUTE: u64 = 15;
 
 impl Headroom {
     /// Whether a conversation fits here for a while: enough left today, a per-minute limit

@@ -33,7 +33,7 @@ use crate::state::files::StateError;
 use figures::{Figures, Rotation};
 
 pub use book::{Book, Hold, HoldReason, Reported, UsageBook};
-pub use grant::{Blocked, Grant, Headroom, Room, Tokens, Why};
+pub use grant::{Blocked, Grant, Headroom, Room, Tokens, Why, LIMITED_LATELY_MS};
 pub use metered::Metered;
 
 /// Requests sent with one key of a provider before the next key takes over.
@@ -49,6 +49,10 @@ pub const STORM_PAUSE: Duration = crate::answers::classify::MAX_QUOTA_PAUSE;
 /// state (NVIDIA's hidden hourly caps answer 429 with no header at all) is not asked
 /// again every minute.
 pub const STREAK_PAUSE: Duration = Duration::from_secs(60);
+/// How long a limit learned from a 429 that stated none is believed.
+pub const LEARNED_FOR_MS: u64 = 60 * 60_000;
+/// How long at most a used-up quota makes its provider a poor home for conversations.
+pub const POOR_AFTER_EXHAUSTION_MS: u64 = 2 * 60 * 60_000;
 /// A key the provider rejected is passed over this long (another of its keys serves);
 /// a new key is a new fingerprint, so fixing it takes effect at once.
 pub const KEY_REJECTED_PAUSE: Duration = Duration::from_secs(60 * 60);
@@ -221,6 +225,16 @@ impl Ledger {
         self.dirty.store(true, Ordering::Release);
     }
 
+    /// `grant`'s request was answered 429 with no limit stated (no `x-ratelimit-*`
+    /// figure): what the model took in the last minute becomes its limit a minute for
+    /// [`LEARNED_FOR_MS`], so that it is not sent into the same wall again.
+    pub fn learn_from_429(&self, m: &Metered, grant: &Grant, now: u64) {
+        let key = &m.keys[grant.key];
+        let mut inner = self.lock();
+        inner.learn_rpm(key, now, now + LEARNED_FOR_MS);
+        self.dirty.store(true, Ordering::Release);
+    }
+
     /// `grant`'s request was answered (the model served): its run of 429s is over.
     pub fn served(&self, m: &Metered, grant: &Grant) {
         let key = &m.keys[grant.key];
@@ -275,7 +289,7 @@ impl Ledger {
         if storm {
             recent.clear();
         }
-        inner.limited(key, now);
+        inner.limited(key, now + LIMITED_LATELY_MS);
         let streak = inner.streaks.entry(key.at_model.clone()).or_default();
         *streak += 1;
         let escalated = match *streak {
@@ -326,7 +340,10 @@ impl Ledger {
         let mut inner = self.lock();
         inner.roll(now);
         inner.change_row(m, key, |r| r.rate_limited += 1);
-        inner.limited(key, now);
+        // Its siblings likely have the same grant or day: poor homes while it lasts (for
+        // two hours at most), ten minutes at least.
+        let poor = e.until_ms.min(now + POOR_AFTER_EXHAUSTION_MS);
+        inner.limited(key, poor.max(now + LIMITED_LATELY_MS));
         inner.hold(hold);
         self.dirty.store(true, Ordering::Release);
     }

@@ -327,3 +327,30 @@ fn saving_merges_with_another_process_and_learns_its_additions() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_429_that_states_no_limit_teaches_what_the_model_took_a_minute() {
+    let c = catalog("", false);
+    let (m, _) = metered(&c, "p/a", 1);
+    let l = Ledger::new(UsageBook::default(), NOW, 3);
+    let mut last = None;
+    for n in 0..6 {
+        last = Some(l.reserve(&m, 1, NOW + n * 1_000, false).unwrap());
+    }
+    l.learn_from_429(&m, &last.unwrap(), NOW + 6_000);
+    // It took six in the minute and refused the sixth: five a minute.
+    let b = l.blocked(&m, 1, NOW + 7_000).expect("held to what it took");
+    assert!(
+        matches!(&b.why, Why::Budget(what) if what.contains("5 requests a minute")),
+        "{b:?}"
+    );
+    assert!(
+        l.blocked(&m, 1, NOW + 62_000).is_none(),
+        "the minute rolls on"
+    );
+    // A quiet minute teaches nothing.
+    let (quiet, _) = metered(&c, "p/b", 1);
+    let g = l.reserve(&quiet, 1, NOW, false).unwrap();
+    l.learn_from_429(&quiet, &g, NOW + 1);
+    assert!(l.blocked(&quiet, 1, NOW + 2).is_none());
+}
