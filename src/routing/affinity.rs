@@ -70,9 +70,9 @@ fn pace(s: &Standing<'_>) -> u8 {
 /// less room, is preferred to it: two agents' pace fits most free tiers, more crowd one.
 const SHARED_BY: usize = 2;
 
-/// How much a conversation may grow: its prompt again, at least this many tokens (an
-/// agent's history doubles in a long task).
-const GROWTH_TOKENS: u64 = 32_768;
+/// How much a conversation may grow: twice its prompt, at least this many tokens (an
+/// agent's history grows several times over in a long task).
+const GROWTH_TOKENS: u64 = 65_536;
 
 /// What a conversation needs of its home: the window it needs now (`needed`, the prompt
 /// and the answer's room) and its prompt alone.
@@ -85,7 +85,10 @@ pub(super) struct Size {
 impl Size {
     /// Whether a window of `context` tokens leaves the conversation room to grow.
     fn fits_growing(&self, context: u64) -> bool {
-        context >= self.needed.saturating_add(self.prompt.max(GROWTH_TOKENS))
+        context
+            >= self
+                .needed
+                .saturating_add(self.prompt.saturating_mul(2).max(GROWTH_TOKENS))
     }
 }
 
@@ -119,16 +122,10 @@ pub(super) fn spread(
         {
             end += 1;
         }
-        let mut group: Vec<(usize, &Standing<'_>, bool)> = order[start..end]
+        let mut group: Vec<(usize, &Standing<'_>, Room)> = order[start..end]
             .iter()
             .zip(&standings[start..end])
-            .map(|(&i, s)| {
-                // Its limits shared with the conversations on its account, this one too.
-                let sharing = load.of_provider(s.key) as u64 + 1;
-                let room =
-                    s.room.roomy_for(sharing) && size.fits_growing(router.pool.get(i).context);
-                (i, s, room)
-            })
+            .map(|(&i, s)| (i, s, Room::of(router, i, s, load, size)))
             .collect();
         group.sort_by(|(_, a, a_room), (_, b, b_room)| {
             let full = |s: &Standing<'_>| load.of_model(s.key) >= SHARED_BY;
@@ -150,6 +147,38 @@ pub(super) fn spread(
             *slot = i;
         }
         start = end;
+    }
+}
+
+/// What a candidate's limits leave a conversation, ordered: room for it (see
+/// `Headroom::roomy_for`) above any without; among those without, the more requests a
+/// minute it would get (a model that cannot keep an agent's pace for long still beats one
+/// that stops it at once), then the more left today. Shared with the conversations on its
+/// account, this one too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Room {
+    roomy: bool,
+    per_minute: u64,
+    day_left: u64,
+}
+
+impl Room {
+    fn of(router: &Router, i: usize, s: &Standing<'_>, load: &Load, size: Size) -> Room {
+        let sharing = load.of_provider(s.key) as u64 + 1;
+        let roomy = s.room.roomy_for(sharing) && size.fits_growing(router.pool.get(i).context);
+        if roomy {
+            // Enough is enough: roomy models are told apart by load and pace.
+            return Room {
+                roomy,
+                per_minute: u64::MAX,
+                day_left: u64::MAX,
+            };
+        }
+        Room {
+            roomy,
+            per_minute: s.room.per_minute.map_or(u64::MAX, |m| m / sharing),
+            day_left: s.room.day_left.map_or(u64::MAX, |d| d / sharing),
+        }
     }
 }
 

@@ -329,10 +329,13 @@ impl Router {
                 return true;
             }
         }
-        let passing = matches!(
-            f.kind(),
-            FailureKind::ProviderServerError | FailureKind::NetworkError
-        ) && f.elapsed < FREE_FAILURE
+        let server_error = f.status.is_some_and(|s| s >= 500)
+            && matches!(
+                f.kind(),
+                FailureKind::ProviderServerError | FailureKind::HtmlMaintenance
+            );
+        let passing = (server_error || f.kind() == FailureKind::NetworkError)
+            && f.elapsed < FREE_FAILURE
             && f.retry_after.is_none_or(|w| w <= SHORT_RETRY);
         if held && passing && !queue.held_retried {
             queue.held_retried = true;
