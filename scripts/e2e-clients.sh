@@ -68,7 +68,8 @@ cat > "$work/catalog.json" <<JSON
   {"id":"cut_tool_args","tier":"S","context":131072},{"id":"slow:3000","tier":"S","context":131072},
   {"id":"ok#panel","tier":"S","context":131072},{"id":"ok#judge","tier":"S","context":131072},
   {"id":"signed_tool_turns","tier":"S","context":131072},{"id":"sse_error_after_content","tier":"S","context":131072},
-  {"id":"continues","tier":"S","context":131072}]},
+  {"id":"continues","tier":"S","context":131072},{"id":"paid_notice_streamed","tier":"S","context":131072},
+  {"id":"free_tier_exhausted","tier":"S","context":131072}]},
  {"id":"keyed","name":"Keyed","baseUrl":"$url","apiKeyEnv":["FAKE_KEYED_KEY"],"keyRequired":true,
   "models":[{"id":"echo_masked_key","tier":"S","context":131072}]},
  {"id":"budget","name":"Spent","baseUrl":"$url","keyRequired":false,"quota":{"requestsPerDay":0},
@@ -90,6 +91,10 @@ export FCM_CATALOG="$work/catalog.json"
 "$fcm" sets add fused --strategy fusion --judge fake/ok#judge fake/ok#panel fake/ok > /dev/null
 # A set whose first model's stream breaks after its first words: the next one finishes it.
 "$fcm" sets add broken-stream fake/sse_error_after_content fake/continues > /dev/null
+# A set whose first model went paid and streams the provider's notice as its answer, and one
+# whose first model's free grant is used up (DashScope's 403).
+"$fcm" sets add gone-paid fake/paid_notice_streamed fake/ok > /dev/null
+"$fcm" sets add grant-used-up fake/free_tier_exhausted fake/ok > /dev/null
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$fcm" serve --port "$port" 2> "$work/serve.log" &
 serve_pid=$!
@@ -196,6 +201,27 @@ try:
     print('finished cleanly:', text)
 except openai.APIError as e:
     print('raised:', e.message)"
+
+# A model gone paid streams the provider's notice a few words at a time: fcm sees it before
+# the tool gets a word of it and the next model answers.
+configure gone-paid
+each_tool "past a paid-plan notice streamed as the answer" "Hello from ok." "requires a paid plan" "say hi"
+
+# A used-up free grant is met once and remembered: the three tools' requests go to it once
+# in all, and `fcm breakers` says why it is out and until when.
+configure grant-used-up
+each_tool "past a used-up free grant" "Hello from ok." "" "say hi"
+sent=$("$fcm" history --json -n 500 | python3 -c '
+import json, sys
+print(sum(1 for e in json.load(sys.stdin) for a in e.get("attempts", []) if a["model"] == "fake/free_tier_exhausted"))')
+held=$("$fcm" breakers --json | python3 -c '
+import json, sys
+print(next((r.get("heldFor", "") for r in json.load(sys.stdin) if r["model"] == "fake/free_tier_exhausted"), ""))')
+if [ "$sent" = 1 ] && [ "$held" = quota_exhausted ]; then
+  pass "a used-up grant is asked once and shown as quota_exhausted"
+else
+  fail "a used-up grant: $sent requests to it, breakers say \"$held\""
+fi
 
 # The model thinks in <think> tags cut mid-tag: the answer arrives without them.
 configure fake/thinks_tags

@@ -49,6 +49,9 @@ pub enum Behavior {
     /// 200, the notice as the model's content), as providers that turned a free model
     /// paid answer.
     PaidNotice,
+    /// [`PaidNotice`](Behavior::PaidNotice) streamed a few words at a time, as a gateway
+    /// that writes its notice through the model's stream does.
+    PaidNoticeStreamed,
     Auth401,
     BadRequest400,
     Server500,
@@ -243,6 +246,7 @@ impl Behavior {
             "fails_first" => Behavior::FailsFirst(param.unwrap_or(3)),
             "wrong_sum" => Behavior::WrongSum,
             "paid_notice" => Behavior::PaidNotice,
+            "paid_notice_streamed" => Behavior::PaidNoticeStreamed,
             "auth_401" => Behavior::Auth401,
             "bad_request_400" => Behavior::BadRequest400,
             "server_500" => Behavior::Server500,

@@ -299,6 +299,25 @@ pub(super) fn respond(
             w.data(&chunk(&id, &model, json!({}), Some("stop")))?;
             w.done()
         }
+        Behavior::PaidNoticeStreamed if !stream => {
+            ok_answer(out, &id, &model, PAID_NOTICE, false, usage, Duration::ZERO)
+        }
+        Behavior::PaidNoticeStreamed => {
+            let mut w = SseWriter::start(out);
+            let words: Vec<&str> = PAID_NOTICE.split_inclusive(' ').collect();
+            for (n, piece) in words.chunks(2).enumerate() {
+                let text = piece.concat();
+                let delta = if n == 0 {
+                    json!({"role": "assistant", "content": text})
+                } else {
+                    json!({"content": text})
+                };
+                w.data(&chunk(&id, &model, delta, None))?;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            w.data(&chunk(&id, &model, json!({}), Some("stop")))?;
+            w.done()
+        }
         Behavior::RepeatedCallIds => repeated_call_ids(out, &id, &model, stream),
         Behavior::CutToolArgs => call_answer(out, &id, &model, stream, "Bash", r#"{"command":"ec"#),
         Behavior::UnknownTool => call_answer(out, &id, &model, stream, "launch_rockets", "{}"),

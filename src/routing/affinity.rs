@@ -241,14 +241,22 @@ pub(super) fn place(router: &Router, i: usize, turn: &Turn<'_>) {
     affinity.place(k.conversation.id(), model, crate::time::now_ms());
 }
 
-/// Candidates that may stand in for one another when a conversation is placed: the same
-/// placement class (health, tier), the same room for a conversation and the same fit for
-/// what the request needs. By candidate index.
+/// What placing a conversation knows of each candidate of a plan, by candidate index: its
+/// placement class (health, tier) in the plan, whether it has what the request needs (the
+/// two say which candidates may stand in for one another), and whether it had room for a
+/// conversation.
 #[derive(Debug, Default)]
-pub(super) struct Peers(HashMap<usize, (usize, bool, bool)>);
+pub(super) struct Peers(HashMap<usize, Peer>);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Peer {
+    class: usize,
+    meets: bool,
+    roomy: bool,
+}
 
 impl Peers {
-    /// The peer groups of a plan's `order` (ranked, `standings[n]` being `order[n]`'s).
+    /// The peers of a plan's `order` (ranked, `standings[n]` being `order[n]`'s).
     pub(super) fn of(
         router: &Router,
         order: &[usize],
@@ -268,18 +276,23 @@ impl Peers {
                 class += 1;
             }
             let c = router.pool.get(i);
-            let roomy = standings[n].room.roomy() && size.fits_growing(c.context);
-            let meets = needs.met_by_or_proven(&c.capabilities, false);
-            groups.insert(i, (class, roomy, meets));
+            let peer = Peer {
+                class,
+                meets: needs.met_by_or_proven(&c.capabilities, false),
+                roomy: standings[n].room.roomy() && size.fits_growing(c.context),
+            };
+            groups.insert(i, peer);
         }
         Peers(groups)
     }
 }
 
-/// After a failure, the candidate to try instead of `i`: of `i` and the peers that follow
-/// it in `queue` without a break, the one with the fewest live conversations on the model,
-/// then on its provider, as counted now (others' requests failing over meanwhile have
-/// moved conversations). `i` goes back to the queue when another is chosen.
+/// After a failure, the candidate to try instead of `i`: of `i` and the candidates that
+/// follow it in `queue` without a break and may stand in for it (the same placement class
+/// and fit), the one that does not hold [`SHARED_BY`] conversations, with room, with the
+/// fewest live conversations on the model, then on its provider, as counted now (others'
+/// requests failing over meanwhile have moved conversations). `i` goes back to the queue
+/// when another is chosen.
 pub(super) fn least_loaded_peer(
     router: &Router,
     i: usize,
@@ -288,7 +301,7 @@ pub(super) fn least_loaded_peer(
     turn: &Turn<'_>,
 ) -> usize {
     let Some(k) = &turn.keeping else { return i };
-    let Some(group) = peers.0.get(&i) else {
+    let Some(first) = peers.0.get(&i) else {
         return i;
     };
     // The same model again (with its other key): not a placement.
@@ -297,16 +310,26 @@ pub(super) fn least_loaded_peer(
         return i;
     }
     let load = Load::now(router, Some(k.conversation.id()));
-    let weight = |j: usize| {
+    let weight = |j: usize, peer: &Peer| {
         let key = router.pool.get(j).key();
-        (load.of_model(key), load.of_provider(key))
+        let on_model = load.of_model(key);
+        (
+            on_model >= SHARED_BY,
+            !peer.roomy,
+            on_model,
+            load.of_provider(key),
+        )
     };
-    let mut best = (weight(i), None);
+    let mut best = (weight(i, first), None);
     for (at, &j) in queue.iter().enumerate() {
-        if peers.0.get(&j) != Some(group) {
+        let Some(peer) = peers
+            .0
+            .get(&j)
+            .filter(|p| (p.class, p.meets) == (first.class, first.meets))
+        else {
             break;
-        }
-        let w = weight(j);
+        };
+        let w = weight(j, peer);
         if w < best.0 {
             best = (w, Some(at));
         }
