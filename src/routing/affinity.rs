@@ -43,10 +43,16 @@ impl Load {
     }
 
     fn of_model(&self, key: &str) -> usize {
+        if self.by_model.is_empty() {
+            return 0;
+        }
         self.by_model.get(key).copied().unwrap_or(0)
     }
 
     fn of_provider(&self, key: &str) -> usize {
+        if self.by_provider.is_empty() {
+            return 0;
+        }
         let provider = key.split('/').next().unwrap_or(key);
         self.by_provider.get(provider).copied().unwrap_or(0)
     }
@@ -122,18 +128,15 @@ pub(super) fn spread(
         {
             end += 1;
         }
-        let mut group: Vec<(usize, &Standing<'_>, Room)> = order[start..end]
+        // Each candidate's loads and room are looked up once, not at every comparison.
+        let mut group: Vec<(usize, &Standing<'_>, Place)> = order[start..end]
             .iter()
             .zip(&standings[start..end])
-            .map(|(&i, s)| (i, s, Room::of(router, i, s, load, size)))
+            .map(|(&i, s)| (i, s, Place::of(router, i, s, load, size)))
             .collect();
-        group.sort_by(|(_, a, a_room), (_, b, b_room)| {
-            let full = |s: &Standing<'_>| load.of_model(s.key) >= SHARED_BY;
-            full(a)
-                .cmp(&full(b))
-                .then(b_room.cmp(a_room))
-                .then(load.of_model(a.key).cmp(&load.of_model(b.key)))
-                .then(load.of_provider(a.key).cmp(&load.of_provider(b.key)))
+        group.sort_by(|(_, a, a_place), (_, b, b_place)| {
+            a_place
+                .cmp(b_place)
                 .then(pace(a).cmp(&pace(b)))
                 .then(b.headroom.total_cmp(&a.headroom))
                 .then(
@@ -162,22 +165,58 @@ struct Room {
     day_left: u64,
 }
 
-impl Room {
-    fn of(router: &Router, i: usize, s: &Standing<'_>, load: &Load, size: Size) -> Room {
-        let sharing = load.of_provider(s.key) as u64 + 1;
+/// Where a candidate stands for a conversation's placement, best first: not holding
+/// [`SHARED_BY`] conversations, its [`Room`] (most first), the fewest conversations on the
+/// model, then on its provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Place {
+    full: bool,
+    room: Room,
+    on_model: usize,
+    on_provider: usize,
+}
+
+impl Ord for Place {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.full
+            .cmp(&other.full)
+            .then(other.room.cmp(&self.room))
+            .then(self.on_model.cmp(&other.on_model))
+            .then(self.on_provider.cmp(&other.on_provider))
+    }
+}
+
+impl PartialOrd for Place {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Place {
+    fn of(router: &Router, i: usize, s: &Standing<'_>, load: &Load, size: Size) -> Place {
+        let on_model = load.of_model(s.key);
+        let on_provider = load.of_provider(s.key);
+        let sharing = on_provider as u64 + 1;
         let roomy = s.room.roomy_for(sharing) && size.fits_growing(router.pool.get(i).context);
-        if roomy {
+        let room = if roomy {
             // Enough is enough: roomy models are told apart by load and pace.
-            return Room {
+            Room {
                 roomy,
                 per_minute: u64::MAX,
                 day_left: u64::MAX,
-            };
-        }
-        Room {
-            roomy,
-            per_minute: s.room.per_minute.map_or(u64::MAX, |m| m / sharing),
-            day_left: s.room.day_left.map_or(u64::MAX, |d| d / sharing),
+            }
+        } else {
+            Room {
+                roomy,
+                per_minute: s.room.per_minute.map_or(u64::MAX, |m| m / sharing),
+                day_left: s.room.day_left.map_or(u64::MAX, |d| d / sharing),
+            }
+        };
+        Place {
+            full: on_model >= SHARED_BY,
+            room,
+            on_model,
+            on_provider,
         }
     }
 }
@@ -246,7 +285,7 @@ pub(super) fn place(router: &Router, i: usize, turn: &Turn<'_>) {
 /// two say which candidates may stand in for one another), and whether it had room for a
 /// conversation.
 #[derive(Debug, Default)]
-pub(super) struct Peers(HashMap<usize, Peer>);
+pub(super) struct Peers(Vec<Option<Peer>>);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Peer {
@@ -256,6 +295,10 @@ struct Peer {
 }
 
 impl Peers {
+    fn peer(&self, i: usize) -> Option<Peer> {
+        self.0.get(i).copied().flatten()
+    }
+
     /// The peers of a plan's `order` (ranked, `standings[n]` being `order[n]`'s).
     pub(super) fn of(
         router: &Router,
@@ -265,7 +308,7 @@ impl Peers {
         needs: Needs,
     ) -> Peers {
         let mut class = 0;
-        let mut groups = HashMap::with_capacity(order.len());
+        let mut groups = vec![None; router.pool.len()];
         for (n, &i) in order.iter().enumerate() {
             if n > 0
                 && router
@@ -281,7 +324,7 @@ impl Peers {
                 meets: needs.met_by_or_proven(&c.capabilities, false),
                 roomy: standings[n].room.roomy() && size.fits_growing(c.context),
             };
-            groups.insert(i, peer);
+            groups[i] = Some(peer);
         }
         Peers(groups)
     }
@@ -301,7 +344,7 @@ pub(super) fn least_loaded_peer(
     turn: &Turn<'_>,
 ) -> usize {
     let Some(k) = &turn.keeping else { return i };
-    let Some(first) = peers.0.get(&i) else {
+    let Some(first) = peers.peer(i) else {
         return i;
     };
     // The same model again (with its other key): not a placement.
@@ -320,16 +363,15 @@ pub(super) fn least_loaded_peer(
             load.of_provider(key),
         )
     };
-    let mut best = (weight(i, first), None);
+    let mut best = (weight(i, &first), None);
     for (at, &j) in queue.iter().enumerate() {
         let Some(peer) = peers
-            .0
-            .get(&j)
+            .peer(j)
             .filter(|p| (p.class, p.meets) == (first.class, first.meets))
         else {
             break;
         };
-        let w = weight(j, peer);
+        let w = weight(j, &peer);
         if w < best.0 {
             best = (w, Some(at));
         }

@@ -426,7 +426,6 @@ impl Router {
                     Answer::Stream(s) => (s.status, s.ttft, &s.rate),
                 };
                 record.answered(c, &sent.grant, rate);
-                self.ledger.served(&c.metered, &sent.grant);
                 if let Answer::Full { stats, .. } = &answer {
                     record.success(c, latency);
                     record.spent(c, &sent.grant, stats, sent.prompt_tokens);

@@ -246,6 +246,11 @@ impl Candidates {
         Candidates { all, index }
     }
 
+    /// How many candidates there are, routable or not.
+    pub(crate) fn len(&self) -> usize {
+        self.all.len()
+    }
+
     /// Every candidate, routable or not, in catalog order.
     pub(crate) fn all(&self) -> impl Iterator<Item = &Candidate> {
         self.all.iter()

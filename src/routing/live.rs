@@ -220,8 +220,8 @@ impl Evidence {
         let mut window = self.windows[i].lock().unwrap_or_else(|e| e.into_inner());
         window.push(ttft_ms);
         self.ranks[i].store(pack(window.rank()), Ordering::Release);
-        if let Some(t) = ttft_ms {
-            self.silence.heard(i, t, window.slowest());
+        if ttft_ms.is_some() {
+            self.silence.heard(i, window.slowest());
         }
     }
 

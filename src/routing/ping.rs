@@ -313,7 +313,6 @@ pub fn ping(
             ..
         }) => {
             record.answered(c, &sent.grant, &rate);
-            record.ledger.served(&c.metered, &sent.grant);
             record.success(c, elapsed);
             record.spent(c, &sent.grant, &stats, prompt_tokens);
             let ms = elapsed.as_millis() as u64;

@@ -5,18 +5,14 @@
 //! nothing else is left, a real request) hears it answer again.
 //!
 //! What it keeps: each model's slowest recent start and when it fell silent, as atomics
-//! read on every request, and the last starts of all models. The probe itself is sent by
+//! read on every request (no lock on the request's path). The probe itself is sent by
 //! `probe`.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
-/// Starts of all models kept for the deadline of a model that has none of its own.
-const SHARED_STARTS: usize = 100;
-/// Starts of all models needed before they set an unknown model's deadline.
-const SHARED_MIN: usize = 10;
+/// Models with starts of their own needed before they set the deadline of one without.
+const SHARED_MIN: usize = 5;
 /// A model is given this multiple of its slowest recent start (about its 95th
 /// percentile), plus [`MARGIN`]: a heavy tail is waited for, a silence is not.
 const FACTOR: u64 = 2;
@@ -38,8 +34,6 @@ pub(crate) struct Silence {
     since: Vec<AtomicU64>,
     /// Probes each silent model missed in a row.
     missed: Vec<AtomicU64>,
-    /// The last starts of all models (ms).
-    shared: Mutex<VecDeque<u64>>,
 }
 
 impl Silence {
@@ -49,21 +43,17 @@ impl Silence {
             slowest: zeros(),
             since: zeros(),
             missed: zeros(),
-            shared: Mutex::new(VecDeque::with_capacity(SHARED_STARTS)),
         }
     }
 
-    /// Model `i` answered, its first token after `ttft_ms`; `slowest` is the slowest of its
-    /// recent starts (`None` until there are enough). It is not silent.
-    pub(crate) fn heard(&self, i: usize, ttft_ms: u64, slowest: Option<u64>) {
+    /// Model `i` answered; `slowest` is the slowest of its recent starts (`None` until
+    /// there are enough). It is not silent.
+    pub(crate) fn heard(&self, i: usize, slowest: Option<u64>) {
         self.slowest[i].store(slowest.map_or(0, |s| s + 1), Ordering::Release);
-        self.since[i].store(0, Ordering::Release);
-        self.missed[i].store(0, Ordering::Release);
-        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-        if shared.len() == SHARED_STARTS {
-            shared.pop_front();
+        if self.since[i].load(Ordering::Acquire) != 0 {
+            self.since[i].store(0, Ordering::Release);
+            self.missed[i].store(0, Ordering::Release);
         }
-        shared.push_back(ttft_ms);
     }
 
     /// Model `i` missed its first-token deadline at `now`: silent from then (a miss while
@@ -101,13 +91,12 @@ impl Silence {
     }
 
     /// How long model `i` may take to start on a prompt of `prompt_tokens`: [`FACTOR`]
-    /// times its slowest recent start plus [`MARGIN`] (every model's recent 90th
-    /// percentile while it has none of its own), at least the floor for the prompt, at
-    /// most `ceiling` (`router.failover.firstTokenTimeoutMs`). The ceiling while nothing
-    /// is known at all.
+    /// times its slowest recent start plus [`MARGIN`] (the models' median slowest start
+    /// while it has none of its own), at least the floor for the prompt, at most `ceiling`
+    /// (`router.failover.firstTokenTimeoutMs`). The ceiling while nothing is known at all.
     pub(crate) fn first_token(&self, i: usize, prompt_tokens: u64, ceiling: Duration) -> Duration {
         let own = self.slowest[i].load(Ordering::Acquire).checked_sub(1);
-        let Some(slowest) = own.or_else(|| self.shared_p90()) else {
+        let Some(slowest) = own.or_else(|| self.typical_slowest()) else {
             return ceiling;
         };
         let floor = FLOOR.saturating_add(Duration::from_secs(prompt_tokens / TOKENS_PER_SECOND));
@@ -115,15 +104,19 @@ impl Silence {
         wait.max(floor).min(ceiling)
     }
 
-    fn shared_p90(&self) -> Option<u64> {
-        let shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-        if shared.len() < SHARED_MIN {
+    /// The median of the models' slowest recent starts, once [`SHARED_MIN`] models have
+    /// one.
+    fn typical_slowest(&self) -> Option<u64> {
+        let mut known: Vec<u64> = self
+            .slowest
+            .iter()
+            .filter_map(|s| s.load(Ordering::Acquire).checked_sub(1))
+            .collect();
+        if known.len() < SHARED_MIN {
             return None;
         }
-        let mut starts: Vec<u64> = shared.iter().copied().collect();
-        drop(shared);
-        starts.sort_unstable();
-        starts.get(starts.len() * 9 / 10).copied()
+        known.sort_unstable();
+        known.get(known.len() / 2).copied()
     }
 }
 
@@ -137,12 +130,12 @@ mod tests {
     fn a_deadline_follows_the_models_own_starts_within_floor_and_ceiling() {
         let s = Silence::new(3);
         assert_eq!(s.first_token(0, 1_000, CEILING), CEILING, "nothing known");
-        s.heard(0, 1_500, Some(3_000));
+        s.heard(0, Some(3_000));
         assert_eq!(
             s.first_token(0, 1_000, CEILING),
             Duration::from_millis(7_000)
         );
-        s.heard(1, 100, Some(200));
+        s.heard(1, Some(200));
         assert_eq!(
             s.first_token(1, 1_000, CEILING),
             FLOOR,
@@ -153,20 +146,26 @@ mod tests {
             FLOOR + Duration::from_secs(5),
             "a long prompt is given longer"
         );
-        s.heard(2, 100, Some(20_000));
+        s.heard(2, Some(20_000));
         assert_eq!(s.first_token(2, 1_000, CEILING), CEILING);
     }
 
     #[test]
-    fn a_model_without_starts_is_given_what_every_model_takes() {
-        let s = Silence::new(2);
-        for t in 1..=20 {
-            s.heard(0, t * 100, None);
+    fn a_model_without_starts_is_given_what_models_typically_take() {
+        let s = Silence::new(7);
+        for (i, slowest) in [1_000, 2_000, 3_000, 4_000].into_iter().enumerate() {
+            s.heard(i, Some(slowest));
         }
-        // The 90th percentile of 100..2000 ms is 1900 ms.
         assert_eq!(
-            s.first_token(1, 0, CEILING),
-            Duration::from_millis(2 * 1_900 + 1_000)
+            s.first_token(6, 0, CEILING),
+            CEILING,
+            "four models say too little"
+        );
+        s.heard(4, Some(5_000));
+        // The median of 1..5 s is 3 s.
+        assert_eq!(
+            s.first_token(6, 0, CEILING),
+            Duration::from_millis(2 * 3_000 + 1_000)
         );
     }
 
@@ -182,7 +181,7 @@ mod tests {
         s.missed(0, first);
         assert!(!s.due(0, first + FIRST_PROBE.as_millis() as u64));
         assert!(s.due(0, first + 2 * FIRST_PROBE.as_millis() as u64));
-        s.heard(0, 500, None);
+        s.heard(0, None);
         assert!(!s.is_silent(0) && !s.due(0, u64::MAX / 2));
     }
 }

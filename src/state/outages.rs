@@ -9,6 +9,7 @@
 //! the first two refused connections. Nothing here sends anything.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// Two connection failures of one provider this close together are an outage.
@@ -76,6 +77,9 @@ impl Watch {
 #[derive(Debug, Default)]
 pub struct Outages {
     watches: Mutex<HashMap<String, Watch>>,
+    /// Whether any provider is watched: a request asks nothing of the lock while none is
+    /// (nearly always).
+    watching: AtomicBool,
 }
 
 impl Outages {
@@ -85,6 +89,9 @@ impl Outages {
 
     /// Whether `provider` may be sent a request now, for planning (nothing is taken).
     pub fn state(&self, provider: &str, now: u64) -> Reachable {
+        if !self.watching.load(Ordering::Acquire) {
+            return Reachable::Yes;
+        }
         self.lock()
             .get(provider)
             .map_or(Reachable::Yes, |w| w.reachable(now))
@@ -93,6 +100,9 @@ impl Outages {
     /// Whether `provider` may be sent a request now; takes the trial slot when it grants
     /// one.
     pub fn admit(&self, provider: &str, now: u64) -> Reachable {
+        if !self.watching.load(Ordering::Acquire) {
+            return Reachable::Yes;
+        }
         let mut watches = self.lock();
         let Some(w) = watches.get_mut(provider) else {
             return Reachable::Yes;
@@ -109,6 +119,7 @@ impl Outages {
     /// one after its pause ended (its trial's, which makes the next pause longer).
     pub fn connection_failed(&self, provider: &str, now: u64) -> bool {
         let mut watches = self.lock();
+        self.watching.store(true, Ordering::Release);
         let w = watches.entry(provider.to_string()).or_default();
         if w.pauses > 0 {
             if now >= w.down_until {
@@ -127,12 +138,13 @@ impl Outages {
 
     /// `provider` answered (whatever it said): it is reachable.
     pub fn answered(&self, provider: &str) {
+        if !self.watching.load(Ordering::Acquire) {
+            return;
+        }
         let mut watches = self.lock();
-        if watches
-            .get(provider)
-            .is_some_and(|w| w.pauses > 0 || !w.recent.is_empty())
-        {
-            watches.remove(provider);
+        watches.remove(provider);
+        if watches.is_empty() {
+            self.watching.store(false, Ordering::Release);
         }
     }
 

@@ -11,15 +11,10 @@ use crate::time::{utc_day, DAY_MS};
 
 use super::book::{Book, Hold, HoldReason, Reported, UsageBook, UsageRow};
 use super::grant::{Blocked, Headroom, Why};
+use super::learned::Learned;
 use super::metered::{KeyTag, Metered};
 use super::minute::Minute;
 use crate::providers::quota::{Period, Unit};
-
-/// A prompt within a `1 / TPM_MARGIN` share of a stated tokens-a-minute limit is taken as
-/// over it: the provider counts tokens its own way.
-const TPM_MARGIN: u64 = 10;
-/// Requests in the last minute below which a 429 teaches no per-minute limit.
-const LEARN_FROM: u64 = 3;
 
 /// Which key of a provider is in use and how many requests it has had in a row.
 #[derive(Debug, Default)]
@@ -39,23 +34,18 @@ pub(super) struct Figures {
     pub(super) rotations: HashMap<String, Rotation>,
     /// Recent 429s per model and key.
     pub(super) storms: HashMap<String, VecDeque<u64>>,
-    /// 429s per model and key since its last answer: each one after the first pauses
-    /// longer.
-    pub(super) streaks: HashMap<String, u32>,
-    /// Until when each model and key, and each provider and key, is a poor home for a
-    /// conversation: it answered 429 or said a quota is used up (see `Headroom`).
-    pub(super) poor_until: HashMap<String, u64>,
-    /// Every request of the last minute per model and key, whatever its limits.
+    /// What each model and key's answers taught of its limits (see `learned`), for the
+    /// models that taught something.
+    pub(super) learned: HashMap<String, Learned>,
+    /// Every request of the last minute per model and key, whatever its limits: what a
+    /// 429 that states no limit teaches from.
     recent: HashMap<String, Minute>,
-    /// Requests a minute a model and key took before a 429 that stated no limit of its
-    /// own, and until when that is believed.
-    learned_rpm: HashMap<String, (u64, u64)>,
+    /// Until when each provider and key is a poor home for a conversation: one of its
+    /// models answered 429 or said a quota is used up (see `Headroom`).
+    poor_providers: HashMap<String, u64>,
     /// Requests sent and not answered yet, per reported counter and key: what the
     /// provider's last figures cannot have counted.
     pub(super) in_flight: HashMap<String, u64>,
-    /// Tokens a minute a model's provider said is its limit when it refused a prompt as
-    /// too large (413), per model and key: no larger prompt is sent there.
-    pub(super) stated_tpm: HashMap<String, u64>,
     /// When this process last wrote or read the file (its modification time then).
     pub(super) synced: Option<SystemTime>,
     /// Today (UTC), as a number of days and as the book names it, kept current by
@@ -170,28 +160,18 @@ impl Figures {
                 why,
             });
         }
-        if let Some(&(limit, until)) = self.learned_rpm.get(&key.at_model).filter(|l| l.1 > now) {
-            let (took, _, frees_at) = self
-                .recent
-                .get(&key.at_model)
-                .map_or((0, 0, now), |w| w.spent(now));
-            if took >= limit {
-                keep(Blocked::budget(crate::providers::quota::Exhausted {
-                    until_ms: frees_at.min(until),
-                    what: format!("{limit} requests a minute, as its 429s said"),
-                }));
+        // Most models taught nothing: no lookup for them while none did.
+        let learned = (!self.learned.is_empty())
+            .then(|| self.learned.get(&key.at_model))
+            .flatten();
+        if let Some(l) = learned {
+            let (stop, allows) = l.check(tokens, self.recent.get(&key.at_model), now);
+            if let Some(e) = stop {
+                keep(Blocked::budget(e));
             }
-            tighter(&mut per_minute, limit);
-        }
-        if let Some(&limit) = self.stated_tpm.get(&key.at_model) {
-            // fcm's estimate (characters / 4) and the provider's count differ a little.
-            if tokens + tokens / TPM_MARGIN > limit {
-                keep(Blocked::budget(crate::providers::quota::Exhausted {
-                    until_ms: now + crate::providers::quota::MINUTE_MS,
-                    what: format!("a prompt of ~{tokens} tokens is over the {limit} tokens a minute its provider stated"),
-                }));
+            if let Some(n) = allows {
+                tighter(&mut per_minute, n);
             }
-            tighter(&mut per_minute, limit / tokens.max(1));
         }
         for (i, (_, q)) in m.rules.iter().enumerate() {
             let spent = self.spent(m, i, key, now);
@@ -247,9 +227,12 @@ impl Figures {
                 share: least,
                 day_left,
                 per_minute,
-                limited_lately: [&key.at_model, &key.at_provider]
-                    .iter()
-                    .any(|at| self.poor_until.get(*at).is_some_and(|t| *t > now)),
+                limited_lately: learned.is_some_and(|l| l.poor_until > now)
+                    || (!self.poor_providers.is_empty()
+                        && self
+                            .poor_providers
+                            .get(&key.at_provider)
+                            .is_some_and(|t| *t > now)),
             }),
         }
     }
@@ -315,11 +298,13 @@ impl Figures {
         let key = &m.keys[k];
         self.change_row(m, key, |r| r.requests += 1);
         self.add_minute(m, key, now, 1, tokens);
-        if !self.recent.contains_key(&key.at_model) {
-            self.recent.insert(key.at_model.clone(), Minute::default());
-        }
-        if let Some(w) = self.recent.get_mut(&key.at_model) {
-            w.add(now, 1, 0);
+        match self.recent.get_mut(&key.at_model) {
+            Some(w) => w.add(now, 1, 0),
+            None => {
+                let mut w = Minute::default();
+                w.add(now, 1, 0);
+                self.recent.insert(key.at_model.clone(), w);
+            }
         }
         match self.in_flight.get_mut(&key.at_reported) {
             Some(n) => *n += 1,
@@ -329,34 +314,30 @@ impl Figures {
         }
     }
 
+    /// What `key`'s model took in the last minute.
+    pub(super) fn took(&self, key: &KeyTag, now: u64) -> u64 {
+        self.recent.get(&key.at_model).map_or(0, |w| w.spent(now).0)
+    }
+
+    /// What `key`'s model has taught so far, made empty the first time.
+    pub(super) fn learned_of(&mut self, key: &KeyTag) -> &mut Learned {
+        if !self.learned.contains_key(&key.at_model) {
+            self.learned
+                .insert(key.at_model.clone(), Learned::default());
+        }
+        self.learned.get_mut(&key.at_model).expect("inserted above")
+    }
+
     /// A model answered 429 or said a quota is used up: it and its provider are poor
     /// homes for a conversation until `until` (see `Headroom`).
     pub(super) fn limited(&mut self, key: &KeyTag, until: u64) {
-        for at in [&key.at_model, &key.at_provider] {
-            let t = self.poor_until.entry(at.clone()).or_default();
-            *t = (*t).max(until);
-        }
-    }
-
-    /// A model answered 429 without saying what its limit is: what it took in the last
-    /// minute, less the request refused, is taken as its limit a minute until `until`
-    /// (the lower of two such figures stands). Not from a quiet minute (fewer than
-    /// [`LEARN_FROM`] requests): such a 429 is about something else (an hourly cap, the
-    /// provider's own load).
-    pub(super) fn learn_rpm(&mut self, key: &KeyTag, now: u64, until: u64) {
-        let took = self.recent.get(&key.at_model).map_or(0, |w| w.spent(now).0);
-        if took < LEARN_FROM {
-            return;
-        }
-        let limit = took - 1;
-        let learned = self
-            .learned_rpm
-            .entry(key.at_model.clone())
-            .or_insert((limit, until));
-        if learned.1 <= now || limit < learned.0 {
-            learned.0 = limit;
-        }
-        learned.1 = until;
+        let model = self.learned_of(key);
+        model.poor_until = model.poor_until.max(until);
+        let provider = self
+            .poor_providers
+            .entry(key.at_provider.clone())
+            .or_default();
+        *provider = (*provider).max(until);
     }
 
     /// Holds a key, in the book and among the additions to save.

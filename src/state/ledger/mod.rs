@@ -17,6 +17,7 @@
 pub mod book;
 mod figures;
 mod grant;
+mod learned;
 mod metered;
 mod minute;
 pub mod report;
@@ -231,24 +232,20 @@ impl Ledger {
     pub fn learn_from_429(&self, m: &Metered, grant: &Grant, now: u64) {
         let key = &m.keys[grant.key];
         let mut inner = self.lock();
-        inner.learn_rpm(key, now, now + LEARNED_FOR_MS);
-        self.dirty.store(true, Ordering::Release);
+        let took = inner.took(key, now);
+        inner
+            .learned_of(key)
+            .refused_at(took, now, now + LEARNED_FOR_MS);
     }
 
-    /// `grant`'s request was answered (the model served): its run of 429s is over.
-    pub fn served(&self, m: &Metered, grant: &Grant) {
-        let key = &m.keys[grant.key];
-        let mut inner = self.lock();
-        if !inner.streaks.is_empty() {
-            inner.streaks.remove(&key.at_model);
-        }
-    }
-
-    /// Adds the tokens an answer cost.
+    /// Adds the tokens an answer cost. The model answered: its run of 429s is over.
     pub fn tokens(&self, m: &Metered, grant: &Grant, t: Tokens, now: u64) {
         let key = &m.keys[grant.key];
         let mut inner = self.lock();
         inner.roll(now);
+        if let Some(l) = inner.learned.get_mut(&key.at_model) {
+            l.streak = 0;
+        }
         inner.change_row(m, key, |r| {
             r.prompt_tokens += t.prompt;
             r.completion_tokens += t.completion;
@@ -290,9 +287,9 @@ impl Ledger {
             recent.clear();
         }
         inner.limited(key, now + LIMITED_LATELY_MS);
-        let streak = inner.streaks.entry(key.at_model.clone()).or_default();
-        *streak += 1;
-        let escalated = match *streak {
+        let learned = inner.learned_of(key);
+        learned.streak += 1;
+        let escalated = match learned.streak {
             1 => pause,
             n => pause.max(
                 STREAK_PAUSE
@@ -352,18 +349,8 @@ impl Ledger {
     /// tokens a minute, `limit` as it stated (0: it did not, and the prompt's size less one
     /// is taken): no prompt that large goes to the model with that key again.
     pub fn too_large(&self, m: &Metered, grant: &Grant, limit: u64, tokens: u64) {
-        let limit = if limit > 0 {
-            limit
-        } else {
-            tokens.saturating_sub(1)
-        };
         let key = &m.keys[grant.key];
-        let mut inner = self.lock();
-        let stated = inner
-            .stated_tpm
-            .entry(key.at_model.clone())
-            .or_insert(limit);
-        *stated = (*stated).min(limit);
+        self.lock().learned_of(key).too_large(limit, tokens);
     }
 
     /// The provider rejected `grant`'s key: with several keys it is passed over for

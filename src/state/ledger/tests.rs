@@ -197,13 +197,13 @@ fn three_429s_within_a_minute_pause_fifteen_minutes() {
     let g = l.reserve(&m, 1, NOW, false).unwrap();
     let short = Duration::from_secs(2);
     assert_eq!(l.rate_limited(&m, &g, short, NOW), short);
-    l.served(&m, &g);
+    l.tokens(&m, &g, Tokens::default(), NOW);
     assert_eq!(
         l.rate_limited(&m, &g, short, NOW + 70_000),
         short,
         "the first one is a minute old, and an answer came between"
     );
-    l.served(&m, &g);
+    l.tokens(&m, &g, Tokens::default(), NOW);
     assert_eq!(l.rate_limited(&m, &g, short, NOW + 80_000), short);
     assert_eq!(l.rate_limited(&m, &g, short, NOW + 90_000), STORM_PAUSE);
     let today = &l.snapshot().days[0].rows[0];
@@ -225,7 +225,7 @@ fn a_run_of_429s_without_an_answer_pauses_longer_each_time() {
         })
         .collect();
     assert_eq!(pauses, [2, 60, 120, 240, 480, 900, 900]);
-    l.served(&m, &g);
+    l.tokens(&m, &g, Tokens::default(), NOW);
     assert_eq!(
         l.rate_limited(&m, &g, short, NOW + 200 * 60_000),
         short,
