@@ -34,16 +34,35 @@ pub fn prompt(body: &Value) -> u64 {
     estimate(chars)
 }
 
-/// `prompt` tokens (already estimated for `body`) plus the answer `body` asks room for
-/// (`max_tokens`): what a model's context window must hold.
-pub fn with_answer(prompt: u64, body: &Value) -> u64 {
-    let answer = body
-        .get("max_tokens")
+/// The answer room a window check asks for at most. Clients ask for large output budgets by
+/// default (OpenCode 32,000, Claude Code 32,000): such a budget must not bar a model whose
+/// window holds the prompt and a working answer. Where the whole budget does not fit, it is
+/// lowered to the room the model has (see [`lowered`]).
+pub const ANSWER_ROOM: u64 = 4_096;
+
+/// The answer budget `body` asks for (`max_tokens`, else `max_completion_tokens`).
+pub fn asked(body: &Value) -> Option<u64> {
+    body.get("max_tokens")
         .or_else(|| body.get("max_completion_tokens"))
         .and_then(Value::as_u64)
-        .unwrap_or(0);
+}
+
+/// `prompt` tokens (already estimated for `body`) plus the answer room `body` asks for, up
+/// to [`ANSWER_ROOM`]: what a model's context window must hold.
+pub fn with_answer(prompt: u64, body: &Value) -> u64 {
     // Saturating: `max_tokens: 18446744073709551615` is larger than every window, not tiny.
-    prompt.saturating_add(answer)
+    prompt.saturating_add(asked(body).unwrap_or(0).min(ANSWER_ROOM))
+}
+
+/// The budget a model with `window` tokens takes for `body` when what it asks does not fit:
+/// `Some((asked, room))`, the room being the window less the prompt and a tenth of it (the
+/// estimate runs under real counts). `None` when the budget fits or none is asked.
+pub fn lowered(window: u64, prompt: u64, body: &Value) -> Option<(u64, u64)> {
+    let asked = asked(body)?;
+    let room = window
+        .saturating_sub(prompt.saturating_add(prompt / 10))
+        .max(1);
+    (asked > room).then_some((asked, room))
 }
 
 /// Tokens a chat request needs in a window: its prompt and the answer it asks room for.
@@ -66,6 +85,27 @@ mod tests {
         // "user" and the content: 12 characters.
         assert_eq!(prompt(&body), 3);
         assert_eq!(needed(&body), 13);
-        assert_eq!(with_answer(5, &json!({"max_tokens": u64::MAX})), u64::MAX);
+        // A default budget larger than the room counts as the room's floor.
+        assert_eq!(
+            with_answer(5, &json!({"max_tokens": u64::MAX})),
+            5 + ANSWER_ROOM
+        );
+        assert_eq!(
+            with_answer(5, &json!({"max_completion_tokens": 32_000})),
+            5 + ANSWER_ROOM
+        );
+        assert_eq!(
+            lowered(32_768, 10_000, &json!({"max_tokens": 32_000})),
+            Some((32_000, 21_768))
+        );
+        assert_eq!(
+            lowered(131_072, 10_000, &json!({"max_tokens": 32_000})),
+            None
+        );
+        assert_eq!(lowered(8_192, 10_000, &json!({})), None);
+        assert_eq!(
+            lowered(8_192, 10_000, &json!({"max_tokens": 10})),
+            Some((10, 1))
+        );
     }
 }

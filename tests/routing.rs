@@ -60,6 +60,40 @@ fn models_with_too_small_a_context_are_skipped() {
 }
 
 #[test]
+fn a_default_answer_budget_larger_than_every_window_is_lowered_not_refused() {
+    let fake = fake();
+    let w = World::new();
+    catalog(
+        &w,
+        &fake.base_url(),
+        &[("p", false, &[("ok#small", 32_768)])],
+    );
+    let s = w.serve(&[]);
+    // OpenCode's default: 32,000 tokens of answer on a prompt of about 7,000.
+    let r = s.post("/v1/chat/completions", &long_request(28_000, 32_000));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.decision(), "p/ok#small!served|p/ok#small:200|skips=0");
+    let sent: Value = serde_json::from_slice(&fake.requests_for("ok#small")[0].body).unwrap();
+    let budget = sent["max_tokens"].as_u64().unwrap();
+    assert!((20_000..32_768 - 7_000).contains(&budget), "{budget}");
+    assert_eq!(
+        r.header("x-fcm-v2-max-tokens"),
+        Some(budget.to_string().as_str())
+    );
+    let entry = &s.history()[0];
+    assert_eq!(entry["maxTokens"], budget);
+    assert_eq!(
+        entry["notes"][0],
+        format!("max_tokens_lowered:32000_to_{budget}")
+    );
+    // A budget that fits is sent as asked, and nothing is said.
+    let r = s.post("/v1/chat/completions", &long_request(400, 1_000));
+    assert_eq!(r.header("x-fcm-v2-max-tokens"), None);
+    let sent: Value = serde_json::from_slice(&fake.requests_for("ok#small")[1].body).unwrap();
+    assert_eq!(sent["max_tokens"], 1_000);
+}
+
+#[test]
 fn context_overflow_fails_over_to_a_larger_model_without_damage() {
     let fake = fake();
     let w = World::new();

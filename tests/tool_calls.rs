@@ -273,19 +273,34 @@ fn a_broken_call_after_text_is_dropped_and_the_turn_ends_plainly() {
 }
 
 #[test]
-fn without_tools_offered_or_in_basic_mode_nothing_is_checked() {
+fn a_call_when_no_tools_were_offered_fails_over_and_basic_mode_checks_nothing() {
     let fake = fake();
+    // A title request offers no tools: any call in the answer names a tool the client does
+    // not have, cut or whole.
+    for broken in ["unknown_tool", "cut_tool_args"] {
+        for protocol in ["chat", "anthropic", "responses"] {
+            for stream in [false, true] {
+                // A home of its own: breakers start closed.
+                let w = World::new();
+                ordered(&w, &fake.base_url(), &[broken, "ok"]);
+                let s = w.serve(&[]);
+                let (path, req) = body(protocol, stream, false);
+                let r = s.post(&path, &req);
+                let case = format!("{broken} {protocol} stream={stream}");
+                assert_eq!(r.status, 200, "{case}: {r:?}");
+                assert_eq!(
+                    r.decision(),
+                    format!("p/ok!served|p/{broken}:invalid_tool_call->p/ok:200|skips=0"),
+                    "{case}"
+                );
+                assert!(calls_received(protocol, stream, &r).is_empty(), "{case}");
+                assert!(!r.body.contains("launch_rockets"), "{case}");
+            }
+        }
+    }
     let w = World::new();
-    ordered(&w, &fake.base_url(), &["unknown_tool"]);
-    let s = w.serve(&[]);
-    let (path, req) = body("chat", false, false);
-    let r = s.post(&path, &req);
-    assert_eq!(
-        r.decision(),
-        "p/unknown_tool!served|p/unknown_tool:200|skips=0"
-    );
-    drop(s);
     w.write_config(&json!({"router": {"failover": {"contentValidation": "basic"}}}));
+    ordered(&w, &fake.base_url(), &["unknown_tool"]);
     let s = w.serve(&[]);
     let (path, req) = body("chat", true, true);
     let r = s.post(&path, &req);

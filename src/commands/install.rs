@@ -8,7 +8,7 @@ use argh::FromArgs;
 use crate::commands::exit::ExitCode;
 use crate::commands::{edit_config, usage, Setup};
 use crate::install::cursor;
-use crate::install::doc::DocError;
+use crate::install::doc::{Doc, DocError};
 use crate::install::tools::{self, Tool, ToolContext, TOOLS};
 use crate::install::{self as inst, diff, Plan};
 use crate::state::files::{self, Holds};
@@ -48,7 +48,8 @@ pub(crate) struct InstallArgs {
 pub(crate) const LOCAL_TOKEN: &str = "fcm-local";
 
 /// What fcm writes into the tools' configs: this port, this model, and the access token
-/// (or [`LOCAL_TOKEN`] when the server needs none).
+/// (or [`LOCAL_TOKEN`] when the server needs none); the tool runs in this folder and this
+/// environment.
 pub(crate) fn tool_context(
     home: std::path::PathBuf,
     port: u16,
@@ -60,6 +61,10 @@ pub(crate) fn tool_context(
         port,
         model: model.to_string(),
         token: token.unwrap_or(LOCAL_TOKEN).to_string(),
+        cwd: std::env::current_dir().unwrap_or_default(),
+        env: std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect(),
     }
 }
 
@@ -100,83 +105,180 @@ pub(crate) fn run(args: InstallArgs) -> Result<ExitCode> {
         ));
     };
     let mut records = inst::load_records()?;
-    // An uninstall undoes the file fcm wrote, wherever the tool's path points today.
-    let file = match (args.uninstall, records.get(tool.name)) {
-        (true, Some(record)) if !record.file.as_os_str().is_empty() => record.file.clone(),
-        _ => tool.path(&ctx),
-    };
-    let text = match std::fs::read_to_string(&file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
-    };
-    let refused = |e: DocError| {
-        anyhow::anyhow!(
-            "cannot parse {}: {e}; fix or move the file, nothing was changed",
-            file.display()
-        )
-    };
     if args.uninstall {
-        let Some(record) = records.get(tool.name) else {
-            println!(
-                "fcm is not installed in {} ({}); nothing to remove.",
-                tool.label,
-                file.display()
-            );
-            return Ok(ExitCode::Ok);
-        };
-        let plan = inst::plan_uninstall(tool, &text, record).map_err(refused)?;
-        if args.dry_run {
-            return preview(&plan, &file);
-        }
-        if plan.changes() {
-            // What comes back is the user's own: the file keeps its mode.
-            files::write_user_file(&file, plan.after.trim_end().as_bytes(), Holds::Settings)?;
-        }
-        records.remove(tool.name);
-        inst::save_records(&records)?;
-        println!(
-            "Removed fcm's settings from {} ({}); your earlier values are back.",
-            tool.label,
-            file.display()
-        );
-        return Ok(ExitCode::Ok);
+        return uninstall(tool, &ctx, &mut records, args.dry_run);
     }
-    let settings = (tool.settings)(&ctx);
-    let plan = inst::plan_install(tool, &text, &settings, records.get(tool.name), &file)
+    let overrides = (tool.overrides)(&ctx);
+    if !overrides.is_empty() {
+        eprintln!(
+            "fcm install {}: {} would still not use fcm: settings that win over {} send it elsewhere:",
+            tool.name,
+            tool.label,
+            tool.path(&ctx).display()
+        );
+        for o in &overrides {
+            eprintln!("  {o}");
+        }
+        eprintln!("Remove or change those (or install from another folder); nothing was changed.");
+        return Ok(ExitCode::Failure);
+    }
+    let mut plans = Vec::new();
+    for part in (tool.parts)(&ctx) {
+        let (text, existed) = read_text(&part.path)?;
+        let refused = |e: DocError| {
+            anyhow::anyhow!(
+                "cannot parse {}: {e}; fix or move the file, nothing was changed",
+                part.path.display()
+            )
+        };
+        let doc = Doc::parse(part.format, &text).map_err(refused)?;
+        let settings = (part.settings)(&ctx, &doc);
+        let found = inst::Found {
+            text: &text,
+            existed,
+        };
+        let plan = inst::plan_install(
+            part.format,
+            found,
+            &settings,
+            records.get(&part.key),
+            &part.path,
+        )
         .map_err(refused)?;
-    if !plan.changes() {
+        plans.push((part, plan));
+    }
+    if plans.iter().all(|(_, p)| !p.changes()) {
         println!(
             "{} already points at fcm ({}); nothing changed.",
             tool.label,
-            file.display()
+            tool.path(&ctx).display()
         );
         return Ok(ExitCode::Ok);
     }
     if args.dry_run {
-        return preview(&plan, &file);
+        for (part, plan) in &plans {
+            preview(plan, &part.path);
+        }
+        return Ok(ExitCode::Ok);
     }
-    if let Some(backup) = inst::backup_once(&file)? {
-        println!("Backed up {} to {}", file.display(), backup.display());
-    }
-    // The tool sends fcm's access token, when one is set, from this file: nobody else may
-    // read it.
+    // The tool sends fcm's access token, when one is set, from these files: nobody else may
+    // read them.
     let holds = if token.is_some() {
         Holds::Secret
     } else {
         Holds::Settings
     };
-    files::write_user_file(&file, plan.after.trim_end().as_bytes(), holds)?;
-    if let Some(record) = plan.record.clone() {
-        records.insert(tool.name.to_string(), record);
+    for (part, plan) in plans.into_iter().filter(|(_, p)| p.changes()) {
+        if let Some(backup) = inst::backup_once(&part.path)? {
+            println!("Backed up {} to {}", part.path.display(), backup.display());
+        }
+        let mut record = plan.record.clone().unwrap_or_default();
+        if record.created_file && record.created_dirs.is_empty() {
+            record.created_dirs = missing_dirs(&part.path);
+        }
+        files::write_user_file(&part.path, plan.after.as_bytes(), holds)?;
+        records.insert(part.key.clone(), record);
         inst::save_records(&records)?;
+        println!("Wrote {}:", part.path.display());
+        print!("{}", diff(&plan.before, &plan.after));
     }
-    println!("Wrote {}:", file.display());
-    print!("{}", diff(&plan.before, &plan.after));
     println!(
         "Next: start the proxy with `fcm serve`, then {}.",
         tool.next
     );
+    Ok(ExitCode::Ok)
+}
+
+/// A file's text and whether it exists (a missing file reads as empty).
+fn read_text(path: &Path) -> Result<(String, bool)> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok((t, true)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((String::new(), false)),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// The folders above `file` that do not exist yet, outermost first: made for it, and taken
+/// away again with it.
+fn missing_dirs(file: &Path) -> Vec<std::path::PathBuf> {
+    let mut dirs: Vec<_> = file
+        .ancestors()
+        .skip(1)
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .map(Path::to_path_buf)
+        .collect();
+    dirs.reverse();
+    dirs
+}
+
+/// Undoes every file fcm wrote for `tool`: the user's own bytes back where the file still
+/// holds what fcm wrote, fcm's settings taken out where the user changed it since, and the
+/// files (and folders) fcm created removed.
+fn uninstall(
+    tool: &Tool,
+    ctx: &ToolContext,
+    records: &mut inst::Records,
+    dry_run: bool,
+) -> Result<ExitCode> {
+    let parts = (tool.parts)(ctx);
+    let done: Vec<_> = parts
+        .iter()
+        .filter_map(|p| Some((p, records.get(&p.key)?.clone())))
+        .collect();
+    if done.is_empty() {
+        println!(
+            "fcm is not installed in {} ({}); nothing to remove.",
+            tool.label,
+            tool.path(ctx).display()
+        );
+        return Ok(ExitCode::Ok);
+    }
+    for (part, record) in done {
+        // The file fcm wrote, wherever the tool's path points today.
+        let file = if record.file.as_os_str().is_empty() {
+            part.path.clone()
+        } else {
+            record.file.clone()
+        };
+        let (text, existed) = read_text(&file)?;
+        let plan = inst::plan_uninstall(part.format, &text, &record).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot parse {}: {e}; fix or move the file, nothing was changed",
+                file.display()
+            )
+        })?;
+        if dry_run {
+            if plan.remove_file && existed {
+                println!("Would remove {} (fcm created it; dry run).", file.display());
+            } else {
+                preview(&plan, &file);
+            }
+            continue;
+        }
+        if plan.remove_file {
+            if existed {
+                std::fs::remove_file(&file)
+                    .with_context(|| format!("cannot remove {}", file.display()))?;
+            }
+            for dir in record.created_dirs.iter().rev() {
+                // Only while empty: anything else there is not fcm's.
+                let _ = std::fs::remove_dir(dir);
+            }
+            println!("Removed {} (fcm created it).", file.display());
+        } else if plan.changes() {
+            // What comes back is the user's own: the file keeps its mode.
+            files::write_user_file(&file, plan.after.as_bytes(), Holds::Settings)?;
+            println!("Restored {}.", file.display());
+        }
+        records.remove(&part.key);
+        inst::save_records(records)?;
+    }
+    if !dry_run {
+        println!(
+            "Removed fcm's settings from {}; your earlier values are back.",
+            tool.label
+        );
+    }
     Ok(ExitCode::Ok)
 }
 
@@ -298,7 +400,7 @@ fn save_token(token: &str) -> Result<()> {
     Ok(())
 }
 
-fn preview(plan: &Plan, file: &Path) -> Result<ExitCode> {
+fn preview(plan: &Plan, file: &Path) {
     if plan.changes() {
         println!(
             "Would change {} (dry run, nothing written):",
@@ -308,7 +410,6 @@ fn preview(plan: &Plan, file: &Path) -> Result<ExitCode> {
     } else {
         println!("{} would not change.", file.display());
     }
-    Ok(ExitCode::Ok)
 }
 
 fn list(ctx: &ToolContext) -> Result<ExitCode> {
@@ -318,7 +419,7 @@ fn list(ctx: &ToolContext) -> Result<ExitCode> {
         t.add_row(vec![
             tool.name.to_string(),
             tool.path(ctx).display().to_string(),
-            status(tool, ctx, records.contains_key(tool.name)),
+            status(tool, ctx, &records),
         ]);
     }
     let db = cursor::db_path(&ctx.home);
@@ -336,9 +437,16 @@ fn list(ctx: &ToolContext) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-fn status(tool: &Tool, ctx: &ToolContext, recorded: bool) -> String {
-    match inst::installed(tool, ctx) {
-        Some(true) => "installed".into(),
+fn status(tool: &Tool, ctx: &ToolContext, records: &inst::Records) -> String {
+    let recorded = records.contains_key(tool.name);
+    let overridden = || {
+        (tool.overrides)(ctx)
+            .into_iter()
+            .next()
+            .map(|o| format!("not used: {o}"))
+    };
+    match inst::installed(tool, ctx, records) {
+        Some(true) => overridden().unwrap_or_else(|| "installed".into()),
         Some(false) if recorded => "installed, since changed".into(),
         Some(false) => "not installed".into(),
         None if tool.path(ctx).exists() => "unreadable".into(),

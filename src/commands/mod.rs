@@ -138,11 +138,12 @@ pub(crate) fn edit_config(
     change(&mut doc).map_err(|e| {
         anyhow::anyhow!("cannot change {}: {e}; nothing was changed", path.display())
     })?;
-    files::write_user_file(
-        &path,
-        doc.render().trim_end().as_bytes(),
-        files::Holds::Secret,
-    )?;
+    let mut after = doc.render();
+    // A file fcm writes from nothing ends its last line like any other.
+    if text.trim().is_empty() && !after.ends_with('\n') {
+        after.push('\n');
+    }
+    files::write_user_file(&path, after.as_bytes(), files::Holds::Secret)?;
     Ok(path)
 }
 

@@ -70,14 +70,16 @@ pub(super) fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Pr
     // Tool calls are checked in strict mode only (`contentValidation: basic|off` turn it off).
     let strict =
         app.router.failover.content_validation == crate::answers::gate::ContentValidation::Strict;
-    let tools = crate::answers::toolcall::Offered::of(&chat)
-        .filter(|_| strict)
-        .map(Arc::new);
+    let offered = crate::answers::toolcall::Offered::of(&chat).filter(|_| strict);
+    // The gate checks every call: with no tools offered, any call names a tool the client
+    // does not have, and fails over like a broken one.
+    let checked = strict.then(|| Arc::new(offered.clone().unwrap_or_default()));
+    let tools = offered.map(Arc::new);
     let ask = Ask {
         body: &chat,
         stream,
         needs,
-        tools: tools.clone(),
+        tools: checked,
         session,
         exclude: None,
     };

@@ -1,24 +1,29 @@
-//! Config files edited in place, in their own format: JSON (key order kept), TOML (through
-//! toml_edit, comments and layout kept) and the flat YAML of `.aider.conf.yml`. Each can
-//! read, set and remove a value at a key path, so an install and its uninstall are the same
-//! code whatever the format. Pure: text in, text out.
+//! Config files edited in place, in their own format, through a format-preserving editor
+//! for each: JSON and JSONC (jsonc-parser's syntax tree), TOML (toml_edit) and YAML
+//! (yaml-edit). Comments, indentation, quoting, key order and the layout of everything fcm
+//! does not change survive an edit, and removing what was added gives back the same bytes.
+//! Each can read, set and remove a value at a key path, so an install and its uninstall are
+//! the same code whatever the format. Pure: text in, text out.
 
-use serde_json::json;
-use serde_json::{Map, Value};
+use std::str::FromStr;
+
+use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
+use jsonc_parser::ParseOptions;
+use serde_json::Value;
 use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike};
 
 /// Why a file cannot be read as its format, or a value cannot be set in it. The text says
 /// what is wrong and where; the caller adds which file and that nothing was changed.
 #[derive(Debug)]
 pub(crate) enum DocError {
-    /// Not valid JSON.
-    Json(serde_json::Error),
+    /// Not valid JSON (or JSONC): the parser's words, with line and column.
+    Json(String),
     /// Valid JSON, but not an object of settings.
     NotAnObject,
     /// Not valid TOML.
     Toml(toml_edit::TomlError),
-    /// A line (1-based) of a YAML file that is not `key: value`.
-    YamlLine(usize),
+    /// Not valid YAML, or YAML whose top level is not a mapping of settings.
+    Yaml(String),
     /// A parent key (dotted) holds a plain value where fcm needs a table of settings.
     NotATable(String),
     /// The key (dotted) holds a table where fcm would write a value.
@@ -28,10 +33,10 @@ pub(crate) enum DocError {
 impl std::fmt::Display for DocError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            DocError::Json(e) => write!(f, "{e}"),
+            DocError::Json(e) => f.write_str(e),
             DocError::NotAnObject => f.write_str("the top level is not a JSON object"),
             DocError::Toml(e) => f.write_str(e.to_string().trim()),
-            DocError::YamlLine(n) => write!(f, "line {n}: expected `key: value`"),
+            DocError::Yaml(e) => f.write_str(e),
             DocError::NotATable(path) => write!(
                 f,
                 "{path} holds a value, not a table of settings; fcm leaves it alone"
@@ -45,52 +50,93 @@ impl std::error::Error for DocError {}
 
 /// A parsed config file.
 pub(crate) enum Doc {
-    Json(Value),
+    /// JSON or JSONC, as its syntax tree.
+    Json(CstRootNode),
     Toml(DocumentMut),
-    Yaml(Vec<String>),
+    Yaml(Yaml),
+}
+
+/// A YAML file of settings: its tree, or (empty, or only comments) the text a first
+/// setting is added to.
+pub(crate) enum Yaml {
+    Mapping(yaml_edit::Document),
+    Empty(String),
 }
 
 /// File formats fcm writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Format {
+    /// JSON, comments and trailing commas allowed (JSONC), as the tools that read them allow.
     Json,
     Toml,
     Yaml,
 }
 
+/// What a JSON file may hold: JSON with comments and trailing commas, as VS Code, OpenCode
+/// and Crush read it; nothing looser (single quotes, bare keys, missing commas), which no
+/// tool fcm writes for reads.
+fn json_options() -> ParseOptions {
+    ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        ..ParseOptions::default()
+    }
+}
+
+/// A key that fcm puts in an empty YAML file first, so the file has a mapping to add to;
+/// removed again at once.
+const YAML_SEED: &str = "fcm-seed";
+
 impl Doc {
     /// Parses `text` (empty text is an empty document). An error says what is wrong.
     pub(crate) fn parse(format: Format, text: &str) -> Result<Doc, DocError> {
         match format {
-            Format::Json if text.trim().is_empty() => Ok(Doc::Json(Value::Object(Map::new()))),
-            Format::Json => match serde_json::from_str::<Value>(text) {
-                Ok(v @ Value::Object(_)) => Ok(Doc::Json(v)),
-                Ok(_) => Err(DocError::NotAnObject),
-                Err(e) => Err(DocError::Json(e)),
-            },
+            Format::Json => {
+                let root = CstRootNode::parse(text, &json_options())
+                    .map_err(|e| DocError::Json(e.to_string()))?;
+                match root.value() {
+                    None => Ok(Doc::Json(root)),
+                    Some(v) if v.as_object().is_some() => Ok(Doc::Json(root)),
+                    Some(_) => Err(DocError::NotAnObject),
+                }
+            }
             Format::Toml => text
                 .parse::<DocumentMut>()
                 .map(Doc::Toml)
                 .map_err(DocError::Toml),
             Format::Yaml => {
-                for (i, line) in text.lines().enumerate() {
-                    let t = line.trim();
-                    if !t.is_empty()
-                        && !t.starts_with('#')
-                        && !line.starts_with([' ', '\t', '-'])
-                        && !t.contains(':')
-                    {
-                        return Err(DocError::YamlLine(i + 1));
-                    }
+                let blank = text
+                    .lines()
+                    .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'));
+                if blank {
+                    return Ok(Doc::Yaml(Yaml::Empty(text.to_string())));
                 }
-                Ok(Doc::Yaml(text.lines().map(str::to_string).collect()))
+                let doc = yaml_edit::Document::from_str(text)
+                    .map_err(|e| DocError::Yaml(e.to_string()))?;
+                if doc.as_mapping().is_none() {
+                    return Err(DocError::Yaml(
+                        "the top level is not a mapping of `key: value` settings".into(),
+                    ));
+                }
+                Ok(Doc::Yaml(Yaml::Mapping(doc)))
             }
         }
     }
 
     pub(crate) fn get(&self, path: &[&str]) -> Option<Value> {
         match self {
-            Doc::Json(v) => path.iter().try_fold(v, |v, k| v.get(*k)).cloned(),
+            Doc::Json(root) => {
+                let (parents, last) = path.split_at(path.len() - 1);
+                json_object(root, parents)?
+                    .get(last[0])?
+                    .value()?
+                    .to_serde_value()
+            }
             Doc::Toml(d) => {
                 let mut item = d.as_item();
                 for k in path {
@@ -98,25 +144,12 @@ impl Doc {
                 }
                 toml_to_json(item)
             }
-            Doc::Yaml(lines) => {
-                let key = path.first()?;
-                lines
-                    .iter()
-                    .find_map(|l| yaml_value(l, key))
-                    .map(Value::String)
+            Doc::Yaml(Yaml::Mapping(doc)) => {
+                let node = doc.as_mapping()?.get(path.first()?)?;
+                let scalar = node.as_scalar()?;
+                Some(yaml_to_json(scalar))
             }
-        }
-    }
-
-    /// The value to record as "what was there before": for YAML the raw text after the key
-    /// (quotes and comment included), so an uninstall restores the line word for word.
-    pub(crate) fn previous(&self, path: &[&str]) -> Option<Value> {
-        match self {
-            Doc::Yaml(lines) => lines
-                .iter()
-                .find_map(|l| yaml_raw(l, path[0]))
-                .map(|raw| json!({ YAML_RAW: raw })),
-            _ => self.get(path),
+            Doc::Yaml(Yaml::Empty(_)) => None,
         }
     }
 
@@ -133,24 +166,23 @@ impl Doc {
         let not_a_table = |i: usize| DocError::NotATable(parents[..=i].join("."));
         match self {
             Doc::Json(root) => {
-                let mut v = root;
+                let mut obj = root.object_value_or_create().ok_or(DocError::NotAnObject)?;
                 for (i, k) in parents.iter().enumerate() {
-                    let obj = v
-                        .as_object_mut()
-                        .ok_or_else(|| not_a_table(i.saturating_sub(1)))?;
-                    match obj.get(*k) {
+                    obj = match obj.get(k) {
                         None => {
-                            obj.insert(k.to_string(), Value::Object(Map::new()));
                             created.push(path[..=i].iter().map(|s| s.to_string()).collect());
+                            obj.object_value_or_set(k)
                         }
-                        Some(Value::Object(_)) => {}
-                        Some(_) => return Err(not_a_table(i)),
-                    }
-                    v = obj.get_mut(*k).expect("present");
+                        Some(prop) => prop.object_value().ok_or_else(|| not_a_table(i))?,
+                    };
                 }
-                v.as_object_mut()
-                    .ok_or(DocError::NotAnObject)?
-                    .insert(last.to_string(), value.clone());
+                let input = json_input(value);
+                match obj.get(last) {
+                    Some(prop) => prop.set_value(input),
+                    None => {
+                        obj.append(last, input);
+                    }
+                }
             }
             Doc::Toml(d) => {
                 let mut table: &mut dyn TableLike = d.as_table_mut();
@@ -192,16 +224,38 @@ impl Doc {
                     }
                 }
             }
-            Doc::Yaml(lines) => {
-                let key = path[0];
-                let line = match value.get(YAML_RAW).and_then(Value::as_str) {
-                    Some(raw) => format!("{key}:{raw}"),
-                    None => format!("{key}: {}", yaml_scalar(value)),
-                };
-                match lines.iter().position(|l| yaml_raw(l, key).is_some()) {
-                    Some(i) => lines[i] = line,
-                    None => lines.push(line),
+            Doc::Yaml(yaml) => {
+                if let Yaml::Empty(text) = yaml {
+                    let sep = if text.is_empty() || text.ends_with('\n') {
+                        ""
+                    } else {
+                        "\n"
+                    };
+                    let seeded = format!("{text}{sep}{YAML_SEED}: 0\n");
+                    let doc = yaml_edit::Document::from_str(&seeded)
+                        .map_err(|e| DocError::Yaml(e.to_string()))?;
+                    *yaml = Yaml::Mapping(doc);
                 }
+                let Yaml::Mapping(doc) = yaml else {
+                    unreachable!("made a mapping above")
+                };
+                let map = doc.as_mapping().expect("parsed as a mapping");
+                if map.get(last).is_some_and(|n| n.as_scalar().is_none()) {
+                    return Err(DocError::IsATable(last.to_string()));
+                }
+                match value {
+                    Value::Bool(b) => map.set(last, *b),
+                    Value::Number(n) if n.is_i64() => map.set(last, n.as_i64().unwrap_or(0)),
+                    Value::Number(n) => map.set(last, n.as_f64().unwrap_or(0.0)),
+                    Value::String(s) => map.set(last, s.as_str()),
+                    // A value recorded by an earlier fcm as the line's raw text.
+                    Value::Object(o) if o.contains_key(YAML_RAW) => {
+                        let raw = o[YAML_RAW].as_str().unwrap_or("");
+                        map.set(last, yaml_raw_value(raw).as_str())
+                    }
+                    other => map.set(last, other.to_string().as_str()),
+                }
+                map.remove(YAML_SEED);
             }
         }
         Ok(created)
@@ -210,11 +264,9 @@ impl Doc {
     pub(crate) fn remove(&mut self, path: &[&str]) {
         match self {
             Doc::Json(root) => {
-                let parent = path[..path.len() - 1]
-                    .iter()
-                    .try_fold(&mut *root, |v, k| v.get_mut(*k));
-                if let Some(obj) = parent.and_then(Value::as_object_mut) {
-                    obj.shift_remove(path[path.len() - 1]);
+                let (parents, last) = path.split_at(path.len() - 1);
+                if let Some(prop) = json_object(root, parents).and_then(|o| o.get(last[0])) {
+                    prop.remove();
                 }
             }
             Doc::Toml(d) => {
@@ -229,16 +281,34 @@ impl Doc {
                     t.remove(path[path.len() - 1]);
                 }
             }
-            Doc::Yaml(lines) => lines.retain(|l| yaml_raw(l, path[0]).is_none()),
+            Doc::Yaml(Yaml::Mapping(doc)) => {
+                if let Some(map) = doc.as_mapping() {
+                    map.remove(path[0]);
+                }
+            }
+            Doc::Yaml(Yaml::Empty(_)) => {}
+        }
+    }
+
+    /// The keys of the JSON object at `path` (none for other formats, or no object there).
+    pub(crate) fn keys(&self, path: &[&str]) -> Vec<String> {
+        match self {
+            Doc::Json(root) => json_object(root, path)
+                .map(|o| {
+                    o.properties()
+                        .iter()
+                        .filter_map(|p| p.name()?.decoded_value().ok())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            _ => Vec::new(),
         }
     }
 
     /// Whether the object or table at `path` exists and is empty.
     pub(crate) fn is_empty_at(&self, path: &[&str]) -> bool {
         match self {
-            Doc::Json(_) => self
-                .get(path)
-                .is_some_and(|v| v.as_object().is_some_and(Map::is_empty)),
+            Doc::Json(root) => json_object(root, path).is_some_and(|o| o.properties().is_empty()),
             Doc::Toml(d) => {
                 let mut item = d.as_item();
                 for k in path {
@@ -253,17 +323,58 @@ impl Doc {
         }
     }
 
-    pub(crate) fn render(&self) -> String {
+    /// Whether the document holds no setting at all (an empty object, table or mapping).
+    pub(crate) fn is_empty(&self) -> bool {
         match self {
-            Doc::Json(v) => format!(
-                "{}\n",
-                serde_json::to_string_pretty(v).expect("JSON values serialise")
-            ),
-            Doc::Toml(d) => d.to_string(),
-            Doc::Yaml(lines) if lines.is_empty() => String::new(),
-            Doc::Yaml(lines) => format!("{}\n", lines.join("\n")),
+            Doc::Json(root) => root
+                .object_value()
+                .is_none_or(|o| o.properties().is_empty()),
+            Doc::Toml(d) => d.as_table().is_empty(),
+            Doc::Yaml(Yaml::Mapping(doc)) => doc.as_mapping().is_none_or(|m| m.is_empty()),
+            Doc::Yaml(Yaml::Empty(_)) => true,
         }
     }
+
+    pub(crate) fn render(&self) -> String {
+        match self {
+            Doc::Json(root) => root.to_string(),
+            Doc::Toml(d) => d.to_string(),
+            Doc::Yaml(Yaml::Mapping(doc)) => doc.to_string(),
+            Doc::Yaml(Yaml::Empty(text)) => text.clone(),
+        }
+    }
+}
+
+/// The object at `path` under the root (the root object itself for an empty path).
+fn json_object(root: &CstRootNode, path: &[&str]) -> Option<CstObject> {
+    path.iter()
+        .try_fold(root.object_value()?, |o, k| o.get(k)?.object_value())
+}
+
+/// A JSON value as the syntax tree takes it.
+fn json_input(v: &Value) -> CstInputValue {
+    match v {
+        Value::Null => CstInputValue::Null,
+        Value::Bool(b) => CstInputValue::Bool(*b),
+        Value::Number(n) => CstInputValue::Number(n.to_string()),
+        Value::String(s) => CstInputValue::String(s.clone()),
+        Value::Array(a) => CstInputValue::Array(a.iter().map(json_input).collect()),
+        Value::Object(o) => {
+            CstInputValue::Object(o.iter().map(|(k, v)| (k.clone(), json_input(v))).collect())
+        }
+    }
+}
+
+fn yaml_to_json(scalar: &yaml_edit::Scalar) -> Value {
+    if !scalar.is_quoted() {
+        if let Some(b) = scalar.as_bool() {
+            return Value::Bool(b);
+        }
+        if let Some(i) = scalar.as_i64() {
+            return Value::from(i);
+        }
+    }
+    Value::String(scalar.as_string())
 }
 
 fn toml_to_json(item: &Item) -> Option<Value> {
@@ -291,47 +402,15 @@ fn json_to_toml(v: &Value) -> Item {
     }
 }
 
-/// Marks a recorded YAML value as raw line text to put back as it was.
+/// How earlier fcm versions recorded a YAML value they replaced: the line's text after `key:`.
 const YAML_RAW: &str = "yamlRaw";
 
-/// Everything after `key:` on a top-level line of that key.
-fn yaml_raw<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    line.strip_prefix(key)?
-        .trim_start_matches([' ', '\t'])
-        .strip_prefix(':')
-}
-
-/// The value of a top-level `key: value` line: quoted strings unquoted (a `#` inside quotes
-/// is text), an unquoted value ends at a ` #` comment.
-fn yaml_value(line: &str, key: &str) -> Option<String> {
-    let rest = yaml_raw(line, key)?.trim_start();
-    let mut chars = rest.chars();
-    match chars.next() {
-        Some('"') => {
-            let mut out = String::new();
-            while let Some(c) = chars.next() {
-                match c {
-                    '\\' => out.extend(chars.next()),
-                    '"' => return Some(out),
-                    c => out.push(c),
-                }
-            }
-            Some(out)
-        }
-        Some('\'') => {
-            let inner = &rest[1..];
-            let end = inner.find('\'').unwrap_or(inner.len());
-            Some(inner[..end].to_string())
-        }
-        _ => Some(rest.split(" #").next().unwrap_or("").trim().to_string()),
-    }
-}
-
-fn yaml_scalar(v: &Value) -> String {
-    match v {
-        Value::String(s) => format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"")),
-        other => other.to_string(),
-    }
+/// The value in the raw text after a `key:` (quotes and a trailing comment taken off).
+fn yaml_raw_value(raw: &str) -> String {
+    yaml_edit::Document::from_str(&format!("k:{raw}\n"))
+        .ok()
+        .and_then(|d| d.as_mapping()?.get("k")?.as_scalar().map(|s| s.as_string()))
+        .unwrap_or_else(|| raw.trim().to_string())
 }
 
 #[cfg(test)]
@@ -430,32 +509,71 @@ mod tests {
 
     #[test]
     fn yaml_quotes_and_comments_survive() {
-        let mut d = Doc::parse(
-            Format::Yaml,
-            "model: \"gpt # 4o\"   # my favourite\nkey: 'a:b'\n",
+        let text = "# aider\nmodel: \"gpt # 4o\"   # my favourite\nkey: 'a:b'\ndark-mode: true\n";
+        let mut d = Doc::parse(Format::Yaml, text).unwrap();
+        assert_eq!(d.get(&["model"]), Some(json!("gpt # 4o")));
+        assert_eq!(d.get(&["key"]), Some(json!("a:b")));
+        assert_eq!(d.get(&["dark-mode"]), Some(json!(true)));
+        d.set(&["openai-api-base"], &json!("http://127.0.0.1:19280/v1"))
+            .unwrap();
+        d.set(&["model"], &json!("openai/fcm")).unwrap();
+        let out = d.render();
+        assert!(out.starts_with("# aider\nmodel: openai/fcm"), "{out}");
+        assert!(out.contains("# my favourite"), "{out}");
+        assert_eq!(
+            d.get(&["openai-api-base"]),
+            Some(json!("http://127.0.0.1:19280/v1"))
+        );
+        d.remove(&["openai-api-base"]);
+        assert!(!d.render().contains("openai-api-base"));
+        // What an earlier fcm recorded as the raw line text still goes back.
+        d.set(
+            &["model"],
+            &json!({"yamlRaw": " \"gpt # 4o\"   # my favourite"}),
         )
         .unwrap();
         assert_eq!(d.get(&["model"]), Some(json!("gpt # 4o")));
-        assert_eq!(d.get(&["key"]), Some(json!("a:b")));
-        let before = d.previous(&["model"]).unwrap();
-        d.set(&["model"], &json!("openai/fcm")).unwrap();
-        d.set(&["model"], &before).unwrap();
-        assert_eq!(
-            d.render(),
-            "model: \"gpt # 4o\"   # my favourite\nkey: 'a:b'\n"
-        );
     }
 
     #[test]
-    fn flat_yaml() {
-        let mut d = Doc::parse(Format::Yaml, "# aider\nmodel: gpt-4o\ndark-mode: true\n").unwrap();
-        assert_eq!(d.get(&["model"]), Some(json!("gpt-4o")));
-        d.set(&["model"], &json!("openai/fcm")).unwrap();
-        d.set(&["openai-api-base"], &json!("http://127.0.0.1:19280/v1"))
-            .unwrap();
-        assert_eq!(d.render(), "# aider\nmodel: \"openai/fcm\"\ndark-mode: true\nopenai-api-base: \"http://127.0.0.1:19280/v1\"\n");
-        d.remove(&["openai-api-base"]);
-        assert_eq!(d.get(&["openai-api-base"]), None);
+    fn yaml_files_empty_or_not_settings() {
+        for empty in ["", "\n", "# only a comment\n"] {
+            let mut d = Doc::parse(Format::Yaml, empty).unwrap();
+            assert!(d.is_empty());
+            d.set(&["model"], &json!("openai/fcm")).unwrap();
+            let out = d.render();
+            assert!(
+                out.starts_with(empty) && out.ends_with("model: openai/fcm\n"),
+                "{out:?}"
+            );
+            assert!(!out.contains(YAML_SEED));
+        }
         assert!(Doc::parse(Format::Yaml, "just words\n").is_err());
+        assert!(Doc::parse(Format::Yaml, "- a\n- b\n").is_err());
+        assert!(Doc::parse(Format::Yaml, "a: [\n").is_err());
+    }
+
+    #[test]
+    fn jsonc_comments_and_layout_survive_and_removal_gives_the_bytes_back() {
+        let text = "{\n    // my theme\n    \"theme\": \"dark\", /* keep */\n    \"keybinds\": {\"leader\": \"ctrl+x\"},\n}\n";
+        let mut d = Doc::parse(Format::Json, text).unwrap();
+        d.set(&["provider", "fcm", "name"], &json!("fcm")).unwrap();
+        d.set(&["model"], &json!("fcm/fcm")).unwrap();
+        let out = d.render();
+        assert!(out.starts_with("{\n    // my theme\n    \"theme\": \"dark\", /* keep */\n    \"keybinds\": {\"leader\": \"ctrl+x\"},\n    \"provider\": {\n        \"fcm\": {"), "{out}");
+        d.remove(&["model"]);
+        d.remove(&["provider", "fcm", "name"]);
+        d.remove(&["provider", "fcm"]);
+        d.remove(&["provider"]);
+        assert_eq!(d.render(), text);
+        let tabs = "{\n\t\"a\": 1\n}";
+        let mut d = Doc::parse(Format::Json, tabs).unwrap();
+        d.set(&["b"], &json!(2)).unwrap();
+        assert_eq!(d.render(), "{\n\t\"a\": 1,\n\t\"b\": 2\n}");
+        let err = Doc::parse(Format::Json, "{\n  \"a\": 1\n  \"b\": 2\n}")
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("line 2"), "{err}");
+        assert!(Doc::parse(Format::Json, "{'a': 1}").is_err());
     }
 }

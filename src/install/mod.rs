@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::state::files::{self, StateError};
-use doc::{Doc, DocError};
-use tools::{Setting, Tool, ToolContext, LOOPBACK_BASE};
+use doc::{Doc, DocError, Format};
+use tools::{Part, Setting, Tool, ToolContext, LOOPBACK_BASE};
 
 /// What fcm wrote into one tool's file, and what was there before.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -30,6 +30,18 @@ pub(crate) struct Record {
     /// Objects or tables fcm created (removed again when empty on uninstall).
     pub(crate) created: Vec<Vec<String>>,
     pub(crate) installed_at: String,
+    /// The file's text before fcm wrote it (the user's own bytes, given back on uninstall
+    /// while the file still holds what fcm wrote); `None` when unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) original: Option<String>,
+    /// fcm created the file: uninstall removes it (and the folders made for it).
+    pub(crate) created_file: bool,
+    /// Folders fcm made for the file, outermost first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) created_dirs: Vec<PathBuf>,
+    /// SHA-256 (hex) of the text fcm last wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) wrote: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -41,7 +53,8 @@ pub(crate) struct RecordedSetting {
     pub(crate) written: Value,
 }
 
-/// `$FCM_HOME/installs.json`.
+/// `$FCM_HOME/installs.json`: a record per file, under the tool's name for its main file
+/// and `tool:part` for the others (see `tools::Part`).
 pub(crate) type Records = BTreeMap<String, Record>;
 
 /// The outcome of planning an install or uninstall.
@@ -49,11 +62,13 @@ pub(crate) struct Plan {
     pub(crate) before: String,
     pub(crate) after: String,
     pub(crate) record: Option<Record>,
+    /// Uninstall: the file is fcm's own and goes (with the folders fcm made for it).
+    pub(crate) remove_file: bool,
 }
 
 impl Plan {
     pub(crate) fn changes(&self) -> bool {
-        self.before != self.after
+        self.before != self.after || self.remove_file
     }
 }
 
@@ -61,18 +76,48 @@ fn path_refs(p: &[String]) -> Vec<&str> {
     p.iter().map(String::as_str).collect()
 }
 
-/// Merges `settings` into `text`. `previous` is an earlier record for this file: values it
-/// saved stay the ones restored on uninstall.
+/// SHA-256 of `text`, in hex: how a record knows whether a file still holds what fcm wrote.
+fn digest(text: &str) -> String {
+    ring::digest::digest(&ring::digest::SHA256, text.as_bytes())
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The file as it was before fcm: what `existed` says of it, and its text.
+pub(crate) struct Found<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) existed: bool,
+}
+
+/// Merges `settings` into the file. `previous` is an earlier record for this file: values
+/// it saved stay the ones restored on uninstall.
 pub(crate) fn plan_install(
-    tool: &Tool,
-    text: &str,
+    format: Format,
+    found: Found<'_>,
     settings: &[Setting],
     previous: Option<&Record>,
     file: &Path,
 ) -> Result<Plan, DocError> {
-    let mut doc = Doc::parse(tool.format, text)?;
+    let text = found.text;
+    let mut doc = Doc::parse(format, text)?;
     let mut record = previous.cloned().unwrap_or_default();
     record.file = file.to_path_buf();
+    match previous {
+        // The file as fcm left it: what was there before fcm stays known.
+        Some(p) if p.wrote.as_deref() == Some(digest(text).as_str()) => {}
+        // Changed since: the user's file is this one without fcm's settings.
+        Some(p) => {
+            let without = plan_uninstall(format, text, p)?;
+            record.created_file = without.remove_file || !found.existed;
+            record.original = (!record.created_file).then_some(without.after);
+        }
+        None => {
+            record.original = found.existed.then(|| text.to_string());
+            record.created_file = !found.existed;
+        }
+    }
     for s in settings {
         let path: Vec<&str> = s.path.iter().map(|k| &**k).collect();
         let current = doc.get(&path);
@@ -80,18 +125,17 @@ pub(crate) fn plan_install(
             continue;
         }
         let owned: Vec<String> = path.iter().map(|k| k.to_string()).collect();
-        let before = doc.previous(&path);
         match record.settings.iter_mut().find(|r| r.path == owned) {
             Some(r) => {
                 // The user changed the key since fcm wrote it: theirs is what to restore.
                 if current.as_ref() != Some(&r.written) {
-                    r.previous = before;
+                    r.previous = current;
                 }
                 r.written = s.value.clone();
             }
             None => record.settings.push(RecordedSetting {
                 path: owned,
-                previous: before,
+                previous: current,
                 written: s.value.clone(),
             }),
         }
@@ -102,36 +146,47 @@ pub(crate) fn plan_install(
         }
     }
     record.installed_at = crate::time::rfc3339(crate::time::now_ms());
-    Ok(plan(&doc, text, Some(record)))
-}
-
-/// The text to write: the edited document, or the untouched text when nothing changed.
-fn plan(doc: &Doc, text: &str, record: Option<Record>) -> Plan {
-    let after = if doc_changed(doc, text) {
-        doc.render()
-    } else {
-        text.to_string()
-    };
-    Plan {
+    let mut after = doc.render();
+    // A file fcm writes from nothing ends its last line like any other.
+    if text.trim().is_empty() && !after.is_empty() && !after.ends_with('\n') {
+        after.push('\n');
+    }
+    if after == text {
+        // Nothing to change: the record stays as it was.
+        return Ok(Plan {
+            before: text.to_string(),
+            after,
+            record: previous.cloned(),
+            remove_file: false,
+        });
+    }
+    record.wrote = Some(digest(&after));
+    Ok(Plan {
         before: text.to_string(),
         after,
-        record,
-    }
+        record: Some(record),
+        remove_file: false,
+    })
 }
 
-/// Whether editing changed the document. JSON is compared by value: re-rendering an
-/// untouched file may reformat it, and an untouched file must stay byte for byte.
-fn doc_changed(doc: &Doc, text: &str) -> bool {
-    match (doc, Doc::parse(doc::Format::Json, text)) {
-        (Doc::Json(a), Ok(Doc::Json(b))) => *a != b,
-        _ => doc.render() != text,
+/// Removes what `record` wrote. While the file holds exactly what fcm wrote, the user's
+/// own text comes back byte for byte (and a file fcm created goes); after the user changed
+/// it, each of fcm's settings is undone where it still holds fcm's value, the rest kept.
+pub(crate) fn plan_uninstall(
+    format: Format,
+    text: &str,
+    record: &Record,
+) -> Result<Plan, DocError> {
+    let untouched = record.wrote.as_deref() == Some(digest(text).as_str());
+    if untouched && (record.original.is_some() || record.created_file) {
+        return Ok(Plan {
+            before: text.to_string(),
+            after: record.original.clone().unwrap_or_default(),
+            record: None,
+            remove_file: record.original.is_none(),
+        });
     }
-}
-
-/// Removes what `record` wrote, restoring the user's earlier values. A key the user has
-/// changed since is left as it is.
-pub(crate) fn plan_uninstall(tool: &Tool, text: &str, record: &Record) -> Result<Plan, DocError> {
-    let mut doc = Doc::parse(tool.format, text)?;
+    let mut doc = Doc::parse(format, text)?;
     for s in &record.settings {
         let path = path_refs(&s.path);
         if doc.get(&path).as_ref() != Some(&s.written) {
@@ -150,7 +205,17 @@ pub(crate) fn plan_uninstall(tool: &Tool, text: &str, record: &Record) -> Result
             doc.remove(&path);
         }
     }
-    Ok(plan(&doc, text, None))
+    let remove_file = record.created_file && doc.is_empty();
+    Ok(Plan {
+        before: text.to_string(),
+        after: if remove_file {
+            String::new()
+        } else {
+            doc.render()
+        },
+        record: None,
+        remove_file,
+    })
 }
 
 /// A line with the value of a key-like setting (`apiKey`, `token`, `secret`, ...) cut down
@@ -160,14 +225,13 @@ fn mask_secret(line: &str) -> String {
     let Some(colon) = line.find([':', '=']) else {
         return line.to_string();
     };
-    let name = &lower[..colon];
-    if !["key", "token", "secret", "password", "auth"]
-        .iter()
-        .any(|w| name.contains(w))
-    {
+    let rest = line[colon + 1..].trim();
+    // Secrets are strings: a count or a price named "…_per_token" is not one.
+    let plain = serde_json::from_str::<Value>(rest.trim_end_matches(','))
+        .is_ok_and(|v| v.is_number() || v.is_boolean() || v.is_null());
+    if plain || !names_a_secret(&lower[..colon]) {
         return line.to_string();
     }
-    let rest = line[colon + 1..].trim();
     // A JSON line's separating comma stays, as the file has it.
     let comma = if rest.ends_with(',') { "," } else { "" };
     let value = rest
@@ -180,6 +244,17 @@ fn mask_secret(line: &str) -> String {
         &line[colon..=colon],
         crate::providers::catalog::key_hint(value)
     )
+}
+
+/// Whether a setting's name (lower case) is a secret's: a word of it is, or ends in, `key`,
+/// `token`, `secret`, `password` or `auth` (`apiKey`, `ANTHROPIC_AUTH_TOKEN`,
+/// `experimental_bearer_token`); `default_max_tokens` and `keybindings` are not.
+fn names_a_secret(name: &str) -> bool {
+    name.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| {
+        ["key", "token", "secret", "password", "auth"]
+            .iter()
+            .any(|s| w.ends_with(s))
+    })
 }
 
 /// A line diff for `--dry-run` and installs (`-` removed, `+` added, two lines of context;
@@ -315,7 +390,8 @@ pub(crate) struct Pointing {
 pub(crate) fn pointing(tool: &Tool, ctx: &ToolContext) -> Option<Pointing> {
     let mut port = None;
     let mut token_matches = true;
-    for (s, found) in current(tool, ctx)? {
+    let main = (tool.parts)(ctx).swap_remove(0);
+    for (s, found) in current(&main, ctx)? {
         match s.value.as_str() {
             Some(v) if v.starts_with(LOOPBACK_BASE) => {
                 port = port.or_else(|| found.as_ref()?.as_str().and_then(loopback_port));
@@ -341,25 +417,44 @@ pub(crate) fn loopback_port(url: &str) -> Option<u16> {
         .ok()
 }
 
-/// Whether fcm's settings are in the tool's file now.
-pub(crate) fn installed(tool: &Tool, ctx: &ToolContext) -> Option<bool> {
-    Some(
-        current(tool, ctx)?
-            .iter()
-            .all(|(s, found)| found.as_ref() == Some(&s.value)),
-    )
+/// Whether fcm's settings are in every file of the tool's now: the values an install
+/// recorded (whatever model or port it was given), else the ones it would write for `ctx`;
+/// `None` when its main file is missing or unreadable.
+pub(crate) fn installed(tool: &Tool, ctx: &ToolContext, records: &Records) -> Option<bool> {
+    let parts = (tool.parts)(ctx);
+    let mut all = true;
+    for (n, part) in parts.iter().enumerate() {
+        let recorded = records.get(&part.key).filter(|r| !r.settings.is_empty());
+        let found = match recorded {
+            Some(r) => read_doc(&r.file, part.format).map(|doc| {
+                r.settings
+                    .iter()
+                    .all(|s| doc.get(&path_refs(&s.path)).as_ref() == Some(&s.written))
+            }),
+            None => current(part, ctx).map(|f| f.iter().all(|(s, v)| v.as_ref() == Some(&s.value))),
+        };
+        match found {
+            Some(ok) => all &= ok,
+            None if n == 0 => return None,
+            None => all = false,
+        }
+    }
+    Some(all)
 }
 
-/// Each of fcm's settings for `tool` with what the tool's file holds there now; `None`
+fn read_doc(path: &Path, format: Format) -> Option<Doc> {
+    Doc::parse(format, &std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// Each of fcm's settings for a tool's file with what the file holds there now; `None`
 /// when the file is missing or unreadable.
-fn current(tool: &Tool, ctx: &ToolContext) -> Option<Vec<(Setting, Option<Value>)>> {
-    let text = std::fs::read_to_string(tool.path(ctx)).ok()?;
-    let doc = Doc::parse(tool.format, &text).ok()?;
+fn current(part: &Part, ctx: &ToolContext) -> Option<Vec<(Setting, Option<Value>)>> {
+    let doc = read_doc(&part.path, part.format)?;
     Some(
-        (tool.settings)(ctx)
+        (part.settings)(ctx, &doc)
             .into_iter()
             .map(|s| {
-                let found = doc.get(&s.path.iter().map(|k| &**k).collect::<Vec<_>>());
+                let found = doc.get(&path_refs(&s.path));
                 (s, found)
             })
             .collect(),
@@ -377,7 +472,26 @@ mod tests {
             port: 19280,
             model: "fcm".into(),
             token: "fcm-local".into(),
+            cwd: PathBuf::from("/home/u"),
+            env: Default::default(),
         }
+    }
+
+    /// Plans an install of `tool`'s main file over `text` (`None`: no file).
+    fn install(tool: &str, c: &ToolContext, text: Option<&str>, record: Option<&Record>) -> Plan {
+        let tool = tools::find(tool).unwrap();
+        let part = (tool.parts)(c).swap_remove(0);
+        let doc = Doc::parse(part.format, text.unwrap_or("")).unwrap();
+        let settings = (part.settings)(c, &doc);
+        let found = Found {
+            text: text.unwrap_or(""),
+            existed: text.is_some(),
+        };
+        plan_install(part.format, found, &settings, record, Path::new("/x")).unwrap()
+    }
+
+    fn uninstall(text: &str, record: &Record) -> Plan {
+        plan_uninstall(Format::Json, text, record).unwrap()
     }
 
     #[test]
@@ -392,11 +506,15 @@ mod tests {
         assert_eq!(pointing(tool, &c), None, "no file");
         let file = tool.path(&c);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        let settings = (tool.settings)(&ToolContext {
-            port: 19281,
-            ..ctx()
-        });
-        let p = plan_install(tool, "{}", &settings, None, Path::new("/x")).unwrap();
+        let p = install(
+            "claude-code",
+            &ToolContext {
+                port: 19281,
+                ..ctx()
+            },
+            Some("{}"),
+            None,
+        );
         std::fs::write(&file, &p.after).unwrap();
         assert_eq!(
             pointing(tool, &c),
@@ -421,11 +539,9 @@ mod tests {
     }
 
     #[test]
-    fn install_is_idempotent_and_uninstall_restores() {
-        let tool = tools::find("claude-code").unwrap();
-        let settings = (tool.settings)(&ctx());
+    fn install_is_idempotent_and_uninstall_gives_the_bytes_back() {
         let original = "{\n  \"theme\": \"dark\",\n  \"env\": {\"ANTHROPIC_MODEL\": \"opus\", \"FOO\": \"bar\"}\n}\n";
-        let p = plan_install(tool, original, &settings, None, Path::new("/x")).unwrap();
+        let p = install("claude-code", &ctx(), Some(original), None);
         assert!(p.changes());
         let after: Value = serde_json::from_str(&p.after).unwrap();
         assert_eq!(after["theme"], "dark");
@@ -433,50 +549,40 @@ mod tests {
         assert_eq!(after["env"]["ANTHROPIC_BASE_URL"], "http://127.0.0.1:19280");
         assert_eq!(after["env"]["ANTHROPIC_MODEL"], "fcm");
         let record = p.record.unwrap();
-        let again =
-            plan_install(tool, &p.after, &settings, Some(&record), Path::new("/x")).unwrap();
+        let again = install("claude-code", &ctx(), Some(&p.after), Some(&record));
         assert!(!again.changes(), "a second install changes nothing");
-        let undone = plan_uninstall(tool, &p.after, &again.record.unwrap()).unwrap();
-        let back: Value = serde_json::from_str(&undone.after).unwrap();
-        assert_eq!(
-            back,
-            serde_json::from_str::<Value>(original).unwrap(),
-            "the user's values are back"
-        );
+        let undone = uninstall(&p.after, &again.record.unwrap());
+        assert_eq!(undone.after, original, "the user's bytes are back");
+        assert!(!undone.remove_file);
     }
 
     #[test]
     fn uninstall_leaves_keys_the_user_changed_and_drops_what_fcm_created() {
-        let tool = tools::find("claude-code").unwrap();
-        let settings = (tool.settings)(&ctx());
-        let p = plan_install(tool, "{}", &settings, None, Path::new("/x")).unwrap();
+        let p = install("claude-code", &ctx(), None, None);
+        let record = p.record.as_ref().unwrap();
+        assert!(record.created_file && record.original.is_none());
+        let clean = uninstall(&p.after, record);
+        assert!(clean.remove_file, "the file fcm created goes");
         let edited = p.after.replace(
             "\"ANTHROPIC_MODEL\": \"fcm\"",
             "\"ANTHROPIC_MODEL\": \"mine\"",
         );
-        let undone = plan_uninstall(tool, &edited, p.record.as_ref().unwrap()).unwrap();
+        let undone = uninstall(&edited, record);
+        assert!(!undone.remove_file, "it holds the user's setting now");
         let v: Value = serde_json::from_str(&undone.after).unwrap();
         assert_eq!(v, json!({"env": {"ANTHROPIC_MODEL": "mine"}}));
-        let clean = plan_uninstall(tool, &p.after, p.record.as_ref().unwrap()).unwrap();
-        assert_eq!(
-            serde_json::from_str::<Value>(&clean.after).unwrap(),
-            json!({}),
-            "the env object fcm created is gone"
-        );
     }
 
     #[test]
     fn unparsable_files_are_refused() {
-        let tool = tools::find("codex").unwrap();
-        let err = plan_install(
-            tool,
-            "model = [",
-            &(tool.settings)(&ctx()),
-            None,
-            Path::new("/x"),
-        )
-        .err()
-        .unwrap();
+        let part = (tools::find("codex").unwrap().parts)(&ctx()).swap_remove(0);
+        let found = Found {
+            text: "model = [",
+            existed: true,
+        };
+        let err = plan_install(part.format, found, &[], None, Path::new("/x"))
+            .err()
+            .unwrap();
         assert!(matches!(err, DocError::Toml(_)), "{err}");
     }
 
@@ -499,6 +605,19 @@ mod tests {
             mask_secret("  \"model\": \"fcm\","),
             "  \"model\": \"fcm\","
         );
+        for plain in [
+            "  \"default_max_tokens\": 8192,",
+            "  \"keybindings\": \"vim\",",
+            "    \"input_cost_per_token\": 0,",
+        ] {
+            assert_eq!(mask_secret(plain), plain);
+        }
+        for secret in [
+            "  \"apiKey\": \"sk-0123456789\",",
+            "  \"api_key\": \"sk-0123456789\",",
+        ] {
+            assert!(!mask_secret(secret).contains("0123456789"), "{secret}");
+        }
         // The comma after a JSON value stays, masked or not.
         let masked = mask_secret("    \"ANTHROPIC_AUTH_TOKEN\": \"fcm-0123456789abcdef\",");
         assert!(masked.ends_with("cdef\","), "{masked}");
@@ -506,31 +625,63 @@ mod tests {
 
     #[test]
     fn reinstall_after_a_user_change_restores_the_users_value() {
-        let tool = tools::find("claude-code").unwrap();
-        let settings = (tool.settings)(&ctx());
-        let p = plan_install(
-            tool,
-            r#"{"env":{"ANTHROPIC_MODEL":"opus"}}"#,
-            &settings,
+        let p = install(
+            "claude-code",
+            &ctx(),
+            Some(r#"{"env": {"ANTHROPIC_MODEL": "opus"}}"#),
             None,
-            Path::new("/x"),
-        )
-        .unwrap();
+        );
         let changed = p.after.replace(
             "\"ANTHROPIC_MODEL\": \"fcm\"",
             "\"ANTHROPIC_MODEL\": \"sonnet-mine\"",
         );
-        let again = plan_install(
-            tool,
-            &changed,
-            &settings,
-            p.record.as_ref(),
-            Path::new("/x"),
-        )
-        .unwrap();
-        let undone = plan_uninstall(tool, &again.after, again.record.as_ref().unwrap()).unwrap();
+        let again = install("claude-code", &ctx(), Some(&changed), p.record.as_ref());
+        let undone = uninstall(&again.after, again.record.as_ref().unwrap());
         let v: Value = serde_json::from_str(&undone.after).unwrap();
         assert_eq!(v["env"]["ANTHROPIC_MODEL"], "sonnet-mine");
+        // A user's other change made between installs survives the uninstall too.
+        let with_theme = again.after.replacen('{', "{\n  \"theme\": \"light\",", 1);
+        let third = install(
+            "claude-code",
+            &ctx(),
+            Some(&with_theme),
+            again.record.as_ref(),
+        );
+        let undone = uninstall(&third.after, third.record.as_ref().unwrap());
+        let v: Value = serde_json::from_str(&undone.after).unwrap();
+        assert_eq!(v["theme"], "light");
+        assert_eq!(v["env"]["ANTHROPIC_MODEL"], "sonnet-mine");
+        assert!(v["env"].get("ANTHROPIC_BASE_URL").is_none());
+    }
+
+    #[test]
+    fn opencode_gets_every_slot_and_its_allowlist() {
+        let text = "{\n  // mine\n  \"enabled_providers\": [\"anthropic\"],\n  \"disabled_providers\": [\"fcm\", \"groq\"],\n  \"agent\": {\"plan\": {\"model\": \"anthropic/x\"}, \"build\": {\"temperature\": 0.1}},\n}\n";
+        let p = install("opencode", &ctx(), Some(text), None);
+        let doc = Doc::parse(Format::Json, &p.after).unwrap();
+        for slot in [
+            &["model"][..],
+            &["small_model"],
+            &["agent", "plan", "model"],
+        ] {
+            assert_eq!(doc.get(slot), Some(json!("fcm/fcm")), "{slot:?}");
+        }
+        assert_eq!(
+            doc.get(&["agent", "build", "model"]),
+            None,
+            "an agent without a model keeps the default"
+        );
+        assert_eq!(
+            doc.get(&["enabled_providers"]),
+            Some(json!(["anthropic", "fcm"]))
+        );
+        assert_eq!(doc.get(&["disabled_providers"]), Some(json!(["groq"])));
+        assert_eq!(
+            doc.get(&["provider", "fcm", "models", "fcm", "limit"]),
+            Some(json!({"context": tools::CONTEXT, "output": tools::OUTPUT}))
+        );
+        assert!(p.after.starts_with("{\n  // mine\n"), "{}", p.after);
+        assert_eq!(uninstall(&p.after, p.record.as_ref().unwrap()).after, text);
     }
 
     #[test]

@@ -1,13 +1,25 @@
-//! The coding tools fcm can configure: where each keeps its settings and what fcm sets.
+//! The coding tools fcm can configure: the files each reads, what fcm sets in them for every
+//! model slot the tool has, and what would win over those settings (project files, the
+//! environment), so that "installed" means the tool will really call fcm.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::doc::Format;
+use super::doc::{Doc, Format};
 
 /// How every tool is pointed at `fcm serve`: loopback, then the port.
 pub(crate) const LOOPBACK_BASE: &str = "http://127.0.0.1:";
+
+/// The window and answer budget fcm declares for its model where a tool asks for them (OpenCode's
+/// `limit`, Crush's `context_window`, Aider's model metadata). The window is the one most strong
+/// free models have; fcm routes a request to a model with room for it, trims history when none
+/// has, and lowers an answer budget no model has room for.
+pub(crate) const CONTEXT: u64 = 131_072;
+/// The answer budget a tool asks for by default: enough for any one coding turn, where
+/// OpenCode asks 32,000 without a declared limit.
+pub(crate) const OUTPUT: u64 = 16_384;
 
 /// What a tool's settings depend on.
 pub(crate) struct ToolContext {
@@ -18,173 +30,463 @@ pub(crate) struct ToolContext {
     pub(crate) model: String,
     /// What the tool sends as its key (fcm's access token when one is set).
     pub(crate) token: String,
+    /// The folder the tool runs in: its project files (up to the git root) win over the
+    /// global ones fcm writes.
+    pub(crate) cwd: PathBuf,
+    /// The environment the tool runs in (a snapshot).
+    pub(crate) env: BTreeMap<String, String>,
 }
 
 impl ToolContext {
     fn base(&self) -> String {
         format!("{}{}", LOOPBACK_BASE, self.port)
     }
+
+    /// A variable of the environment, when set and not empty.
+    pub(crate) fn var(&self, name: &str) -> Option<&str> {
+        self.env
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// The folders from the working folder up to its git root (the working folder alone
+    /// outside a repository), innermost first.
+    fn project_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = Vec::new();
+        for dir in self.cwd.ancestors() {
+            if dir == self.home {
+                break;
+            }
+            dirs.push(dir.to_path_buf());
+            if dir.join(".git").exists() {
+                return dirs;
+            }
+        }
+        dirs.truncate(1);
+        dirs
+    }
 }
 
 /// One key path and the value fcm puts there.
 pub(crate) struct Setting {
-    pub(crate) path: Vec<&'static str>,
+    pub(crate) path: Vec<String>,
     pub(crate) value: Value,
     /// Only written when the key is absent (structure a file needs, stamps that must not
     /// change on every install).
     pub(crate) if_missing: bool,
 }
 
-fn set(path: &[&'static str], value: Value) -> Setting {
+fn set(path: &[&str], value: Value) -> Setting {
     Setting {
-        path: path.to_vec(),
+        path: path.iter().map(|k| k.to_string()).collect(),
         value,
         if_missing: false,
     }
 }
 
-fn ensure(path: &[&'static str], value: Value) -> Setting {
+fn ensure(path: &[&str], value: Value) -> Setting {
     Setting {
-        path: path.to_vec(),
-        value,
         if_missing: true,
+        ..set(path, value)
+    }
+}
+
+/// One file of a tool's that fcm writes, and what it sets there.
+pub(crate) struct Part {
+    /// Its key in `installs.json`: the tool's name for its main file, `tool:name` for others.
+    pub(crate) key: String,
+    pub(crate) path: PathBuf,
+    pub(crate) format: Format,
+    /// What fcm sets, given what the file holds now.
+    pub(crate) settings: fn(&ToolContext, &Doc) -> Vec<Setting>,
+}
+
+impl Part {
+    fn main(
+        tool: &str,
+        path: PathBuf,
+        format: Format,
+        settings: fn(&ToolContext, &Doc) -> Vec<Setting>,
+    ) -> Part {
+        Part {
+            key: tool.to_string(),
+            path,
+            format,
+            settings,
+        }
     }
 }
 
 pub(crate) struct Tool {
     pub(crate) name: &'static str,
     pub(crate) label: &'static str,
-    pub(crate) format: Format,
-    pub(crate) settings: fn(&ToolContext) -> Vec<Setting>,
+    /// The files fcm writes, the tool's main settings file first.
+    pub(crate) parts: fn(&ToolContext) -> Vec<Part>,
+    /// Settings that win over the ones fcm writes and send the tool elsewhere (project
+    /// files, the environment), each as a sentence naming where and what. While there is
+    /// one, the tool will not use fcm: an install refuses and `--list` says why.
+    pub(crate) overrides: fn(&ToolContext) -> Vec<String>,
     /// What to do after installing, besides `fcm serve`.
     pub(crate) next: &'static str,
 }
 
 impl Tool {
-    /// Its settings file on this system (see [`super::paths`]).
+    /// Its main settings file on this system (see [`super::paths`]).
     pub(crate) fn path(&self, ctx: &ToolContext) -> PathBuf {
-        super::paths::here(self.name, &ctx.home)
+        (self.parts)(ctx).swap_remove(0).path
     }
+}
+
+/// The file at `path` parsed as `format`; `None` when it is missing or unreadable.
+fn read(path: &Path, format: Format) -> Option<Doc> {
+    let text = std::fs::read_to_string(path).ok()?;
+    Doc::parse(format, &text).ok()
+}
+
+/// `doc`'s string at `path`, and where it is, when it is set to something other than `want`.
+fn differs(doc: &Doc, path: &[&str], want: &str) -> Option<String> {
+    match doc.get(path) {
+        Some(Value::String(s)) if s == want => None,
+        Some(v) => Some(format!("{} {v}", path.join("."))),
+        None => None,
+    }
+}
+
+/// OpenCode's `provider/model` for fcm's model.
+fn opencode_model(c: &ToolContext) -> String {
+    format!("fcm/{}", c.model)
+}
+
+/// Aider's name for fcm's model (an OpenAI-compatible endpoint, through litellm).
+fn aider_model(c: &ToolContext) -> String {
+    format!("openai/{}", c.model)
+}
+
+/// OpenCode's global settings: `opencode.jsonc` when there is one (it is read after
+/// `opencode.json` and wins), else `opencode.json`.
+fn opencode_file(c: &ToolContext) -> PathBuf {
+    let json = super::paths::resolve("opencode", super::paths::Os::current(), &c.home, |v| {
+        c.var(v).map(str::to_string)
+    });
+    let jsonc = json.with_extension("jsonc");
+    if jsonc.exists() {
+        jsonc
+    } else {
+        json
+    }
+}
+
+/// OpenCode settings that win over the global file and send it elsewhere: the file
+/// `OPENCODE_CONFIG` names, `OPENCODE_CONFIG_CONTENT`, and the project's `opencode.json(c)`
+/// and `.opencode/opencode.json(c)` from the working folder up to the git root.
+fn opencode_overrides(c: &ToolContext) -> Vec<String> {
+    let want = opencode_model(c);
+    let mut docs: Vec<(String, Doc)> = Vec::new();
+    if let Some(file) = c.var("OPENCODE_CONFIG") {
+        if let Some(d) = read(Path::new(file), Format::Json) {
+            docs.push((format!("{file} (OPENCODE_CONFIG)"), d));
+        }
+    }
+    if let Some(text) = c.var("OPENCODE_CONFIG_CONTENT") {
+        if let Ok(d) = Doc::parse(Format::Json, text) {
+            docs.push(("OPENCODE_CONFIG_CONTENT".into(), d));
+        }
+    }
+    if c.var("OPENCODE_DISABLE_PROJECT_CONFIG").is_none() {
+        for dir in c.project_dirs() {
+            for rel in [
+                "opencode.json",
+                "opencode.jsonc",
+                ".opencode/opencode.json",
+                ".opencode/opencode.jsonc",
+            ] {
+                let file = dir.join(rel);
+                if let Some(d) = read(&file, Format::Json) {
+                    docs.push((file.display().to_string(), d));
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (place, d) in &docs {
+        let mut said: Vec<String> = ["model", "small_model"]
+            .iter()
+            .filter_map(|k| differs(d, &[k], &want))
+            .collect();
+        for section in ["agent", "mode"] {
+            for name in d.keys(&[section]) {
+                said.extend(differs(d, &[section, name.as_str(), "model"], &want));
+            }
+        }
+        if let Some(Value::Array(allowed)) = d.get(&["enabled_providers"]) {
+            if !allowed.contains(&json!("fcm")) {
+                said.push(format!("enabled_providers {}", Value::Array(allowed)));
+            }
+        }
+        if let Some(Value::Array(off)) = d.get(&["disabled_providers"]) {
+            if off.contains(&json!("fcm")) {
+                said.push(format!("disabled_providers {}", Value::Array(off)));
+            }
+        }
+        if !said.is_empty() {
+            out.push(format!("{place} sets {}", said.join(", ")));
+        }
+    }
+    out
+}
+
+/// The keys Aider reads for its endpoint and its three model slots, with fcm's values.
+fn aider_settings(c: &ToolContext) -> Vec<(&'static str, String)> {
+    vec![
+        ("openai-api-base", format!("{}/v1", c.base())),
+        ("openai-api-key", c.token.clone()),
+        ("model", aider_model(c)),
+        ("weak-model", aider_model(c)),
+        ("editor-model", aider_model(c)),
+    ]
+}
+
+/// Aider settings that win over `~/.aider.conf.yml`: the `.aider.conf.yml` of the git root
+/// and of the working folder, and `AIDER_*` variables (the environment, or a `.env` file in
+/// the home, git root or working folder).
+fn aider_overrides(c: &ToolContext) -> Vec<String> {
+    let mut out = Vec::new();
+    let wanted = aider_settings(c);
+    for dir in c.project_dirs() {
+        let file = dir.join(".aider.conf.yml");
+        if let Some(d) = read(&file, Format::Yaml) {
+            let said: Vec<String> = wanted
+                .iter()
+                .filter_map(|(k, v)| differs(&d, &[k], v))
+                .collect();
+            if !said.is_empty() {
+                out.push(format!("{} sets {}", file.display(), said.join(", ")));
+            }
+        }
+    }
+    let var_of = |key: &str| format!("AIDER_{}", key.to_uppercase().replace('-', "_"));
+    for (key, want) in &wanted {
+        let var = var_of(key);
+        if let Some(v) = c.var(&var).filter(|v| v != want) {
+            let shown = if key.ends_with("key") {
+                "…".to_string()
+            } else {
+                v.to_string()
+            };
+            out.push(format!("the environment sets {var}={shown}"));
+        }
+    }
+    let mut env_files = vec![c.home.join(".env")];
+    env_files.extend(c.project_dirs().into_iter().map(|d| d.join(".env")));
+    for file in env_files {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        for (key, want) in &wanted {
+            let var = var_of(key);
+            let set_there = text.lines().any(|l| {
+                l.trim_start()
+                    .trim_start_matches("export ")
+                    .strip_prefix(&var)
+                    .and_then(|rest| rest.trim_start().strip_prefix('='))
+                    .is_some_and(|v| v.trim().trim_matches(['"', '\'']) != want)
+            });
+            if set_there {
+                out.push(format!("{} sets {var}", file.display()));
+            }
+        }
+    }
+    out
+}
+
+/// The main file of `tool` from the table of places (`super::paths`).
+fn main_file(tool: &str, c: &ToolContext) -> PathBuf {
+    super::paths::resolve(tool, super::paths::Os::current(), &c.home, |v| {
+        c.var(v).map(str::to_string)
+    })
+}
+
+fn no_overrides(_: &ToolContext) -> Vec<String> {
+    Vec::new()
 }
 
 pub(crate) const TOOLS: &[Tool] = &[
     Tool {
         name: "claude-code",
         label: "Claude Code",
-        format: Format::Json,
-        settings: |c| {
-            // An auth token, not ANTHROPIC_API_KEY: with an API key interactive Claude Code
-            // asks whether to use it and defaults to No.
-            let mut s = vec![
-                set(&["env", "ANTHROPIC_BASE_URL"], json!(c.base())),
-                set(&["env", "ANTHROPIC_AUTH_TOKEN"], json!(c.token)),
-                set(&["env", "ANTHROPIC_MODEL"], json!(c.model)),
-            ];
-            for var in [
-                "ANTHROPIC_DEFAULT_OPUS_MODEL",
-                "ANTHROPIC_DEFAULT_SONNET_MODEL",
-                "ANTHROPIC_DEFAULT_HAIKU_MODEL",
-            ] {
-                s.push(Setting { path: vec!["env", var], value: json!(c.model), if_missing: false });
-            }
-            s
+        parts: |c| {
+            vec![Part::main("claude-code", main_file("claude-code", c), Format::Json, |c, _| {
+                // An auth token, not ANTHROPIC_API_KEY: with an API key interactive Claude
+                // Code asks whether to use it and defaults to No.
+                let mut s = vec![
+                    set(&["env", "ANTHROPIC_BASE_URL"], json!(c.base())),
+                    set(&["env", "ANTHROPIC_AUTH_TOKEN"], json!(c.token)),
+                    set(&["env", "ANTHROPIC_MODEL"], json!(c.model)),
+                ];
+                for var in [
+                    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+                    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+                    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+                ] {
+                    s.push(set(&["env", var], json!(c.model)));
+                }
+                s
+            })]
         },
+        overrides: no_overrides,
         next: "run `claude` as usual",
     },
     Tool {
         name: "codex",
         label: "Codex CLI",
-        format: Format::Toml,
-        settings: |c| {
-            vec![
-                set(&["model"], json!(c.model)),
-                set(&["model_provider"], json!("fcm")),
-                set(&["model_providers", "fcm", "name"], json!("fcm")),
-                set(
-                    &["model_providers", "fcm", "base_url"],
-                    json!(format!("{}/v1", c.base())),
-                ),
-                set(&["model_providers", "fcm", "wire_api"], json!("responses")),
-                // Sent as `Authorization: Bearer`, which fcm serve checks when it has a token.
-                set(&["model_providers", "fcm", "experimental_bearer_token"], json!(c.token)),
-            ]
+        parts: |c| {
+            vec![Part::main("codex", main_file("codex", c), Format::Toml, |c, _| {
+                vec![
+                    set(&["model"], json!(c.model)),
+                    set(&["model_provider"], json!("fcm")),
+                    set(&["model_providers", "fcm", "name"], json!("fcm")),
+                    set(
+                        &["model_providers", "fcm", "base_url"],
+                        json!(format!("{}/v1", c.base())),
+                    ),
+                    set(&["model_providers", "fcm", "wire_api"], json!("responses")),
+                    // Sent as `Authorization: Bearer`, which fcm serve checks when it has a
+                    // token.
+                    set(&["model_providers", "fcm", "experimental_bearer_token"], json!(c.token)),
+                ]
+            })]
         },
+        overrides: no_overrides,
         next: "run `codex` as usual",
     },
     Tool {
         name: "cline",
         label: "Cline CLI",
-        format: Format::Json,
-        settings: |c| {
-            let p = "openai-compatible";
-            vec![
-                ensure(&["version"], json!(1)),
-                ensure(&["modes"], json!({})),
-                set(&["providers", p, "settings"], json!({"provider": p, "apiKey": c.token, "model": c.model, "baseUrl": format!("{}/v1", c.base())})),
-                // Without `updatedAt` Cline silently ignores the entry.
-                ensure(&["providers", p, "updatedAt"], json!(crate::time::rfc3339(crate::time::now_ms()))),
-                set(&["providers", p, "tokenSource"], json!("manual")),
-                set(&["lastUsedProvider"], json!(p)),
-            ]
+        parts: |c| {
+            vec![Part::main("cline", main_file("cline", c), Format::Json, |c, _| {
+                let p = "openai-compatible";
+                vec![
+                    ensure(&["version"], json!(1)),
+                    ensure(&["modes"], json!({})),
+                    set(&["providers", p, "settings"], json!({"provider": p, "apiKey": c.token, "model": c.model, "baseUrl": format!("{}/v1", c.base())})),
+                    // Without `updatedAt` Cline silently ignores the entry.
+                    ensure(&["providers", p, "updatedAt"], json!(crate::time::rfc3339(crate::time::now_ms()))),
+                    set(&["providers", p, "tokenSource"], json!("manual")),
+                    set(&["lastUsedProvider"], json!(p)),
+                ]
+            })]
         },
+        overrides: no_overrides,
         next: "run `cline` as usual (VS Code extension: Settings → API Provider \"OpenAI Compatible\", Base URL http://127.0.0.1:<port>/v1, any API key, model fcm)",
     },
     Tool {
         name: "opencode",
-        label: "opencode",
-        format: Format::Json,
-        settings: |c| {
-            vec![
-                set(
-                    &["provider", "fcm", "npm"],
-                    json!("@ai-sdk/openai-compatible"),
-                ),
-                set(&["provider", "fcm", "name"], json!("fcm")),
-                set(
-                    &["provider", "fcm", "options", "baseURL"],
-                    json!(format!("{}/v1", c.base())),
-                ),
-                set(&["provider", "fcm", "options", "apiKey"], json!(c.token)),
-                set(
-                    &["provider", "fcm", "models"],
-                    json!({ c.model.clone(): {"name": c.model} }),
-                ),
-                set(&["model"], json!(format!("fcm/{}", c.model))),
-            ]
+        label: "OpenCode",
+        parts: |c| {
+            vec![Part::main("opencode", opencode_file(c), Format::Json, |c, doc| {
+                let model = opencode_model(c);
+                let mut s = vec![
+                    // OpenCode adds it to a file without it when it starts: with it there, the
+                    // file stays as fcm wrote it, and an uninstall gives the user's bytes back.
+                    ensure(&["$schema"], json!("https://opencode.ai/config.json")),
+                    set(&["provider", "fcm", "npm"], json!("@ai-sdk/openai-compatible")),
+                    set(&["provider", "fcm", "name"], json!("fcm")),
+                    set(
+                        &["provider", "fcm", "options", "baseURL"],
+                        json!(format!("{}/v1", c.base())),
+                    ),
+                    set(&["provider", "fcm", "options", "apiKey"], json!(c.token)),
+                    // Without a `limit` OpenCode asks for 32,000 tokens of answer.
+                    set(
+                        &["provider", "fcm", "models", c.model.as_str()],
+                        json!({"name": c.model, "limit": {"context": CONTEXT, "output": OUTPUT}}),
+                    ),
+                    set(&["model"], json!(model)),
+                    // Titles and summaries: they carry the first prompt.
+                    set(&["small_model"], json!(model)),
+                ];
+                // Agents (and the older modes) given a model of their own.
+                for section in ["agent", "mode"] {
+                    for name in doc.keys(&[section]) {
+                        if doc.get(&[section, name.as_str(), "model"]).is_some() {
+                            s.push(set(&[section, name.as_str(), "model"], json!(model)));
+                        }
+                    }
+                }
+                // An allowlist of providers without fcm would hide it.
+                if let Some(Value::Array(mut allowed)) = doc.get(&["enabled_providers"]) {
+                    if !allowed.contains(&json!("fcm")) {
+                        allowed.push(json!("fcm"));
+                        s.push(set(&["enabled_providers"], Value::Array(allowed)));
+                    }
+                }
+                if let Some(Value::Array(mut off)) = doc.get(&["disabled_providers"]) {
+                    if off.contains(&json!("fcm")) {
+                        off.retain(|p| p != "fcm");
+                        s.push(set(&["disabled_providers"], Value::Array(off)));
+                    }
+                }
+                s
+            })]
         },
-        next: "run `opencode` and pick the fcm model",
+        overrides: opencode_overrides,
+        next: "run `opencode` as usual",
     },
     Tool {
         name: "crush",
         label: "Crush",
-        format: Format::Json,
-        settings: |c| {
-            vec![
-                set(&["providers", "fcm", "type"], json!("openai-compat")),
-                set(
-                    &["providers", "fcm", "base_url"],
-                    json!(format!("{}/v1", c.base())),
-                ),
-                set(&["providers", "fcm", "api_key"], json!(c.token)),
-                set(
-                    &["providers", "fcm", "models"],
-                    json!([{"id": c.model, "name": c.model, "context_window": 131072, "default_max_tokens": 8192}]),
-                ),
-            ]
+        parts: |c| {
+            vec![Part::main("crush", main_file("crush", c), Format::Json, |c, _| {
+                let model = json!({"model": c.model, "provider": "fcm", "max_tokens": OUTPUT});
+                vec![
+                    set(&["providers", "fcm", "name"], json!("fcm")),
+                    set(&["providers", "fcm", "type"], json!("openai-compat")),
+                    set(
+                        &["providers", "fcm", "base_url"],
+                        json!(format!("{}/v1", c.base())),
+                    ),
+                    set(&["providers", "fcm", "api_key"], json!(c.token)),
+                    set(
+                        &["providers", "fcm", "models"],
+                        json!([{"id": c.model, "name": c.model, "context_window": CONTEXT, "default_max_tokens": OUTPUT}]),
+                    ),
+                    set(&["models", "large"], model.clone()),
+                    set(&["models", "small"], model),
+                ]
+            })]
         },
-        next: "run `crush` and pick the fcm model",
+        overrides: no_overrides,
+        next: "run `crush` as usual",
     },
     Tool {
         name: "aider",
         label: "Aider",
-        format: Format::Yaml,
-        settings: |c| {
+        parts: |c| {
             vec![
-                set(&["openai-api-base"], json!(format!("{}/v1", c.base()))),
-                set(&["openai-api-key"], json!(c.token)),
-                set(&["model"], json!(format!("openai/{}", c.model))),
+                Part::main("aider", main_file("aider", c), Format::Yaml, |c, _| {
+                    aider_settings(c)
+                        .into_iter()
+                        .map(|(k, v)| set(&[k], json!(v)))
+                        .collect()
+                }),
+                // The window and answer budget of fcm's model, which litellm does not know.
+                Part {
+                    key: "aider:models".into(),
+                    path: c.home.join(".aider.model.metadata.json"),
+                    format: Format::Json,
+                    settings: |c, _| {
+                        vec![set(
+                            &[aider_model(c).as_str()],
+                            json!({"max_input_tokens": CONTEXT, "max_output_tokens": OUTPUT, "max_tokens": OUTPUT,
+                                   "input_cost_per_token": 0, "output_cost_per_token": 0,
+                                   "litellm_provider": "openai", "mode": "chat"}),
+                        )]
+                    },
+                },
             ]
         },
+        overrides: aider_overrides,
         next: "run `aider` as usual",
     },
 ];

@@ -28,6 +28,7 @@ use crate::state::breaker::{Admission, Breakers};
 use crate::state::ledger::{Blocked, Grant, Ledger, Tokens};
 use crate::state::outages::{Outages, Reachable};
 use crate::state::trace::{AttemptRecord, Outcome, Trace};
+use crate::tokens;
 
 use super::candidates::{BreakerSays, Candidate, Candidates};
 use super::conversation::Keeping;
@@ -391,11 +392,16 @@ impl Router {
         }
         // Out until it is judged (a stream, at its commit).
         self.in_flight[i].fetch_add(1, Ordering::AcqRel);
+        let body = restored.as_ref().unwrap_or(&job.body);
+        // An answer budget larger than this model's room is lowered to it (see
+        // `tokens::ANSWER_ROOM`); the trace says so once the model serves.
+        let lowered = tokens::lowered(c.context, job.prompt_tokens, body)
+            .map(|(_, room)| with_answer_budget(body, room));
         let judged = call(
             exchange,
             &c.target,
             api_key,
-            restored.as_ref().unwrap_or(&job.body),
+            lowered.as_ref().unwrap_or(body),
             job.stream,
             &limits,
         );
@@ -559,6 +565,20 @@ impl Router {
         };
         Served { delivery, trace }
     }
+}
+
+/// `body` with its answer budget (`max_tokens` or `max_completion_tokens`, whichever it
+/// has) set to `room`.
+fn with_answer_budget(body: &Value, room: u64) -> Value {
+    let mut out = body.clone();
+    if let Some(obj) = out.as_object_mut() {
+        for key in ["max_tokens", "max_completion_tokens"] {
+            if let Some(v) = obj.get_mut(key) {
+                *v = Value::from(room);
+            }
+        }
+    }
+    out
 }
 
 impl Won {

@@ -112,6 +112,7 @@ impl Router {
                 .or_else(|| self.last_resort(&job, &queue, &mut turn)),
         };
         if let Some(w) = won {
+            self.note_lowered(w.candidate, &job, &mut turn.trace);
             let key = w.grant.label.clone();
             affinity::settle(self, &mut turn, Some((w.candidate, key.as_deref())));
             return Ok(self.serve(w, turn.trace));
@@ -146,10 +147,25 @@ impl Router {
         }
         let trial = self.breakers.admit(key, crate::time::now_ms()) == Admission::Trial;
         match self.try_one(i, job, trial, &mut turn) {
-            Ok(w) => Ok(self.serve(w, turn.trace)),
+            Ok(w) => {
+                self.note_lowered(i, job, &mut turn.trace);
+                Ok(self.serve(w, turn.trace))
+            }
             Err(Missed::Failed(f)) => Err(Box::new(Refused::pinned(turn.trace, &f, turn.details))),
             // Not sent: it would have been refused for its spent budget.
             Err(Missed::Blocked(b)) => Err(Box::new(Refused::blocked(turn.trace, key, &b))),
+        }
+    }
+
+    /// Says in the trace when the serving model took a lower answer budget than the request
+    /// asked for (its window had less room: see `tokens::ANSWER_ROOM`).
+    fn note_lowered(&self, i: usize, job: &Job<'_>, trace: &mut Trace) {
+        let c = self.pool.get(i);
+        if let Some((asked, room)) = tokens::lowered(c.context, job.prompt_tokens, &job.body) {
+            trace.max_tokens = Some(room);
+            trace
+                .notes
+                .push(format!("max_tokens_lowered:{asked}_to_{room}"));
         }
     }
 

@@ -147,7 +147,7 @@ impl Refused {
             trace.outcome = Outcome::ClientError;
             let largest = router.routable().map(|c| c.context).max().unwrap_or(0);
             let message = format!(
-                "the request needs about {needed} tokens (characters / 4, plus max_tokens); the largest routable context window is {largest}"
+                "the request needs about {needed} tokens (characters / 4, plus max_tokens up to 4096); the largest routable context window is {largest}"
             );
             return Refused {
                 trace,

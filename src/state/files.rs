@@ -136,13 +136,18 @@ fn dir_and_name(path: &Path) -> Result<(&Path, &str), StateError> {
 }
 
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+    write_bytes_atomic(path, bytes, b"\n")
+}
+
+/// [`write_atomic`] of `bytes` then `end`, exactly: a user's file keeps its last byte.
+fn write_bytes_atomic(path: &Path, bytes: &[u8], end: &[u8]) -> Result<(), StateError> {
     let (dir, name) = dir_and_name(path)?;
     let mut tmp = None;
     let result = (|| -> std::io::Result<()> {
         let (mut f, at) = create_temp(dir, name)?;
         tmp = Some(at.clone());
         f.write_all(bytes)?;
-        f.write_all(b"\n")?;
+        f.write_all(end)?;
         f.sync_all()?;
         fs::rename(&at, path)?;
         // The rename is durable only once the directory entry is on disk too.
@@ -203,8 +208,9 @@ pub enum Holds {
 }
 
 /// Writes a file that belongs to the user (a tool's config, config.json): atomically like
-/// state files, but through a symlink to its target (dotfile repositories). New files get
-/// 0600; an existing file keeps its mode unless it [`Holds::Secret`].
+/// state files, but byte for byte as given (nothing added at its end) and through a symlink
+/// to its target (dotfile repositories). New files get 0600; an existing file keeps its mode
+/// unless it [`Holds::Secret`].
 pub fn write_user_file(path: &Path, bytes: &[u8], holds: Holds) -> Result<(), StateError> {
     let target = match fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => {
@@ -220,7 +226,7 @@ pub fn write_user_file(path: &Path, bytes: &[u8], holds: Holds) -> Result<(), St
         Holds::Settings => fs::metadata(&target).ok().map(|m| m.permissions()),
         Holds::Secret => None,
     };
-    write_atomic(&target, bytes)?;
+    write_bytes_atomic(&target, bytes, b"")?;
     if let Some(perms) = mode {
         fs::set_permissions(&target, perms).map_err(|source| StateError::RestoreMode {
             path: target.clone(),

@@ -237,6 +237,10 @@ pub struct Trace {
     /// was off or the request held no tool result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) saved_tokens: Option<u64>,
+    /// The answer budget sent when the one asked for was larger than the serving model's
+    /// room (`tokens::lowered`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_tokens: Option<u64>,
 }
 
 impl Trace {
@@ -257,6 +261,7 @@ impl Trace {
             session: None,
             affinity: None,
             saved_tokens: None,
+            max_tokens: None,
         }
     }
 
@@ -324,7 +329,7 @@ impl Trace {
     /// Appends the trace headers to a response head, as `name: value` lines: the four
     /// always, `x-fcm-v2-trimmed` when history was trimmed, `x-fcm-v2-affinity` when the
     /// request belongs to a conversation, `x-fcm-v2-compressed` (tokens saved) when its tool
-    /// results were compressed. Written straight into the head: every answer carries them.
+    /// results were compressed, `x-fcm-v2-max-tokens` when the answer budget was lowered. Written straight into the head: every answer carries them.
     pub(crate) fn write_headers(&self, out: &mut String) {
         use std::fmt::Write;
         let _ = write!(
@@ -345,6 +350,9 @@ impl Trace {
         }
         if let Some(n) = self.saved_tokens {
             let _ = write!(out, "x-fcm-v2-compressed: {n}\r\n");
+        }
+        if let Some(n) = self.max_tokens {
+            let _ = write!(out, "x-fcm-v2-max-tokens: {n}\r\n");
         }
     }
 }
