@@ -165,25 +165,196 @@ fn json_and_yaml_tools() {
         "http://127.0.0.1:19280/v1"
     );
     assert_eq!(oc["model"], "fcm/fcm:p/m");
-    let crush: Value = serde_json::from_str(
-        &std::fs::read_to_string(w.dir.join(".config/crush/crush.json")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(crush["providers"]["fcm"]["type"], "openai-compat");
-    assert_eq!(crush["providers"]["fcm"]["models"][0]["id"], "fcm:p/m");
-    let aider = std::fs::read_to_string(w.dir.join(".aider.conf.yml")).unwrap();
-    assert!(
-        aider.contains("openai-api-base: \"http://127.0.0.1:19280/v1\"")
-            && aider.contains("model: \"openai/fcm:p/m\""),
-        "{aider}"
+    assert_eq!(oc["small_model"], "fcm/fcm:p/m");
+    assert_eq!(
+        oc["provider"]["fcm"]["models"]["fcm:p/m"]["limit"],
+        json!({"context": 131072, "output": 16384})
     );
-    let un = w.fcm(&["install", "crush", "--uninstall"]);
-    assert_eq!(un.code, 0);
-    let crush: Value = serde_json::from_str(
-        &std::fs::read_to_string(w.dir.join(".config/crush/crush.json")).unwrap(),
+    let rc = std::fs::read_to_string(w.dir.join(".config/crush/crushrc")).unwrap();
+    for line in [
+        "provider add fcm --type openai-compat --name fcm --base-url http://127.0.0.1:19280/v1 --api-key fcm-local",
+        "model add fcm/fcm:p/m --name fcm:p/m --context-window 131072 --default-max-tokens 16384",
+        "model large fcm/fcm:p/m --max-tokens 16384",
+        "model small fcm/fcm:p/m --max-tokens 16384",
+    ] {
+        assert!(rc.lines().any(|l| l == line), "{line}\n{rc}");
+    }
+    let aider = std::fs::read_to_string(w.dir.join(".aider.conf.yml")).unwrap();
+    for line in [
+        "openai-api-base: http://127.0.0.1:19280/v1",
+        "model: openai/fcm:p/m",
+        "weak-model: openai/fcm:p/m",
+        "editor-model: openai/fcm:p/m",
+    ] {
+        assert!(aider.lines().any(|l| l == line), "{line}\n{aider}");
+    }
+    let meta: Value = serde_json::from_str(
+        &std::fs::read_to_string(w.dir.join(".aider.model.metadata.json")).unwrap(),
     )
     .unwrap();
-    assert_eq!(crush, json!({}));
+    assert_eq!(meta["openai/fcm:p/m"]["max_input_tokens"], 131072);
+    let list = w.fcm(&["install", "--list"]);
+    for tool in ["opencode", "crush", "aider"] {
+        let row = list.stdout.lines().find(|l| l.contains(tool)).unwrap();
+        assert!(row.contains("installed"), "{row}");
+    }
+    // In a home where none of them had a file, uninstalling leaves nothing behind.
+    for tool in ["opencode", "crush", "aider"] {
+        let out = w.fcm(&["install", tool, "--uninstall"]);
+        assert_eq!(out.code, 0, "{tool}: {out:?}");
+    }
+    for gone in [
+        ".config/opencode",
+        ".config/crush",
+        ".config",
+        ".aider.conf.yml",
+        ".aider.model.metadata.json",
+    ] {
+        assert!(!w.dir.join(gone).exists(), "{gone} is left");
+    }
+}
+
+/// The user's own files, with comments and their own layout: an install changes only what
+/// it sets, an uninstall gives back the same bytes.
+#[test]
+fn users_files_keep_their_comments_and_come_back_to_the_byte() {
+    let w = world();
+    let oc_dir = w.dir.join(".config/opencode");
+    std::fs::create_dir_all(&oc_dir).unwrap();
+    // OpenCode reads opencode.jsonc after opencode.json: the .jsonc one is the one to write.
+    let json = "{\n  \"theme\": \"system\"\n}\n";
+    let jsonc = "{\n    // my setup\n    \"theme\": \"tokyonight\",\n    \"enabled_providers\": [\"anthropic\"], /* only this */\n    \"model\": \"anthropic/claude-sonnet-4-5\",\n    \"small_model\": \"anthropic/claude-haiku-4-5\",\n}\n";
+    std::fs::write(oc_dir.join("opencode.json"), json).unwrap();
+    std::fs::write(oc_dir.join("opencode.jsonc"), jsonc).unwrap();
+    let aider = "# my aider settings\nmodel: gpt-4o   # the usual\ndark-mode: true\n\nauto-commits: false\n";
+    std::fs::write(w.dir.join(".aider.conf.yml"), aider).unwrap();
+    let crush_dir = w.dir.join(".config/crush");
+    std::fs::create_dir_all(&crush_dir).unwrap();
+    let crushrc = "# my crush\noption debug true\nprovider add groq --api-key \"$GROQ_API_KEY\"";
+    std::fs::write(crush_dir.join("crushrc"), crushrc).unwrap();
+    let state_dir = w.dir.join(".local/share/crush");
+    std::fs::create_dir_all(&state_dir).unwrap();
+    let state = "{\"models\":{\"large\":{\"model\":\"llama-3.3-70b\",\"provider\":\"groq\"}},\"recent_models\":{}}\n";
+    std::fs::write(state_dir.join("crush.json"), state).unwrap();
+
+    let dry = w.fcm(&["install", "crush", "--dry-run"]);
+    assert!(dry.stdout.contains("--default-max-tokens 16384"), "{dry:?}");
+    assert!(
+        !dry.stdout.contains("fcm-local"),
+        "the key is masked: {dry:?}"
+    );
+    for tool in ["opencode", "aider", "crush"] {
+        let out = w.fcm(&["install", tool]);
+        assert_eq!(out.code, 0, "{tool}: {out:?}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(oc_dir.join("opencode.json")).unwrap(),
+        json,
+        "untouched"
+    );
+    let written = std::fs::read_to_string(oc_dir.join("opencode.jsonc")).unwrap();
+    assert!(
+        written.starts_with("{\n    // my setup\n    \"theme\": \"tokyonight\",\n    \"enabled_providers\": [\"anthropic\", \"fcm\"], /* only this */\n    \"model\": \"fcm/fcm\",\n    \"small_model\": \"fcm/fcm\",\n"),
+        "{written}"
+    );
+    let written = std::fs::read_to_string(w.dir.join(".aider.conf.yml")).unwrap();
+    assert!(
+        written.starts_with("# my aider settings\nmodel: openai/fcm   # the usual\ndark-mode: true\n\nauto-commits: false\n"),
+        "{written}"
+    );
+    let written = std::fs::read_to_string(crush_dir.join("crushrc")).unwrap();
+    assert!(
+        written.starts_with(&format!("{crushrc}\n\n# fcm: begin")),
+        "{written}"
+    );
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(state_dir.join("crush.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        written["models"]["large"],
+        json!({"model": "fcm", "provider": "fcm", "max_tokens": 16384})
+    );
+    assert_eq!(written["models"]["small"]["provider"], "fcm");
+    for tool in ["opencode", "aider", "crush"] {
+        let again = w.fcm(&["install", tool]);
+        assert!(
+            again.stdout.contains("nothing changed"),
+            "{tool}: {again:?}"
+        );
+        let out = w.fcm(&["install", tool, "--uninstall"]);
+        assert_eq!(out.code, 0, "{tool}: {out:?}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(oc_dir.join("opencode.jsonc")).unwrap(),
+        jsonc
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.dir.join(".aider.conf.yml")).unwrap(),
+        aider
+    );
+    assert_eq!(
+        std::fs::read_to_string(crush_dir.join("crushrc")).unwrap(),
+        crushrc
+    );
+    assert_eq!(
+        std::fs::read_to_string(state_dir.join("crush.json")).unwrap(),
+        state
+    );
+}
+
+/// Settings that win over the ones fcm writes: an install refuses and says where, and the
+/// list says the tool will not use fcm.
+#[test]
+fn settings_that_would_win_over_fcms_refuse_the_install() {
+    let mut w = world();
+    let project = w.dir.join("work/app");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::write(
+        project.join("opencode.json"),
+        r#"{"model": "anthropic/claude-sonnet-4-5"}"#,
+    )
+    .unwrap();
+    std::fs::write(project.join(".aider.conf.yml"), "weak-model: gpt-4o-mini\n").unwrap();
+    std::fs::write(project.join(".crushrc"), "model large groq/llama-3.3-70b\n").unwrap();
+    for (tool, said) in [
+        (
+            "opencode",
+            "opencode.json sets model \"anthropic/claude-sonnet-4-5\"",
+        ),
+        ("aider", ".aider.conf.yml sets weak-model \"gpt-4o-mini\""),
+        ("crush", ".crushrc sets model large groq/llama-3.3-70b"),
+    ] {
+        // From a folder below the project's root too.
+        let out = w.fcm_in(&project.join("src"), &["install", tool]);
+        assert_eq!(out.code, 1, "{tool}: {out:?}");
+        assert!(
+            out.stderr.contains(said) && out.stderr.contains("nothing was changed"),
+            "{tool}: {out:?}"
+        );
+        let list = w.fcm_in(&project, &["install", "--list"]);
+        assert!(
+            !list
+                .stdout
+                .lines()
+                .any(|l| l.contains(tool) && l.contains("┆ installed")),
+            "{list:?}"
+        );
+    }
+    assert!(!w.dir.join(".aider.conf.yml").exists());
+    // Installed elsewhere, the same project makes the list say it is not used there.
+    assert_eq!(w.fcm(&["install", "opencode"]).code, 0);
+    let list = w.fcm_in(&project, &["install", "--list"]);
+    let row = list
+        .stdout
+        .lines()
+        .find(|l| l.contains("opencode"))
+        .unwrap();
+    assert!(row.contains("not used"), "{row}");
+    w.set_env("AIDER_MODEL", "gpt-4o");
+    let out = w.fcm(&["install", "aider"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("AIDER_MODEL=gpt-4o"), "{out:?}");
 }
 
 #[test]
@@ -299,9 +470,9 @@ fn uninstall_follows_the_file_it_wrote_and_codex_sends_the_token() {
         text.contains("experimental_bearer_token = \"tok-abcdef123456\""),
         "{text}"
     );
-    // The variable is gone by the time the user uninstalls: fcm still cleans the right file.
+    // The variable is gone by the time the user uninstalls: fcm still cleans the right file
+    // (it made the file and its folder: both go).
     w.env.remove("CODEX_HOME");
     assert_eq!(w.fcm(&["install", "codex", "--uninstall"]).code, 0);
-    let text = std::fs::read_to_string(alt.join("config.toml")).unwrap();
-    assert!(!text.contains("fcm"), "{text}");
+    assert!(!alt.exists());
 }

@@ -424,6 +424,11 @@ fn tool_checks(setup: &Setup, port: u16) -> Vec<Check> {
                 format!("{name}: {file} points at port {points_at}, fcm serves on {port}"),
                 format!("`fcm install {name} --port {port}`"),
             ));
+        } else if let Some(by) = &t.overridden_by {
+            out.push(fail(
+                format!("{name}: points at this server, but will not use it: {by}"),
+                format!("remove or change that setting, then `fcm install {name}`"),
+            ));
         } else if !t.token_matches && token.is_some() {
             out.push(fail(
                 format!("{name}: {file} does not send the server's access token"),

@@ -211,6 +211,16 @@ fn missing_dirs(file: &Path) -> Vec<std::path::PathBuf> {
     dirs
 }
 
+/// Gives the folder `dir`, made by fcm for `from`'s file, to the records of fcm's other files
+/// inside it: the last of them to go takes it away.
+fn hand_over(records: &mut inst::Records, from: &str, dir: &Path) {
+    for (key, r) in records.iter_mut() {
+        if key != from && r.file.starts_with(dir) && !r.created_dirs.iter().any(|d| d == dir) {
+            r.created_dirs.insert(0, dir.to_path_buf());
+        }
+    }
+}
+
 /// Undoes every file fcm wrote for `tool`: the user's own bytes back where the file still
 /// holds what fcm wrote, fcm's settings taken out where the user changed it since, and the
 /// files (and folders) fcm created removed.
@@ -261,8 +271,11 @@ fn uninstall(
                     .with_context(|| format!("cannot remove {}", file.display()))?;
             }
             for dir in record.created_dirs.iter().rev() {
-                // Only while empty: anything else there is not fcm's.
-                let _ = std::fs::remove_dir(dir);
+                // Only while empty: anything else there is not fcm's. A folder fcm made that
+                // holds another tool's file fcm wrote goes when that one goes.
+                if std::fs::remove_dir(dir).is_err() {
+                    hand_over(records, &part.key, dir);
+                }
             }
             println!("Removed {} (fcm created it).", file.display());
         } else if plan.changes() {

@@ -97,6 +97,10 @@ pub(crate) struct ToolStatus {
     pub(crate) this_server: bool,
     /// The key it sends is the access token this server wants.
     pub(crate) token_matches: bool,
+    /// Settings that win over fcm's and send it elsewhere (a project file, a variable),
+    /// when its config points at fcm: the tool will not use fcm while they are there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) overridden_by: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -260,6 +264,9 @@ pub(crate) fn tools(port: u16, token: Option<&str>) -> Vec<ToolStatus> {
                 port: p.as_ref().map(|p| p.port),
                 this_server: p.as_ref().is_some_and(|p| p.port == port),
                 token_matches: p.as_ref().is_some_and(|p| p.token_matches),
+                overridden_by: p
+                    .as_ref()
+                    .and_then(|_| (tool.overrides)(&ctx).into_iter().next()),
             }
         })
         .collect()

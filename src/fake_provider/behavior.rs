@@ -52,6 +52,9 @@ pub enum Behavior {
     /// [`PaidNotice`](Behavior::PaidNotice) streamed a few words at a time, as a gateway
     /// that writes its notice through the model's stream does.
     PaidNoticeStreamed,
+    /// Answers as a model editing a file for Aider (its `whole` edit format): `hello.txt`
+    /// with the line `fcm-edit-ok`; asked for a commit message, a one-line message.
+    AiderEdit,
     Auth401,
     BadRequest400,
     Server500,
@@ -247,6 +250,7 @@ impl Behavior {
             "wrong_sum" => Behavior::WrongSum,
             "paid_notice" => Behavior::PaidNotice,
             "paid_notice_streamed" => Behavior::PaidNoticeStreamed,
+            "aider_edit" => Behavior::AiderEdit,
             "auth_401" => Behavior::Auth401,
             "bad_request_400" => Behavior::BadRequest400,
             "server_500" => Behavior::Server500,

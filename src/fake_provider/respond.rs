@@ -424,6 +424,17 @@ pub(super) fn respond(
             "length",
         ),
         Behavior::SignedToolTurns => super::signatures::signed_turn(out, &id, &model, stream, &body),
+        Behavior::AiderEdit => {
+            let asks_commit = body
+                .get("messages")
+                .is_some_and(|m| m.to_string().to_ascii_lowercase().contains("commit message"));
+            let text = if asks_commit {
+                "Write fcm-edit-ok into hello.txt"
+            } else {
+                "hello.txt\n```\nfcm-edit-ok\n```\n"
+            };
+            ok_answer(out, &id, &model, text, stream, usage, Duration::ZERO)
+        }
         Behavior::Continues => {
             let messages = body.get("messages").and_then(Value::as_array);
             let before = messages

@@ -54,6 +54,8 @@ pub(crate) enum Doc {
     Json(CstRootNode),
     Toml(DocumentMut),
     Yaml(Yaml),
+    /// A file of commands (Crush's `crushrc`), kept as text; see [`Format::Commands`].
+    Commands(String),
 }
 
 /// A YAML file of settings: its tree, or (empty, or only comments) the text a first
@@ -70,7 +72,17 @@ pub(crate) enum Format {
     Json,
     Toml,
     Yaml,
+    /// A file of commands run by the tool (Crush's `crushrc`, Bash with its own builtins).
+    /// fcm never reads the user's commands: its own lines go in one block between two
+    /// marker comments, the one setting (key path `[COMMANDS_BLOCK]`) such a file has, and
+    /// everything outside the block stays as it is.
+    Commands,
 }
+
+/// The key of the block of lines fcm keeps in a [`Format::Commands`] file.
+pub(crate) const COMMANDS_BLOCK: &str = "fcm";
+const BLOCK_START: &str = "# fcm: begin (`fcm install --uninstall` takes these lines out)";
+const BLOCK_END: &str = "# fcm: end";
 
 /// What a JSON file may hold: JSON with comments and trailing commas, as VS Code, OpenCode
 /// and Crush read it; nothing looser (single quotes, bare keys, missing commas), which no
@@ -109,6 +121,7 @@ impl Doc {
                 .parse::<DocumentMut>()
                 .map(Doc::Toml)
                 .map_err(DocError::Toml),
+            Format::Commands => Ok(Doc::Commands(text.to_string())),
             Format::Yaml => {
                 let blank = text
                     .lines()
@@ -150,6 +163,12 @@ impl Doc {
                 Some(yaml_to_json(scalar))
             }
             Doc::Yaml(Yaml::Empty(_)) => None,
+            Doc::Commands(text) => {
+                let (start, end) = block(text)?;
+                let inner = &text[start..end];
+                let lines = inner.lines().skip(1).filter(|l| *l != BLOCK_END);
+                Some(Value::String(lines.collect::<Vec<_>>().join("\n")))
+            }
         }
     }
 
@@ -257,6 +276,22 @@ impl Doc {
                 }
                 map.remove(YAML_SEED);
             }
+            Doc::Commands(text) => {
+                let lines = value.as_str().unwrap_or_default();
+                let new = format!("{BLOCK_START}\n{lines}\n{BLOCK_END}\n");
+                match block(text) {
+                    Some((start, end)) => text.replace_range(start..end, &new),
+                    None => {
+                        if !text.is_empty() && !text.ends_with('\n') {
+                            text.push('\n');
+                        }
+                        if !text.trim().is_empty() {
+                            text.push('\n');
+                        }
+                        text.push_str(&new);
+                    }
+                }
+            }
         }
         Ok(created)
     }
@@ -287,6 +322,15 @@ impl Doc {
                 }
             }
             Doc::Yaml(Yaml::Empty(_)) => {}
+            Doc::Commands(text) => {
+                if let Some((mut start, end)) = block(text) {
+                    // The blank line fcm put before its block goes with it.
+                    if text[..start].ends_with("\n\n") {
+                        start -= 1;
+                    }
+                    text.replace_range(start..end, "");
+                }
+            }
         }
     }
 
@@ -319,7 +363,7 @@ impl Doc {
                 }
                 item.as_table_like().is_some_and(|t| t.is_empty())
             }
-            Doc::Yaml(_) => false,
+            Doc::Yaml(_) | Doc::Commands(_) => false,
         }
     }
 
@@ -332,6 +376,7 @@ impl Doc {
             Doc::Toml(d) => d.as_table().is_empty(),
             Doc::Yaml(Yaml::Mapping(doc)) => doc.as_mapping().is_none_or(|m| m.is_empty()),
             Doc::Yaml(Yaml::Empty(_)) => true,
+            Doc::Commands(text) => text.trim().is_empty(),
         }
     }
 
@@ -341,8 +386,26 @@ impl Doc {
             Doc::Toml(d) => d.to_string(),
             Doc::Yaml(Yaml::Mapping(doc)) => doc.to_string(),
             Doc::Yaml(Yaml::Empty(text)) => text.clone(),
+            Doc::Commands(text) => text.clone(),
         }
     }
+}
+
+/// Where fcm's block is in a commands file: from its first marker to the end of the line of
+/// its last (or the end of the text, when that marker was deleted).
+fn block(text: &str) -> Option<(usize, usize)> {
+    let start = text
+        .match_indices(BLOCK_START)
+        .map(|(i, _)| i)
+        .find(|&i| i == 0 || text[..i].ends_with('\n'))?;
+    let end = match text[start..].find(&format!("\n{BLOCK_END}")) {
+        Some(i) => {
+            let after = start + i + 1 + BLOCK_END.len();
+            after + usize::from(text[after..].starts_with('\n'))
+        }
+        None => text.len(),
+    };
+    Some((start, end))
 }
 
 /// The object at `path` under the root (the root object itself for an empty path).

@@ -221,6 +221,14 @@ pub(crate) fn plan_uninstall(
 /// A line with the value of a key-like setting (`apiKey`, `token`, `secret`, ...) cut down
 /// to its last characters, so diffs never print a secret.
 fn mask_secret(line: &str) -> String {
+    // A command's flag: `--api-key VALUE`.
+    if let Some(at) = line.find("--api-key ") {
+        let start = at + "--api-key ".len();
+        let end = line[start..].find(' ').map_or(line.len(), |i| start + i);
+        let value = line[start..end].trim_matches(['\'', '"']);
+        let hint = crate::providers::catalog::key_hint(value);
+        return format!("{}\"{hint}\"{}", &line[..start], &line[end..]);
+    }
     let lower = line.to_ascii_lowercase();
     let Some(colon) = line.find([':', '=']) else {
         return line.to_string();
@@ -618,6 +626,11 @@ mod tests {
         ] {
             assert!(!mask_secret(secret).contains("0123456789"), "{secret}");
         }
+        let d = mask_secret("provider add fcm --base-url http://127.0.0.1:1/v1 --api-key 'tok-0123456789abcdef' --x y");
+        assert!(
+            !d.contains("0123456789ab") && d.ends_with("cdef\" --x y"),
+            "{d}"
+        );
         // The comma after a JSON value stays, masked or not.
         let masked = mask_secret("    \"ANTHROPIC_AUTH_TOKEN\": \"fcm-0123456789abcdef\",");
         assert!(masked.ends_with("cdef\","), "{masked}");

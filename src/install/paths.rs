@@ -93,9 +93,21 @@ pub const TABLE: &[(&str, &[Place])] = &[
     (
         "crush",
         &[
-            any(Some("CRUSH_GLOBAL_CONFIG"), "crush.json"),
-            any(Some("XDG_CONFIG_HOME"), "crush/crush.json"),
-            any(None, ".config/crush/crush.json"),
+            any(Some("CRUSH_GLOBAL_CONFIG"), "crushrc"),
+            any(Some("XDG_CONFIG_HOME"), "crush/crushrc"),
+            any(None, ".config/crush/crushrc"),
+        ],
+    ),
+    (
+        "crush-state",
+        &[
+            any(Some("CRUSH_GLOBAL_DATA"), "crush.json"),
+            on(Os::Linux, Some("XDG_DATA_HOME"), "crush/crush.json"),
+            on(Os::MacOs, Some("XDG_DATA_HOME"), "crush/crush.json"),
+            on(Os::Windows, Some("LOCALAPPDATA"), "crush/crush.json"),
+            on(Os::Windows, None, "AppData/Local/crush/crush.json"),
+            on(Os::Linux, None, ".local/share/crush/crush.json"),
+            on(Os::MacOs, None, ".local/share/crush/crush.json"),
         ],
     ),
     ("aider", &[any(None, ".aider.conf.yml")]),
@@ -279,7 +291,20 @@ mod tests {
                 home,
                 env(&[("CRUSH_GLOBAL_CONFIG", "/c"), ("XDG_CONFIG_HOME", "/x")])
             ),
-            Path::new("/c/crush.json")
+            Path::new("/c/crushrc")
+        );
+        assert_eq!(
+            resolve("crush-state", Os::Linux, home, &none),
+            Path::new("/home/u/.local/share/crush/crush.json")
+        );
+        assert_eq!(
+            resolve(
+                "crush-state",
+                Os::Windows,
+                home,
+                env(&[("LOCALAPPDATA", "/l")])
+            ),
+            Path::new("/l/crush/crush.json")
         );
         assert_eq!(
             resolve(
@@ -314,7 +339,7 @@ mod tests {
     #[test]
     fn every_installable_tool_is_in_the_table_with_a_place_on_every_system() {
         let mut names = crate::install::tools::names();
-        names.push("cursor");
+        names.extend(["cursor", "crush-state"]);
         for name in names {
             for os in [Os::Linux, Os::MacOs, Os::Windows] {
                 assert!(
@@ -325,7 +350,8 @@ mod tests {
                 );
             }
         }
-        assert_eq!(TABLE.len(), crate::install::tools::names().len() + 1);
+        // Every tool, Cursor, and the state file Crush keeps a model choice in.
+        assert_eq!(TABLE.len(), crate::install::tools::names().len() + 2);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::doc::{Doc, Format};
+use super::doc::{Doc, Format, COMMANDS_BLOCK};
 
 /// How every tool is pointed at `fcm serve`: loopback, then the port.
 pub(crate) const LOOPBACK_BASE: &str = "http://127.0.0.1:";
@@ -236,6 +236,68 @@ fn opencode_overrides(c: &ToolContext) -> Vec<String> {
     out
 }
 
+/// `text` as one word of a shell command line: single-quoted unless it is plainly safe.
+fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:@%+=,".contains(c));
+    if plain {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// Crush settings that win over the global `crushrc` and its state file and choose another
+/// model: the project's `.crushrc`, `crushrc`, `.crush.json` and `crush.json` from the
+/// working folder up to the git root, and the project's own state (`.crush/crush.json`).
+fn crush_overrides(c: &ToolContext) -> Vec<String> {
+    let want = format!("fcm/{}", c.model);
+    let mut out = Vec::new();
+    let mut files = vec![c.cwd.join(".crush").join("crush.json")];
+    for dir in c.project_dirs() {
+        for name in [".crushrc", "crushrc", ".crush.json", "crush.json"] {
+            files.push(dir.join(name));
+        }
+    }
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let mut said = Vec::new();
+        if name.ends_with("rc") {
+            // Commands are not run here: a line that picks a model is enough to say.
+            for line in text.lines().map(str::trim) {
+                for slot in ["large", "small"] {
+                    let Some(rest) = line.strip_prefix(&format!("model {slot} ")) else {
+                        continue;
+                    };
+                    let chosen = rest
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or("")
+                        .trim_matches(['\'', '"']);
+                    if !chosen.is_empty() && !chosen.starts_with('-') && chosen != want {
+                        said.push(format!("model {slot} {chosen}"));
+                    }
+                }
+            }
+        } else if let Ok(d) = Doc::parse(Format::Json, &text) {
+            for slot in ["large", "small"] {
+                if let Some(p) = d.get(&["models", slot, "provider"]).filter(|p| p != "fcm") {
+                    said.push(format!("models.{slot}.provider {p}"));
+                }
+            }
+        }
+        if !said.is_empty() {
+            out.push(format!("{} sets {}", file.display(), said.join(", ")));
+        }
+    }
+    out
+}
+
 /// The keys Aider reads for its endpoint and its three model slots, with fcm's values.
 fn aider_settings(c: &ToolContext) -> Vec<(&'static str, String)> {
     vec![
@@ -437,26 +499,45 @@ pub(crate) const TOOLS: &[Tool] = &[
         name: "crush",
         label: "Crush",
         parts: |c| {
-            vec![Part::main("crush", main_file("crush", c), Format::Json, |c, _| {
-                let model = json!({"model": c.model, "provider": "fcm", "max_tokens": OUTPUT});
-                vec![
-                    set(&["providers", "fcm", "name"], json!("fcm")),
-                    set(&["providers", "fcm", "type"], json!("openai-compat")),
-                    set(
-                        &["providers", "fcm", "base_url"],
-                        json!(format!("{}/v1", c.base())),
-                    ),
-                    set(&["providers", "fcm", "api_key"], json!(c.token)),
-                    set(
-                        &["providers", "fcm", "models"],
-                        json!([{"id": c.model, "name": c.model, "context_window": CONTEXT, "default_max_tokens": OUTPUT}]),
-                    ),
-                    set(&["models", "large"], model.clone()),
-                    set(&["models", "small"], model),
-                ]
-            })]
+            vec![
+                // Crush's `crushrc` (its JSON file is deprecated): a provider, its model, and
+                // both model slots, so no built-in provider whose key is in the environment
+                // is picked instead.
+                Part::main("crush", main_file("crush", c), Format::Commands, |c, _| {
+                    let model = shell_word(&format!("fcm/{}", c.model));
+                    let lines = [
+                        format!(
+                            "provider add fcm --type openai-compat --name fcm --base-url {} --api-key {}",
+                            shell_word(&format!("{}/v1", c.base())),
+                            shell_word(&c.token)
+                        ),
+                        format!(
+                            "model add {model} --name {} --context-window {CONTEXT} --default-max-tokens {OUTPUT}",
+                            shell_word(&c.model)
+                        ),
+                        format!("model large {model} --max-tokens {OUTPUT}"),
+                        format!("model small {model} --max-tokens {OUTPUT}"),
+                    ];
+                    vec![set(&[COMMANDS_BLOCK], json!(lines.join("\n")))]
+                }),
+                // A model chosen in Crush's own screen is kept in its state file, which wins
+                // over `crushrc`: where it holds a choice, fcm's replaces it.
+                Part {
+                    key: "crush:state".into(),
+                    path: main_file("crush-state", c),
+                    format: Format::Json,
+                    settings: |c, doc| {
+                        let chosen = doc.get(&["models"]).is_some_and(|m| m.as_object().is_some_and(|o| !o.is_empty()));
+                        if !chosen {
+                            return Vec::new();
+                        }
+                        let model = json!({"model": c.model, "provider": "fcm", "max_tokens": OUTPUT});
+                        vec![set(&["models", "large"], model.clone()), set(&["models", "small"], model)]
+                    },
+                },
+            ]
         },
-        overrides: no_overrides,
+        overrides: crush_overrides,
         next: "run `crush` as usual",
     },
     Tool {

@@ -105,6 +105,7 @@ impl World {
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_fcm"));
         cmd.args(args)
+            .current_dir(&self.dir)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", &self.dir)
@@ -118,9 +119,16 @@ impl World {
         cmd
     }
 
-    /// Runs `fcm ARGS` to completion (bounded).
+    /// Runs `fcm ARGS` to completion (bounded), in the world's home folder.
     pub fn fcm(&self, args: &[&str]) -> Output {
         run_bounded(self.command(args))
+    }
+
+    /// [`fcm`](Self::fcm) run in the folder `cwd` (a project of the user's).
+    pub fn fcm_in(&self, cwd: &std::path::Path, args: &[&str]) -> Output {
+        let mut cmd = self.command(args);
+        cmd.current_dir(cwd);
+        run_bounded(cmd)
     }
 
     /// Runs `fcm ARGS` with `input` on its stdin (a pipe, not a terminal).
