@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# End to end with the real coding tools: Claude Code, Codex and Cline, configured by
-# `fcm install`, talk to `fcm serve`, which routes to the fake provider on loopback. Each
+# End to end with the real coding tools: Claude Code, Codex and Cline (and, at the end,
+# OpenCode and Aider: their own cases below), configured by `fcm install`, talk to
+# `fcm serve`, which routes to the fake provider on loopback. Each
 # tool must print the fake provider's answer for a plain reply, after a tool call round
 # trip, when a tool's output is terminal noise (colours, a progress line redrawn with CRs,
 # one line printed 40 times: the provider must get it compressed), when the first model's
@@ -25,7 +26,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CACHE=${FCM_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fcm-e2e}
-PACKAGES=("@anthropic-ai/claude-code@2.1.197" "@openai/codex@0.171.0" "cline@3.0.65")
+PACKAGES=("@anthropic-ai/claude-code@2.1.197" "@openai/codex@0.171.0" "cline@3.0.65" "opencode-ai@1.18.33")
+# Crush is not driven here: its npm package (@charmland/crush) downloads its binary from
+# GitHub when it installs, and CI reaches only the package registries. What `fcm install
+# crush` writes is checked against Crush's published schema and command reference in
+# tests/install.rs instead.
 RUN_LIMIT=${FCM_E2E_TIMEOUT:-120}
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -52,6 +57,16 @@ if [ ! -f "$py_stamp" ]; then
   touch "$py_stamp"
 fi
 py="$CACHE/py/bin/python"
+# Aider in a venv of its own: it pins its own versions of the SDKs.
+AIDER_PACKAGE="aider-chat==0.86.2"
+aider_stamp="$CACHE/.aider-installed-$(echo "$AIDER_PACKAGE" | md5sum | cut -c1-12)"
+if [ ! -f "$aider_stamp" ]; then
+  echo "e2e-clients: installing $AIDER_PACKAGE into $CACHE/aider" >&2
+  python3 -m venv "$CACHE/aider" >&2
+  "$CACHE/aider/bin/pip" install --quiet --disable-pip-version-check "$AIDER_PACKAGE" >&2
+  touch "$aider_stamp"
+fi
+aider="$CACHE/aider/bin/aider"
 
 cargo build --locked --quiet
 fcm=$PWD/target/debug/fcm
@@ -69,7 +84,8 @@ cat > "$work/catalog.json" <<JSON
   {"id":"ok#panel","tier":"S","context":131072},{"id":"ok#judge","tier":"S","context":131072},
   {"id":"signed_tool_turns","tier":"S","context":131072},{"id":"sse_error_after_content","tier":"S","context":131072},
   {"id":"continues","tier":"S","context":131072},{"id":"paid_notice_streamed","tier":"S","context":131072},
-  {"id":"free_tier_exhausted","tier":"S","context":131072}]},
+  {"id":"free_tier_exhausted","tier":"S","context":131072},{"id":"aider_edit","tier":"S","context":131072},
+  {"id":"ok#small","tier":"S","context":32768}]},
  {"id":"keyed","name":"Keyed","baseUrl":"$url","apiKeyEnv":["FAKE_KEYED_KEY"],"keyRequired":true,
   "models":[{"id":"echo_masked_key","tier":"S","context":131072}]},
  {"id":"budget","name":"Spent","baseUrl":"$url","keyRequired":false,"quota":{"requestsPerDay":0},
@@ -331,6 +347,139 @@ for tool in claude codex; do
   fi
   latency "$first" 0
 done
+
+# OpenCode and Aider, each installed over a user's own settings with comments: a plain
+# answer, a tool or edit round trip, every model slot through fcm (OpenCode's title request
+# and Aider's commit message too), and an uninstall that gives the user's bytes back.
+export OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_LSP_DOWNLOAD=1
+export LITELLM_LOCAL_MODEL_COST_MAP=True
+opencode=("$bin/opencode" run)
+aider_run=("$aider" --no-check-update --no-show-release-notes --yes-always --no-pretty)
+oc_dir="$HOME/.config/opencode"
+mkdir -p "$oc_dir"
+oc_user='{
+    // my own settings
+    "theme": "tokyonight",
+    "enabled_providers": ["anthropic"], /* nothing else */
+    "model": "anthropic/claude-sonnet-4-5",
+    "small_model": "anthropic/claude-haiku-4-5",
+}
+'
+printf '%s' "$oc_user" > "$oc_dir/opencode.jsonc"
+# mark: notes the requests in the history now; new_entries: the ones since, as JSON.
+mark() { "$fcm" history --json -n 500 | python3 -c '
+import json, sys
+print("\n".join(e["id"] for e in json.load(sys.stdin)))' > "$work/mark"; }
+new_entries() { "$fcm" history --json -n 500 | python3 -c '
+import json, sys
+seen = set(open(sys.argv[1]).read().split())
+json.dump([e for e in json.load(sys.stdin) if e["id"] not in seen], sys.stdout)' "$work/mark"; }
+# The requests since the mark: how many, how many served, and the models that served them.
+since() { new_entries | python3 -c '
+import json, sys
+h = json.load(sys.stdin)
+print(len(h), sum(1 for e in h if e["outcome"] == "served"), " ".join(sorted({e.get("servedModel") or "-" for e in h})))'; }
+oc_install() { "$fcm" install opencode --port "$port" --model "$1" > /dev/null; }
+mark
+oc_install fcm:fake/ok
+check "opencode plain reply" "Hello from ok." "${opencode[@]}" "say hi"
+read -r n ok models < <(since)
+# The title request (small_model) and the answer: both to fcm, both served.
+if [ "$n" -ge 2 ] && [ "$n" = "$ok" ] && [ "$models" = fake/ok ]; then
+  pass "opencode: all $n requests (title and answer) through fcm, served"
+else
+  fail "opencode: $n requests, $ok served, by $models"
+fi
+oc_install fcm:fake/tool_round_trip
+check "opencode tool round trip" "The tool said fcm-tool-ok." "${opencode[@]}" "run the marker command"
+# Its title request offers no tools: a broken call there fails over like any other.
+mark
+oc_install fcm:broken-call
+check "opencode tool round trip after a broken call" "The tool said fcm-tool-ok." "${opencode[@]}" "run the marker command"
+broken=$(new_entries | python3 -c '
+import json, sys
+h = json.load(sys.stdin)
+print(sum(1 for e in h if any(a.get("kind") == "invalid_tool_call" for a in e["attempts"]) and e["outcome"] == "served"))')
+if [ "$broken" -ge 2 ]; then
+  pass "opencode: the broken call failed over on $broken requests, the title's (no tools offered) among them"
+else
+  fail "opencode: $broken requests failed over from the broken call"
+fi
+"$fcm" install opencode --uninstall > /dev/null
+if cmp -s <(printf '%s' "$oc_user") "$oc_dir/opencode.jsonc"; then
+  pass "opencode: uninstall gives the user's opencode.jsonc back to the byte"
+else
+  fail "opencode: opencode.jsonc after uninstall differs"
+  diff <(printf '%s' "$oc_user") "$oc_dir/opencode.jsonc" | sed 's/^/    /'
+fi
+# A provider entry of the user's own without a `limit`: OpenCode asks for 32,000 tokens of
+# answer, more than a 32k window holds with the prompt; fcm lowers it instead of refusing.
+mkdir -p "$work/oc-nolimit/opencode"
+cat > "$work/oc-nolimit/opencode/opencode.json" <<JSON
+{"\$schema": "https://opencode.ai/config.json", "model": "fcm/fcm:fake/ok#small", "small_model": "fcm/fcm:fake/ok#small",
+ "provider": {"fcm": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": "http://127.0.0.1:$port/v1", "apiKey": "fcm-local"},
+  "models": {"fcm:fake/ok#small": {}}}}}
+JSON
+mark
+check "opencode with a 32,000-token default budget on a 32k model" "Hello from ok#small." env XDG_CONFIG_HOME="$work/oc-nolimit" "${opencode[@]}" "say hi"
+lowered=$(new_entries | python3 -c '
+import json, sys
+h = json.load(sys.stdin)
+print(sum(1 for e in h if e.get("maxTokens") and any(n.startswith("max_tokens_lowered:32000_to_") for n in e.get("notes", []))))')
+if [ "$lowered" -ge 1 ]; then
+  pass "opencode: the default budget was lowered to fit ($lowered requests), none refused"
+else
+  fail "opencode: no request had its budget lowered"
+fi
+
+# Aider, in a git repository: an answer, then an edit whose commit message the weak model
+# writes (through fcm too).
+aider_user='# my aider settings
+dark-mode: true   # easier on the eyes
+auto-commits: true
+'
+printf '%s' "$aider_user" > "$HOME/.aider.conf.yml"
+mkdir -p "$work/aider-project"
+(cd "$work/aider-project" && git init -q && git config user.email e2e@example.com && git config user.name e2e \
+  && echo "placeholder" > hello.txt && git add hello.txt && git commit -qm init)
+aider_check() { # name, expected text, aider arguments...
+  local name=$1 want=$2
+  shift 2
+  local out
+  out=$(cd "$work/aider-project" && timeout "$RUN_LIMIT" "${aider_run[@]}" "$@" < /dev/null 2>&1) || true
+  [ -n "${FCM_E2E_SHOW:-}" ] && printf "%s\n" "$out" > "$FCM_E2E_SHOW.$(echo "$name" | tr " " _)"
+  if grep -qF "$want" <<< "$out"; then pass "$name"; else
+    fail "$name: expected \"$want\"; output:"
+    tail -n 20 <<< "$out" | sed 's/^/    /'
+  fi
+}
+"$fcm" install aider --port "$port" --model fcm:fake/ok > /dev/null
+aider_check "aider plain reply" "Hello from ok." --message "say hi"
+"$fcm" install aider --port "$port" --model fcm:fake/aider_edit > /dev/null
+mark
+aider_check "aider edit round trip" "Applied edit to hello.txt" --message "put the marker in hello.txt" hello.txt
+read -r n ok models < <(since)
+subject=$(cd "$work/aider-project" && git log -1 --format=%s)
+if grep -qx fcm-edit-ok "$work/aider-project/hello.txt" && [ "$subject" = "Write fcm-edit-ok into hello.txt" ] \
+  && [ "$n" -ge 2 ] && [ "$n" = "$ok" ] && [ "$models" = fake/aider_edit ]; then
+  pass "aider: the edit is in hello.txt, its commit message came through fcm ($n requests)"
+else
+  fail "aider: hello.txt $(cat "$work/aider-project/hello.txt"), commit \"$subject\", $n requests, $ok served, by $models"
+fi
+"$fcm" install aider --uninstall > /dev/null
+if cmp -s <(printf '%s' "$aider_user") "$HOME/.aider.conf.yml" && [ ! -e "$HOME/.aider.model.metadata.json" ]; then
+  pass "aider: uninstall gives .aider.conf.yml back to the byte and removes the model file fcm made"
+else
+  fail "aider: after uninstall the files differ"
+fi
+# In a home without an Aider config, install then uninstall leaves nothing, and Aider runs.
+rm "$HOME/.aider.conf.yml"
+"$fcm" install aider --port "$port" > /dev/null && "$fcm" install aider --uninstall > /dev/null
+if [ ! -e "$HOME/.aider.conf.yml" ] && (cd "$work/aider-project" && "$aider" --version > /dev/null 2>&1); then
+  pass "aider: install and uninstall in a fresh home leave no file, and aider still starts"
+else
+  fail "aider: a fresh home after uninstall: $(ls -a "$HOME" | tr '\n' ' ')"
+fi
 
 # With an access token: the tools send the one `fcm install` wrote; nothing else gets in.
 kill "$serve_pid"

@@ -208,7 +208,12 @@ fn codex_gets_a_reasoning_item_before_the_message() {
 #[test]
 fn chat_tool_calls_get_unique_ids_on_every_chunk() {
     let (_fake, _w, s) = serve_one("repeated_call_ids");
-    let ev = events(&s.chat("fcm", true).body);
+    let body = |stream: bool| {
+        json!({"model": "fcm", "stream": stream, "messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"type": "function", "function": {"name": "Bash", "parameters": {"type": "object"}}}]})
+        .to_string()
+    };
+    let ev = events(&s.post("/v1/chat/completions", &body(true)).body);
     let calls: Vec<(u64, String)> = ev
         .iter()
         .flat_map(|(_, c)| {
@@ -235,7 +240,7 @@ fn chat_tool_calls_get_unique_ids_on_every_chunk() {
         .iter()
         .all(|(_, id)| id.starts_with("call_") && id != "call_1"));
 
-    let m = s.chat("fcm", false).json()["choices"][0]["message"].clone();
+    let m = s.post("/v1/chat/completions", &body(false)).json()["choices"][0]["message"].clone();
     let ids: Vec<&str> = m["tool_calls"]
         .as_array()
         .unwrap()

@@ -954,18 +954,21 @@ fn the_dashboard_shows_breakers_pauses_and_decisions() {
 }
 
 #[test]
-fn impossible_sizes_and_non_boolean_streams_are_refused_before_routing() {
+fn impossible_budgets_are_lowered_and_non_boolean_streams_refused_before_routing() {
     let fake = fake();
     let w = World::new();
     ordered(&w, &fake.base_url(), &["ok"]);
     let s = w.serve(&[]);
+    // An answer budget no window holds is the room the model has, not a refusal.
     let huge = json!({"model": "fcm", "max_tokens": u64::MAX, "messages": [{"role": "user", "content": "hi"}]});
     let r = s.post("/v1/chat/completions", &huge.to_string());
-    assert_eq!(r.status, 400, "{r:?}");
-    assert!(
-        r.body.contains("largest routable context window"),
-        "{}",
-        r.body
+    assert_eq!(r.status, 200, "{r:?}");
+    let sent = fake.requests().last().unwrap().json();
+    let budget = sent["max_tokens"].as_u64().unwrap();
+    assert!(budget < 131_072, "{budget}");
+    assert_eq!(
+        r.header("x-fcm-v2-max-tokens"),
+        Some(budget.to_string().as_str())
     );
     for (path, body) in [
         (

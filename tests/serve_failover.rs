@@ -108,7 +108,10 @@ fn keepalives_reasoning_and_tool_calls_are_answers() {
         ordered(&w, &fake.base_url(), &[good, "ok"]);
         let s = w.serve(&[]);
         for stream in [false, true] {
-            let r = s.chat("fcm", stream);
+            // A tool call is an answer to a request that offers the tool.
+            let body = json!({"model": "fcm", "stream": stream, "messages": [{"role": "user", "content": "hi"}],
+                "tools": [{"type": "function", "function": {"name": "Bash", "parameters": {"type": "object"}}}]});
+            let r = s.post("/v1/chat/completions", &body.to_string());
             assert_eq!(r.status, 200, "{good}: {r:?}");
             assert_eq!(
                 r.decision(),

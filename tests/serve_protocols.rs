@@ -166,7 +166,8 @@ fn anthropic_tool_call_round_trip() {
     let follow_up = json!({"model": "claude-x", "max_tokens": 100, "messages": [
         {"role": "user", "content": "run it"},
         {"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": "echo fcm-tool-ok"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "fcm-tool-ok"}]}]});
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "fcm-tool-ok"}]}],
+        "tools": [{"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]});
     let r = s.post("/v1/messages", &follow_up.to_string());
     assert_eq!(r.status, 200);
     let sent = fake.requests().last().unwrap().json();
@@ -287,7 +288,8 @@ fn responses_tool_call_and_tool_output() {
     let follow_up = json!({"model": "m", "input": [
         {"type": "message", "role": "user", "content": "run it"},
         {"type": "function_call", "call_id": call_id, "name": "Bash", "arguments": "{}"},
-        {"type": "function_call_output", "call_id": call_id, "output": "fcm-tool-ok"}]});
+        {"type": "function_call_output", "call_id": call_id, "output": "fcm-tool-ok"}],
+        "tools": [{"type": "function", "name": "Bash", "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}]});
     assert_eq!(s.post("/v1/responses", &follow_up.to_string()).status, 200);
     let sent = fake.requests().last().unwrap().json();
     assert_eq!(

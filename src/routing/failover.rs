@@ -192,7 +192,12 @@ impl Router {
             needed: turn.needed,
             prompt: job.prompt_tokens,
         };
-        let peers = affinity::Peers::of(self, &order, &plan.standings, size, needs);
+        // A set's order is its user's: after a failure its next model stands in, not the
+        // least loaded of the ranking.
+        let peers = match route {
+            Route::Set(_) => affinity::Peers::default(),
+            _ => affinity::Peers::of(self, &order, &plan.standings, size, needs),
+        };
         let load = turn.keeping.as_ref().map(|k| {
             let load = affinity::Load::now(self, Some(k.conversation.id()));
             affinity::spread(self, &mut order, &plan.standings, &load, size);

@@ -467,7 +467,7 @@ mod tests {
                 .is_symlink(),
             "the link stays a link"
         );
-        assert_eq!(fs::read_to_string(&real).unwrap(), "{\"a\": 1}\n");
+        assert_eq!(fs::read_to_string(&real).unwrap(), "{\"a\": 1}");
         assert_eq!(
             fs::metadata(&real).unwrap().permissions().mode() & 0o777,
             0o644
