@@ -476,3 +476,126 @@ fn uninstall_follows_the_file_it_wrote_and_codex_sends_the_token() {
     assert_eq!(w.fcm(&["install", "codex", "--uninstall"]).code, 0);
     assert!(!alt.exists());
 }
+
+/// Crush cannot be installed where the tests run (its npm package downloads its binary from
+/// GitHub), so what fcm writes for it is held to Crush's published reference: the commands
+/// and flags of its `crushrc` (docs/config in its repository), and for its state file the
+/// `SelectedModel` of its JSON schema (`model` and `provider` required, `max_tokens` an
+/// integer up to 200,000, nothing else than the schema's properties).
+#[test]
+fn crush_config_matches_its_published_reference() {
+    let w = world();
+    let state_dir = w.dir.join(".local/share/crush");
+    std::fs::create_dir_all(&state_dir).unwrap();
+    std::fs::write(
+        state_dir.join("crush.json"),
+        r#"{"models": {"large": {"model": "x", "provider": "groq"}}}"#,
+    )
+    .unwrap();
+    assert_eq!(w.fcm(&["install", "crush", "--model", "fcm:p/m"]).code, 0);
+    // command → its positional arguments and the flags it takes, with the kind of value.
+    let reference: &[(&str, usize, &[(&str, &str)])] = &[
+        (
+            "provider add",
+            1,
+            &[
+                ("--type", "openai|openai-compat|anthropic|ollama"),
+                ("--name", "string"),
+                ("--base-url", "url"),
+                ("--api-key", "string"),
+            ],
+        ),
+        (
+            "model add",
+            1,
+            &[
+                ("--name", "string"),
+                ("--context-window", "int"),
+                ("--default-max-tokens", "int"),
+            ],
+        ),
+        ("model large", 1, &[("--max-tokens", "int")]),
+        ("model small", 1, &[("--max-tokens", "int")]),
+    ];
+    let rc = std::fs::read_to_string(w.dir.join(".config/crush/crushrc")).unwrap();
+    let lines: Vec<&str> = rc
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .collect();
+    assert_eq!(lines.len(), 4, "{rc}");
+    let mut seen = Vec::new();
+    for line in &lines {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let command = format!("{} {}", words[0], words[1]);
+        let (_, positional, flags) = reference
+            .iter()
+            .find(|(c, _, _)| *c == command)
+            .unwrap_or_else(|| panic!("{command} is not a crushrc command: {line}"));
+        let rest = &words[2..];
+        assert!(
+            rest.len() > *positional && !rest[0].starts_with("--"),
+            "{line}"
+        );
+        let reference_ok = rest[0]
+            .split_once('/')
+            .is_some_and(|(p, id)| p == "fcm" && id == "fcm:p/m");
+        assert!(
+            command == "provider add" && rest[0] == "fcm" || reference_ok,
+            "{line}"
+        );
+        let mut pairs = rest[*positional..].chunks(2);
+        for pair in &mut pairs {
+            let [flag, value] = pair else {
+                panic!("{line}: a flag without its value")
+            };
+            let (_, kind) = flags
+                .iter()
+                .find(|(f, _)| f == flag)
+                .unwrap_or_else(|| panic!("{line}: {flag} is not a flag of {command}"));
+            let value = value.trim_matches('\'');
+            match *kind {
+                "int" => assert!(value.parse::<u32>().is_ok(), "{line}: {flag} {value}"),
+                "url" => assert!(value.starts_with("http://127.0.0.1:"), "{line}"),
+                "string" => assert!(!value.is_empty(), "{line}"),
+                kinds => assert!(
+                    kinds.split('|').any(|k| k == value),
+                    "{line}: {flag} {value}"
+                ),
+            }
+        }
+        seen.push(command);
+    }
+    assert_eq!(
+        seen,
+        ["provider add", "model add", "model large", "model small"]
+    );
+    // The state file's model slots, as its schema's SelectedModel.
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(state_dir.join("crush.json")).unwrap())
+            .unwrap();
+    let properties = [
+        "model",
+        "provider",
+        "reasoning_effort",
+        "think",
+        "max_tokens",
+        "temperature",
+        "top_p",
+        "top_k",
+        "frequency_penalty",
+        "presence_penalty",
+        "provider_options",
+    ];
+    for slot in ["large", "small"] {
+        let m = state["models"][slot].as_object().unwrap();
+        assert!(
+            m["model"].is_string() && m["provider"] == "fcm",
+            "{slot}: {m:?}"
+        );
+        assert!(
+            m.keys().all(|k| properties.contains(&k.as_str())),
+            "{slot}: {m:?}"
+        );
+        assert!(m["max_tokens"].as_u64().is_some_and(|n| n <= 200_000));
+    }
+}

@@ -178,14 +178,23 @@ fn opencode_file(c: &ToolContext) -> PathBuf {
 }
 
 /// OpenCode settings that win over the global file and send it elsewhere: the file
-/// `OPENCODE_CONFIG` names, `OPENCODE_CONFIG_CONTENT`, and the project's `opencode.json(c)`
-/// and `.opencode/opencode.json(c)` from the working folder up to the git root.
+/// `OPENCODE_CONFIG` names, the folder `OPENCODE_CONFIG_DIR` names, `OPENCODE_CONFIG_CONTENT`,
+/// and the project's `opencode.json(c)` and `.opencode/opencode.json(c)` from the working
+/// folder up to the git root.
 fn opencode_overrides(c: &ToolContext) -> Vec<String> {
     let want = opencode_model(c);
     let mut docs: Vec<(String, Doc)> = Vec::new();
     if let Some(file) = c.var("OPENCODE_CONFIG") {
         if let Some(d) = read(Path::new(file), Format::Json) {
             docs.push((format!("{file} (OPENCODE_CONFIG)"), d));
+        }
+    }
+    if let Some(dir) = c.var("OPENCODE_CONFIG_DIR") {
+        for name in ["opencode.json", "opencode.jsonc"] {
+            let file = Path::new(dir).join(name);
+            if let Some(d) = read(&file, Format::Json) {
+                docs.push((format!("{} (OPENCODE_CONFIG_DIR)", file.display()), d));
+            }
         }
     }
     if let Some(text) = c.var("OPENCODE_CONFIG_CONTENT") {
