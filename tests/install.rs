@@ -494,7 +494,8 @@ fn crush_config_matches_its_published_reference() {
     .unwrap();
     assert_eq!(w.fcm(&["install", "crush", "--model", "fcm:p/m"]).code, 0);
     // command → its positional arguments and the flags it takes, with the kind of value.
-    let reference: &[(&str, usize, &[(&str, &str)])] = &[
+    type Flags = &'static [(&'static str, &'static str)];
+    let reference: &[(&str, usize, Flags)] = &[
         (
             "provider add",
             1,
