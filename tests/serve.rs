@@ -992,7 +992,11 @@ fn impossible_budgets_are_lowered_and_non_boolean_streams_refused_before_routing
             r.body
         );
     }
-    assert!(fake.requests().is_empty(), "nothing reached the provider");
+    assert_eq!(
+        fake.requests().len(),
+        1,
+        "nothing more reached the provider"
+    );
 }
 
 #[test]

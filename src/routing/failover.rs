@@ -15,6 +15,7 @@ use crate::answers::classify::{Blame, FailureKind};
 use crate::answers::failure::Failure;
 use crate::capability::Needs;
 use crate::state::breaker::Admission;
+use crate::state::ledger::Why;
 use crate::state::sets::Strategy;
 use crate::state::trace::{Skip, SkipReason, Trace};
 use crate::tokens;
@@ -25,6 +26,12 @@ use super::conversation::{Keeping, SessionName};
 use super::race::RaceEnd;
 use super::refusal::Refused;
 use super::router::{Route, Router};
+
+/// How long a request waits for its conversation's own model to come out of a rate window
+/// (see `Router::wait_for_held`).
+const HOLD_WAIT: Duration = Duration::from_secs(8);
+/// Past the window's end: a provider's clock and fcm's differ by a little.
+const HOLD_MARGIN: Duration = Duration::from_millis(150);
 
 /// A 502/503/504 with a `Retry-After` this short from the last candidate is waited out once.
 const SHORT_RETRY: Duration = Duration::from_secs(5);
@@ -90,6 +97,7 @@ impl Router {
             return self.route_pinned(key, &job, turn);
         }
         turn.keeping = Keeping::of(self, route, ask.session.as_ref(), ask.body);
+        self.wait_for_held(&job, deadline, &mut turn);
         let (order, peers) = self.plan(route, ask.needs, ask.exclude, &job, &mut turn);
         let mut queue = Queue {
             order: order.into(),
@@ -155,6 +163,52 @@ impl Router {
             // Not sent: it would have been refused for its spent budget.
             Err(Missed::Blocked(b)) => Err(Box::new(Refused::blocked(turn.trace, key, &b))),
         }
+    }
+
+    /// When the model a conversation holds is held back only by a rate window that ends
+    /// within [`HOLD_WAIT`] (a per-minute budget spent, a 429's short pause), the request
+    /// waits for it rather than moving the conversation: a switch costs the agent more
+    /// (another model's manners, a cold cache) than a few seconds. Never past the request's
+    /// time budget, and not for a model that is out for another reason.
+    fn wait_for_held(&self, job: &Job<'_>, deadline: Instant, turn: &mut Turn<'_>) {
+        let Some((held, _)) = turn.keeping.as_ref().and_then(|k| k.kept) else {
+            return;
+        };
+        let c = self.pool.get(held);
+        let now = crate::time::now_ms();
+        let (state, pause) = self.breakers.states(&[c.key()], now)[0];
+        let breaker_until = match (state, pause) {
+            (crate::state::breaker::BreakerState::Open, _) => return,
+            // An overload back-off, a model gone, a notice: not a window.
+            (_, Some(p)) if p.why.is_some() => return,
+            (_, Some(p)) => p.until_ms,
+            (_, None) => now,
+        };
+        let budget = self
+            .ledger
+            .assess(std::iter::once(&c.metered), job.prompt_tokens, now)
+            .pop();
+        let budget_until = match budget {
+            Some(Err(b)) if matches!(b.why, Why::Budget(_) | Why::Paused) => b.until_ms,
+            Some(Err(_)) => return,
+            _ => now,
+        };
+        let until = breaker_until.max(budget_until);
+        let down = !matches!(
+            self.outages.state(&c.target.provider_id, now),
+            crate::state::outages::Reachable::Yes
+        );
+        if until <= now || down {
+            return;
+        }
+        let wait = Duration::from_millis(until - now) + HOLD_MARGIN;
+        if wait > HOLD_WAIT || Instant::now() + wait >= deadline {
+            return;
+        }
+        std::thread::sleep(wait);
+        turn.trace
+            .notes
+            .push(format!("waited_for_held:{}ms", wait.as_millis()));
     }
 
     /// Says in the trace when the serving model took a lower answer budget than the request

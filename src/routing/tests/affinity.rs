@@ -461,3 +461,50 @@ fn requests_failing_over_together_do_not_all_land_on_one_model() {
         x2.decision
     );
 }
+
+#[test]
+fn a_conversation_waits_seconds_for_its_model_rather_than_moving() {
+    let world = Setup {
+        models: equals(&["p/a", "q/b"]),
+        ..Setup::default()
+    }
+    .world();
+    let first = world.ask_in(Some("c"), "fcm", turn("c", 1));
+    let held = first.trace.served_model.unwrap();
+    let (short, other) = if held == "p/a" {
+        ("a", "q/b")
+    } else {
+        ("b", "p/a")
+    };
+    // A request pinned to it meets a 429 that says one second.
+    world.script.on(
+        short,
+        [Reply::Status(429, "rate limit", vec![("retry-after", "1")])],
+    );
+    let pinned = world.ask(&format!("fcm:{held}"), turn("d", 1));
+    assert_eq!(pinned.status, 429);
+    // The held conversation's next turn waits the second out on its own model.
+    let next = world.ask_in(Some("c"), "fcm", turn("c", 2));
+    assert_eq!(next.trace.served_model.as_deref(), Some(held.as_str()));
+    assert_eq!(next.trace.affinity.as_deref(), Some("kept"));
+    assert!(
+        next.trace
+            .notes
+            .iter()
+            .any(|n| n.starts_with("waited_for_held:")),
+        "{:?}",
+        next.trace.notes
+    );
+    // A pause longer than a few seconds is not waited for: the conversation moves.
+    world.script.on(
+        short,
+        [Reply::Status(
+            429,
+            "rate limit",
+            vec![("retry-after", "120")],
+        )],
+    );
+    let _ = world.ask(&format!("fcm:{held}"), turn("e", 1));
+    let later = world.ask_in(Some("c"), "fcm", turn("c", 3));
+    assert_eq!(later.trace.served_model.as_deref(), Some(other));
+}
