@@ -153,6 +153,17 @@ fn render(app: &App) -> String {
         app.connections.open().saturating_sub(1) as f64,
     );
 
+    e.family(
+        "fcm_upstream_stale_retries_total",
+        "counter",
+        "Requests sent again on a new connection because the provider had closed the reused one before answering.",
+    );
+    e.sample(
+        "fcm_upstream_stale_retries_total",
+        &[],
+        crate::providers::upstream::stale_retries() as f64,
+    );
+
     let m = &router.metrics;
     // Every series of a routable model exists from the start (zeros), so that rate() and
     // increase() see its first attempt; others appear when something happens to them.

@@ -8,6 +8,8 @@ mod client;
 mod http1;
 mod tcp;
 
+pub(crate) use client::stale_retries;
+
 use std::sync::Arc;
 use std::time::Instant;
 

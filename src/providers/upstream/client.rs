@@ -238,7 +238,9 @@ impl Client {
     }
 
     /// Sends `request` (a whole POST, see [`http1::post`]) to `target` and reads the
-    /// answer's head; the body is left to the returned reader.
+    /// answer's head; the body is left to the returned reader. A request that fails on a
+    /// reused connection before a byte of an answer arrived (the provider closed it while
+    /// idle: the request never reached a model) is sent once more on a new connection.
     pub(super) fn exchange(
         &self,
         shard: usize,
@@ -247,32 +249,16 @@ impl Client {
         clock: Clock,
         mut each: impl FnMut(&str, &[u8]),
     ) -> Result<(u16, Body), Failure> {
-        let mut link = self.checkout(shard, target, clock.connect)?;
-        send(&mut *link, request, clock)?;
-        let head_ends = clock
-            .head
-            .map(|h| (Instant::now() + h, Timeout::RecvResponse));
+        let (mut link, mut reused) = self.checkout(shard, target, clock.connect)?;
         let head = loop {
-            let parsed = http1::parse_head(link.buffers().input(), &mut each)?;
-            match parsed {
-                Some(Head { status, len, .. }) if (100..200).contains(&status) && status != 101 => {
-                    link.buffers().input_consume(len);
+            match head_of(&mut *link, request, clock, &mut each) {
+                Ok(head) => break head,
+                Err(Missed::Unanswered(_)) if reused => {
+                    STALE_RETRIES.fetch_add(1, Ordering::Relaxed);
+                    link = self.open(target, clock.connect)?;
+                    reused = false;
                 }
-                Some(head) => break head,
-                None => {
-                    if link.buffers().input_append_buf().is_empty() {
-                        return Err(WireError(
-                            "the provider's response head is larger than the read buffer".into(),
-                        )
-                        .into());
-                    }
-                    if !link.await_input(clock.next(head_ends))? {
-                        return Err(WireError(
-                            "the provider closed the connection before answering".into(),
-                        )
-                        .into());
-                    }
-                }
+                Err(Missed::Unanswered(f) | Missed::Failed(f)) => return Err(f),
             }
         };
         link.buffers().input_consume(head.len);
@@ -289,13 +275,14 @@ impl Client {
         Ok((head.status, body))
     }
 
-    /// An idle connection to `target`'s origin that is still open, else a new one.
+    /// An idle connection to `target`'s origin that is still open (`true`: reused), else a
+    /// new one.
     fn checkout(
         &self,
         shard: usize,
         target: &Target,
         connect: Duration,
-    ) -> Result<Box<dyn Transport>, ureq::Error> {
+    ) -> Result<(Box<dyn Transport>, bool), ureq::Error> {
         let list = &self.idle[shard % self.idle.len()].list;
         loop {
             let found = {
@@ -306,10 +293,10 @@ impl Client {
             match found {
                 Some(mut idle) => {
                     if idle.since.elapsed() < MAX_IDLE_AGE && idle.link.is_open() {
-                        return Ok(idle.link);
+                        return Ok((idle.link, true));
                     }
                 }
-                None => return self.open(target, connect),
+                None => return Ok((self.open(target, connect)?, false)),
             }
         }
     }
@@ -414,6 +401,105 @@ fn send(link: &mut dyn Transport, request: &[u8], clock: Clock) -> Result<(), ur
         rest = &rest[n..];
     }
     Ok(())
+}
+
+/// Interim (1xx) answers taken before the final one, at most, and their bytes: a provider
+/// that sends more is refused (their headers are never kept).
+const MAX_INTERIM: usize = 8;
+const MAX_INTERIM_BYTES: usize = 16 * 1024;
+
+/// Requests sent again on a new connection after a reused one failed before answering.
+static STALE_RETRIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many requests were sent again on a new connection because a reused one had been
+/// closed by the provider before answering (`fcm_upstream_stale_retries_total`).
+pub(crate) fn stale_retries() -> u64 {
+    STALE_RETRIES.load(Ordering::Relaxed)
+}
+
+/// How one try of an exchange failed.
+enum Missed {
+    /// Before a byte of an answer arrived: the connection was closed or reset under the
+    /// request (no model began to answer it).
+    Unanswered(Failure),
+    /// Anything else: a timeout, an answer that is not HTTP.
+    Failed(Failure),
+}
+
+/// Sends `request` on `link` and reads the final answer's head (interim answers skipped,
+/// within [`MAX_INTERIM`] and [`MAX_INTERIM_BYTES`]).
+fn head_of(
+    link: &mut dyn Transport,
+    request: &[u8],
+    clock: Clock,
+    each: &mut impl FnMut(&str, &[u8]),
+) -> Result<Head, Missed> {
+    if let Err(e) = send(link, request, clock) {
+        return Err(if closed_under_us(&e) {
+            Missed::Unanswered(e.into())
+        } else {
+            Missed::Failed(e.into())
+        });
+    }
+    let head_ends = clock
+        .head
+        .map(|h| (Instant::now() + h, Timeout::RecvResponse));
+    let (mut interim, mut interim_bytes) = (0, 0);
+    loop {
+        let parsed = http1::parse_head(link.buffers().input(), &mut *each)
+            .map_err(|e| Missed::Failed(e.into()))?;
+        match parsed {
+            Some(Head { status, len, .. }) if http1::is_interim(status) => {
+                interim += 1;
+                interim_bytes += len;
+                if interim > MAX_INTERIM || interim_bytes > MAX_INTERIM_BYTES {
+                    return Err(Missed::Failed(
+                        WireError(format!(
+                            "the provider sent more than {MAX_INTERIM} interim (1xx) answers or {} KiB of them",
+                            MAX_INTERIM_BYTES / 1024
+                        ))
+                        .into(),
+                    ));
+                }
+                link.buffers().input_consume(len);
+            }
+            Some(head) => return Ok(head),
+            None => {
+                let nothing_yet = interim == 0 && link.buffers().input().is_empty();
+                if link.buffers().input_append_buf().is_empty() {
+                    return Err(Missed::Failed(
+                        WireError(
+                            "the provider's response head is larger than the read buffer".into(),
+                        )
+                        .into(),
+                    ));
+                }
+                match link.await_input(clock.next(head_ends)) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        let f =
+                            WireError("the provider closed the connection before answering".into())
+                                .into();
+                        return Err(if nothing_yet {
+                            Missed::Unanswered(f)
+                        } else {
+                            Missed::Failed(f)
+                        });
+                    }
+                    Err(e) if nothing_yet && closed_under_us(&e) => {
+                        return Err(Missed::Unanswered(e.into()))
+                    }
+                    Err(e) => return Err(Missed::Failed(e.into())),
+                }
+            }
+        }
+    }
+}
+
+/// Whether an error says the provider closed or reset the connection (not a timeout).
+fn closed_under_us(e: &ureq::Error) -> bool {
+    use io::ErrorKind::*;
+    matches!(e, ureq::Error::Io(io) if matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof))
 }
 
 /// Why an exchange failed: the connection's error, or an answer that is not HTTP.

@@ -89,10 +89,19 @@ pub(crate) struct Head {
     pub reusable: bool,
 }
 
+/// Whether `status` is an interim answer (`1xx` but `101`): a head that another follows.
+pub(crate) fn is_interim(status: u16) -> bool {
+    (100..200).contains(&status) && status != 101
+}
+
 /// Parses a response head from the start of `input`: `Ok(None)` while it is incomplete.
-/// Each header is shown to `each` (name as sent, value as bytes) before the head is
-/// returned. An interim response (`1xx` but `101`) is returned like any other: its framing
-/// is an empty body, and the caller parses the next head after it.
+/// Each header of a final answer is shown to `each` (name as sent, value as bytes) before
+/// the head is returned; an interim answer's headers are not (they say nothing of the final
+/// answer). An interim answer is returned like any other: its framing is an empty body, and
+/// the caller parses the next head after it. A connection is not reused after a `101` (it
+/// speaks another protocol then), nor after an answer framed by both `Transfer-Encoding` and
+/// `Content-Length` (read as chunked, as RFC 9112 says, but a sign of a confused peer); a
+/// `Content-Length` must be plain digits.
 pub(crate) fn parse_head(
     input: &[u8],
     mut each: impl FnMut(&str, &[u8]),
@@ -116,15 +125,19 @@ pub(crate) fn parse_head(
         }
     };
     let status = response.code.unwrap_or(0);
-    let mut close = response.version != Some(1);
+    let interim = is_interim(status);
+    let mut close = response.version != Some(1) || status == 101;
     let mut length: Option<u64> = None;
     let mut chunked = None;
     for h in response.headers.iter() {
-        each(h.name, h.value);
+        if !interim {
+            each(h.name, h.value);
+        }
         if h.name.eq_ignore_ascii_case("content-length") {
-            let n = std::str::from_utf8(h.value)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
+            let digits = h.value.trim_ascii();
+            let n = (!digits.is_empty() && digits.iter().all(u8::is_ascii_digit))
+                .then(|| std::str::from_utf8(digits).ok()?.parse::<u64>().ok())
+                .flatten()
                 .ok_or_else(|| WireError("the provider's Content-Length is not a number".into()))?;
             if length.is_some_and(|l| l != n) {
                 return Err(WireError(
@@ -152,7 +165,8 @@ pub(crate) fn parse_head(
             (None, Some(n)) => Framing::Length(n),
         }
     };
-    let reusable = !close && framing != Framing::Close;
+    let both = chunked.is_some() && length.is_some();
+    let reusable = !close && !both && framing != Framing::Close;
     Ok(Some(Head {
         status,
         len,
@@ -298,6 +312,10 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(h.framing, Framing::Chunked(Chunked::Size));
+        assert!(
+            !h.reusable,
+            "both framings: read as chunked, the connection not reused"
+        );
         let h = head("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n")
             .unwrap()
             .unwrap();
@@ -323,6 +341,26 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(!h.reusable);
+        // After 101 the connection speaks another protocol.
+        let h = head(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+        )
+        .unwrap()
+        .unwrap();
+        assert!(!h.reusable && !is_interim(h.status));
+    }
+
+    #[test]
+    fn an_interim_answers_headers_are_not_the_answers() {
+        let mut seen = Vec::new();
+        let h = parse_head(
+            b"HTTP/1.1 100 Continue\r\nRetry-After: 3600\r\nContent-Type: text/event-stream\r\n\r\n",
+            |n, _| seen.push(n.to_string()),
+        )
+        .unwrap()
+        .unwrap();
+        assert!(is_interim(h.status) && seen.is_empty(), "{seen:?}");
+        assert!(is_interim(103) && !is_interim(101) && !is_interim(200));
     }
 
     #[test]
@@ -330,6 +368,10 @@ mod tests {
         assert_eq!(head("HTTP/1.1 200 OK\r\nContent-Le").unwrap(), None);
         assert!(head("SMTP ready\r\n\r\n").is_err());
         assert!(head("HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n").is_err());
+        for odd in ["+5", "-1", "5 5", "0x5", ""] {
+            let raw = format!("HTTP/1.1 200 OK\r\nContent-Length: {odd}\r\n\r\n");
+            assert!(head(&raw).is_err(), "{odd:?}");
+        }
         assert!(head("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n").is_err());
     }
 

@@ -1,0 +1,227 @@
+//! A provider that misbehaves at the HTTP level, scripted over raw TCP on loopback: interim
+//! answers and their headers, an upgrade, a connection closed while idle in fcm's pool, both
+//! framing headers. Each scripted provider serves a bounded number of connections and stops
+//! by itself; every read has a timeout.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::json;
+use support::*;
+
+/// What the scripted provider does with a request: the `n`th on connection `conn`.
+enum Act {
+    /// Writes these bytes and keeps the connection for another request.
+    Answer(String),
+    /// Writes these bytes and closes.
+    AnswerAndClose(String),
+    /// Closes without a byte (a provider's idle timeout racing the request).
+    Close,
+}
+
+/// A scripted provider: its base URL, and the requests it read as (connection, model).
+struct Scripted {
+    url: String,
+    seen: Arc<Mutex<Vec<(usize, String)>>>,
+    _thread: JoinHandle<()>,
+}
+
+/// Serves up to `connections` connections one after another, asking `script` what to do
+/// with each request.
+fn scripted(connections: usize, script: impl Fn(usize, usize) -> Act + Send + 'static) -> Scripted {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let seen: Arc<Mutex<Vec<(usize, String)>>> = Arc::default();
+    let log = seen.clone();
+    let thread = std::thread::spawn(move || {
+        for conn in 0..connections {
+            let Ok((mut c, _)) = listener.accept() else {
+                return;
+            };
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            for n in 0.. {
+                let Some(body) = read_request(&mut c) else {
+                    break;
+                };
+                let model = serde_json::from_slice::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|v| v["model"].as_str().map(str::to_string))
+                    .unwrap_or_default();
+                log.lock().unwrap().push((conn, model));
+                match script(conn, n) {
+                    Act::Answer(bytes) => {
+                        let _ = c.write_all(bytes.as_bytes());
+                    }
+                    Act::AnswerAndClose(bytes) => {
+                        let _ = c.write_all(bytes.as_bytes());
+                        break;
+                    }
+                    Act::Close => break,
+                }
+            }
+        }
+    });
+    Scripted {
+        url,
+        seen,
+        _thread: thread,
+    }
+}
+
+/// One request's body, read by its `Content-Length`; `None` at the connection's end.
+fn read_request(c: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while data.len() < end + 4 + len {
+                let n = c.read(&mut buf).ok().filter(|n| *n > 0)?;
+                data.extend_from_slice(&buf[..n]);
+            }
+            return Some(data[end + 4..end + 4 + len].to_vec());
+        }
+        let n = c.read(&mut buf).ok().filter(|n| *n > 0)?;
+        data.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// A whole JSON answer saying `text`, with `extra` header lines.
+fn ok(text: &str, extra: &str) -> String {
+    let body = json!({"id": "x", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}})
+    .to_string();
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+fn world_for(url: &str, models: &[&str]) -> World {
+    let w = World::new();
+    w.catalog(&[("p", url, None, models)]);
+    w
+}
+
+fn metric(s: &Server, name: &str) -> f64 {
+    let text = s.get("/metrics").body;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} not in /metrics"))
+}
+
+#[test]
+fn a_pooled_connection_the_provider_closed_is_retried_on_a_new_one() {
+    // Connection 0 answers once, then is closed under the next request; connection 1
+    // answers everything.
+    let p = scripted(3, |conn, n| match (conn, n) {
+        (0, 0) => Act::Answer(ok("first", "")),
+        (0, _) => Act::Close,
+        _ => Act::Answer(ok("again", "")),
+    });
+    let w = world_for(&p.url, &["m"]);
+    let s = w.serve(&[]);
+    assert_eq!(s.chat("fcm:p/m", false).status, 200);
+    let r = s.chat("fcm:p/m", false);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.body.contains("again"), "{r:?}");
+    assert_eq!(
+        r.header("x-fcm-v2-attempts"),
+        Some("1"),
+        "one attempt, sent twice"
+    );
+    let seen = p.seen.lock().unwrap().clone();
+    assert_eq!(
+        seen.iter().map(|(c, _)| *c).collect::<Vec<_>>(),
+        [0, 0, 1],
+        "the second request reached connection 0 unanswered, then a new one"
+    );
+    assert_eq!(metric(&s, "fcm_upstream_stale_retries_total"), 1.0);
+}
+
+#[test]
+fn interim_answers_are_skipped_bounded_and_their_headers_ignored() {
+    // A 100 that says Retry-After: 3600 and a 103 that says the stream is an event stream,
+    // before a 429 that says 2 seconds; then 3 interim answers before a 200; then a flood.
+    let p = scripted(4, |conn, _| {
+        match conn {
+        0 => Act::AnswerAndClose(
+            "HTTP/1.1 100 Continue\r\nRetry-After: 3600\r\n\r\nHTTP/1.1 103 Early Hints\r\nContent-Type: text/event-stream\r\n\r\nHTTP/1.1 429 Too Many Requests\r\nRetry-After: 2\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}".into(),
+        ),
+        1 => Act::AnswerAndClose(format!(
+            "{}{}",
+            "HTTP/1.1 103 Early Hints\r\nx-ratelimit-remaining-requests: 0\r\n\r\n".repeat(3),
+            ok("past the hints", "")
+        )),
+        _ => Act::AnswerAndClose(format!(
+            "{}{}",
+            "HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n".repeat(500),
+            ok("never", "")
+        )),
+    }
+    });
+    let w = world_for(&p.url, &["m"]);
+    let s = w.serve(&[]);
+    let r = s.chat("fcm:p/m", false);
+    assert_eq!(r.status, 429, "{r:?}");
+    let retry: u64 = r.header("retry-after").unwrap().parse().unwrap();
+    assert!(
+        retry <= 2,
+        "the 429's own Retry-After, not the 100's: {retry}"
+    );
+    let r = s.chat("fcm:p/m", false);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.body.contains("past the hints"));
+    // The hints said nothing of the model's budget.
+    let row = s.breaker("p/m").unwrap();
+    assert_eq!(row["consecutiveFailures"], 0, "{row}");
+    let r = s.chat("fcm:p/m", false);
+    assert_ne!(
+        r.status, 200,
+        "a flood of interim answers is no answer: {r:?}"
+    );
+    assert!(!r.body.contains("never"));
+}
+
+#[test]
+fn after_an_upgrade_or_both_framing_headers_the_connection_is_not_reused() {
+    let p = scripted(4, |conn, _| {
+        match conn {
+        0 => Act::Answer(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+                .into(),
+        ),
+        1 => Act::Answer(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"
+                .to_string()
+                + &{
+                    let body = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "chunked"}, "finish_reason": "stop"}]}).to_string();
+                    format!("{:x}\r\n{body}\r\n0\r\n\r\n", body.len())
+                },
+        ),
+        _ => Act::Answer(ok("fresh", "")),
+    }
+    });
+    let w = world_for(&p.url, &["m"]);
+    let s = w.serve(&[]);
+    let r = s.chat("fcm:p/m", false);
+    assert_ne!(r.status, 200, "{r:?}");
+    let r = s.chat("fcm:p/m", false);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.body.contains("chunked"), "read as chunked: {r:?}");
+    let r = s.chat("fcm:p/m", false);
+    assert!(r.body.contains("fresh"), "{r:?}");
+    let conns: Vec<usize> = p.seen.lock().unwrap().iter().map(|(c, _)| *c).collect();
+    assert_eq!(conns, [0, 1, 2], "each on a connection of its own");
+}
