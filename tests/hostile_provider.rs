@@ -22,6 +22,13 @@ enum Act {
     AnswerAndClose(String),
     /// Closes without a byte (a provider's idle timeout racing the request).
     Close,
+    /// Writes the first bytes, then `piece` every `every`, `times` times, then closes.
+    Trickle {
+        first: String,
+        piece: String,
+        times: usize,
+        every: Duration,
+    },
 }
 
 /// A scripted provider: its base URL, and the requests it read as (connection, model).
@@ -62,6 +69,21 @@ fn scripted(connections: usize, script: impl Fn(usize, usize) -> Act + Send + 's
                         break;
                     }
                     Act::Close => break,
+                    Act::Trickle {
+                        first,
+                        piece,
+                        times,
+                        every,
+                    } => {
+                        let _ = c.write_all(first.as_bytes());
+                        for _ in 0..times {
+                            std::thread::sleep(every);
+                            if c.write_all(piece.as_bytes()).is_err() {
+                                break;
+                            }
+                        }
+                        break;
+                    }
                 }
             }
         }
@@ -224,4 +246,32 @@ fn after_an_upgrade_or_both_framing_headers_the_connection_is_not_reused() {
     assert!(r.body.contains("fresh"), "{r:?}");
     let conns: Vec<usize> = p.seen.lock().unwrap().iter().map(|(c, _)| *c).collect();
     assert_eq!(conns, [0, 1, 2], "each on a connection of its own");
+}
+
+#[test]
+fn a_stream_that_trickles_bytes_but_no_event_stalls() {
+    // One event of content, then a byte of a never-finished event every 100 ms for 6 s.
+    let event = json!({"choices": [{"index": 0, "delta": {"content": "Hello there, partial"}}]});
+    let p = scripted(1, move |_, _| {
+        Act::Trickle {
+        first: format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\ndata: {event}\n\n\r\n",
+            format!("data: {event}\n\n").len()
+        ),
+        piece: "1\r\na\r\n".into(),
+        times: 60,
+        every: Duration::from_millis(100),
+    }
+    });
+    let w = world_for(&p.url, &["m"]);
+    w.write_config(&json!({"router": {"failover": {"streamStallTimeoutMs": 1000}}}));
+    let s = w.serve(&[]);
+    let started = std::time::Instant::now();
+    let r = s.chat("fcm:p/m", true);
+    let took = started.elapsed();
+    assert!(r.body.contains("Hello there, partial"), "{r:?}");
+    let entry = s.history().pop().unwrap();
+    assert_eq!(entry["attempts"][0]["kind"], "stream_stall", "{entry}");
+    // Ended by the stall timer, long before the provider stopped trickling.
+    assert!(took < Duration::from_secs(5), "{took:?}");
 }

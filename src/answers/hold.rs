@@ -56,6 +56,8 @@ pub struct HoldBuffer {
     /// useful content commits), so that a provider's notice written as the answer is seen
     /// whole enough to tell; a tool call or a finished answer commits at once.
     peek: usize,
+    /// Events (SSE blocks, keep-alive comments included) that arrived whole so far.
+    events: u64,
 }
 
 impl HoldBuffer {
@@ -72,6 +74,7 @@ impl HoldBuffer {
             state: HoldState::Holding,
             passthrough: false,
             peek: 0,
+            events: 0,
         }
     }
 
@@ -136,6 +139,7 @@ impl HoldBuffer {
             HoldState::Finished => HoldStep::Hold,
             HoldState::Committed => {
                 let fed = self.tracker.feed(chunk);
+                self.events += u64::from(fed.cut.is_some());
                 if let StreamSignal::Failed(r) = fed.signal {
                     return self.fail_after_commit(r, &chunk[..fed.good_prefix]);
                 }
@@ -157,6 +161,7 @@ impl HoldBuffer {
             HoldState::Holding => {
                 let base = self.held.len();
                 let Fed { signal, cut, .. } = self.tracker.feed(chunk);
+                self.events += u64::from(cut.is_some());
                 self.held.extend_from_slice(chunk);
                 if let Some(end) = cut {
                     self.cut = base + end;
@@ -192,6 +197,12 @@ impl HoldBuffer {
         if self.tracker.is_oversized() {
             out.append(&mut self.held);
         }
+    }
+
+    /// How many times a chunk completed at least one event: what says a stream is alive,
+    /// where bytes that never make an event (a provider trickling them) do not.
+    pub fn events(&self) -> u64 {
+        self.events
     }
 
     /// Bytes held and not yet sent (while holding, everything received).

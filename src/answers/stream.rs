@@ -60,6 +60,11 @@ pub struct OpenStream {
     chunks: Receiver<Chunk>,
     started: Instant,
     stall: Duration,
+    /// When a whole event last arrived (or the stream opened): the stall timer counts from
+    /// it, so bytes that never complete an event do not keep a stream alive.
+    last_event: Instant,
+    /// [`HoldBuffer::events`] at `last_event`.
+    events: u64,
     ended: bool,
     target: Target,
 }
@@ -114,6 +119,8 @@ pub(crate) fn open(
         chunks: rx,
         started,
         stall: limits.stream_stall,
+        last_event: Instant::now(),
+        events: 0,
         ended: false,
         target: target.clone(),
     };
@@ -124,11 +131,19 @@ pub(crate) fn open(
     loop {
         let mut wait = first_token_deadline.saturating_duration_since(Instant::now());
         if open.hold.is_peeking() {
-            // Content came: a pause in it commits what there is rather than failing.
-            wait = wait.max(PEEK_WAIT).min(PEEK_WAIT);
+            // Content came: a pause in it (no whole event) commits what there is rather
+            // than failing.
+            wait = PEEK_WAIT.saturating_sub(open.last_event.elapsed());
         }
         let step = match open.chunks.recv_timeout(wait) {
-            Ok(Chunk::Data(bytes)) => open.hold.on_bytes(&bytes),
+            Ok(Chunk::Data(bytes)) => {
+                let step = open.hold.on_bytes(&bytes);
+                if open.hold.events() != open.events {
+                    open.events = open.hold.events();
+                    open.last_event = Instant::now();
+                }
+                step
+            }
             Ok(Chunk::End) | Err(RecvTimeoutError::Disconnected) => {
                 open.ended = true;
                 open.hold.on_end()
@@ -195,11 +210,20 @@ impl OpenStream {
             return self.step(HoldStep::End);
         }
         // Once committed only silence ends a stream: the request's budget covers the
-        // search for an answer, not the length of a healthy one.
-        let wait = self.stall.min(max);
+        // search for an answer, not the length of a healthy one. Silence is no whole event
+        // for the stall timeout: bytes that never finish one do not count.
+        let left = self.stall.saturating_sub(self.last_event.elapsed());
+        if left.is_zero() {
+            return StreamItem::Failed(self.stalled(self.stall), Vec::new());
+        }
+        let wait = left.min(max);
         match self.chunks.recv_timeout(wait) {
             Ok(Chunk::Data(bytes)) => {
                 let step = self.hold.on_bytes(&bytes);
+                if self.hold.events() != self.events {
+                    self.events = self.hold.events();
+                    self.last_event = Instant::now();
+                }
                 self.step(step)
             }
             Ok(Chunk::End) | Err(RecvTimeoutError::Disconnected) => {
@@ -210,22 +234,24 @@ impl OpenStream {
             Ok(Chunk::Error(e)) => {
                 StreamItem::Failed(self.target.io_error(&e, self.started), Vec::new())
             }
-            Err(RecvTimeoutError::Timeout) => {
-                let kind = if self.hold.tracker().is_useful() {
-                    FailureKind::StreamStall
-                } else {
-                    FailureKind::Timeout
-                };
-                let detail = format!("no data for {} ms", wait.as_millis());
-                let f = failure(
-                    Verdict::of(kind, None),
-                    Some(self.status),
-                    detail,
-                    self.started,
-                );
-                StreamItem::Failed(f, Vec::new())
-            }
+            Err(RecvTimeoutError::Timeout) => StreamItem::Failed(self.stalled(wait), Vec::new()),
         }
+    }
+
+    /// No whole event for `waited`: a stall after useful content, else a timeout.
+    fn stalled(&self, waited: Duration) -> Failure {
+        let kind = if self.hold.tracker().is_useful() {
+            FailureKind::StreamStall
+        } else {
+            FailureKind::Timeout
+        };
+        let detail = format!("no whole event for {} ms", waited.as_millis());
+        failure(
+            Verdict::of(kind, None),
+            Some(self.status),
+            detail,
+            self.started,
+        )
     }
 
     fn step(&mut self, step: HoldStep) -> StreamItem {
