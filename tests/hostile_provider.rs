@@ -38,19 +38,44 @@ struct Scripted {
     _thread: JoinHandle<()>,
 }
 
-/// Serves up to `connections` connections one after another, asking `script` what to do
-/// with each request.
-fn scripted(connections: usize, script: impl Fn(usize, usize) -> Act + Send + 'static) -> Scripted {
+/// Serves up to `connections` connections, each on a thread of its own, asking `script`
+/// what to do with each request.
+fn scripted(
+    connections: usize,
+    script: impl Fn(usize, usize) -> Act + Send + Sync + 'static,
+) -> Scripted {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let seen: Arc<Mutex<Vec<(usize, String)>>> = Arc::default();
     let log = seen.clone();
+    let script = Arc::new(script);
     let thread = std::thread::spawn(move || {
         for conn in 0..connections {
-            let Ok((mut c, _)) = listener.accept() else {
+            let Ok((c, _)) = listener.accept() else {
                 return;
             };
-            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let (log, script) = (log.clone(), script.clone());
+            // Each connection on a thread of its own: a slow one does not hold the others.
+            std::thread::spawn(move || serve_one(c, conn, &log, &*script));
+        }
+    });
+    Scripted {
+        url,
+        seen,
+        _thread: thread,
+    }
+}
+
+/// One connection's requests, as the script says.
+fn serve_one(
+    mut c: TcpStream,
+    conn: usize,
+    log: &Mutex<Vec<(usize, String)>>,
+    script: &(dyn Fn(usize, usize) -> Act + Send + Sync),
+) {
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    {
+        {
             for n in 0.. {
                 let Some(body) = read_request(&mut c) else {
                     break;
@@ -87,11 +112,6 @@ fn scripted(connections: usize, script: impl Fn(usize, usize) -> Act + Send + 's
                 }
             }
         }
-    });
-    Scripted {
-        url,
-        seen,
-        _thread: thread,
     }
 }
 
@@ -274,4 +294,65 @@ fn a_stream_that_trickles_bytes_but_no_event_stalls() {
     assert_eq!(entry["attempts"][0]["kind"], "stream_stall", "{entry}");
     // Ended by the stall timer, long before the provider stopped trickling.
     assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+#[test]
+fn abandoned_streams_free_their_slots_while_the_provider_pings() {
+    // Two streams that send one event of content, then a keep-alive comment every 100 ms
+    // for 6 s (alive by the stall timer), and a provider that answers the third request.
+    let event = json!({"choices": [{"index": 0, "delta": {"content": "Working on it, long answer ahead"}}]});
+    let p = scripted(3, move |conn, _| {
+        let first = format!("data: {event}\n\n");
+        let ping = ": ping\n\n";
+        match conn {
+            0 | 1 => Act::Trickle {
+                first: format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{first}\r\n",
+                    first.len()
+                ),
+                piece: format!("{:x}\r\n{ping}\r\n", ping.len()),
+                times: 60,
+                every: Duration::from_millis(100),
+            },
+            _ => Act::Answer(ok("a slot was free", "")),
+        }
+    });
+    let w = world_for(&p.url, &["m"]);
+    let s = w.serve(&["--max-in-flight", "2"]);
+    let addr = s.base.trim_start_matches("http://").to_string();
+    let body = json!({"model": "fcm:p/m", "stream": true, "messages": [{"role": "user", "content": "hi"}]}).to_string();
+    for _ in 0..2 {
+        let mut c = TcpStream::connect(&addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let req = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        c.write_all(req.as_bytes()).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&got).contains("Working on it") {
+            let n = c.read(&mut buf).unwrap();
+            assert!(
+                n > 0,
+                "the stream ended early: {}",
+                String::from_utf8_lossy(&got)
+            );
+            got.extend_from_slice(&buf[..n]);
+        }
+        // The client goes away mid-answer.
+        drop(c);
+    }
+    // Both slots come free while the provider still pings: seen in /metrics.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while metric(&s, "fcm_in_flight_requests") > 0.0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "abandoned streams still hold their slots"
+        );
+        std::thread::yield_now();
+    }
+    let r = s.chat("fcm:p/m", false);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.body.contains("a slot was free"));
 }

@@ -128,12 +128,14 @@ pub(crate) fn open(
         open.hold.peek(NOTICE_PEEK);
     }
     let first_token_deadline = (started + limits.first_token).min(limits.deadline);
+    // When the text last grew: while it peeks, a pause in the text (keep-alive comments
+    // and bytes that finish no event do not count) commits what there is.
+    let (mut last_text, mut text) = (Instant::now(), 0);
     loop {
         let mut wait = first_token_deadline.saturating_duration_since(Instant::now());
         if open.hold.is_peeking() {
-            // Content came: a pause in it (no whole event) commits what there is rather
-            // than failing.
-            wait = PEEK_WAIT.saturating_sub(open.last_event.elapsed());
+            // Content came: a pause in it commits what there is rather than failing.
+            wait = PEEK_WAIT.saturating_sub(last_text.elapsed());
         }
         let step = match open.chunks.recv_timeout(wait) {
             Ok(Chunk::Data(bytes)) => {
@@ -141,6 +143,10 @@ pub(crate) fn open(
                 if open.hold.events() != open.events {
                     open.events = open.hold.events();
                     open.last_event = Instant::now();
+                }
+                let now_text = open.hold.tracker().stats().content_chars;
+                if now_text != text {
+                    (last_text, text) = (Instant::now(), now_text);
                 }
                 step
             }
@@ -204,6 +210,22 @@ impl OpenStream {
         self.next_item_within(self.stall)
     }
 
+    /// Like [`next_item`](Self::next_item), but `None` when nothing arrived within `max`
+    /// while the stall timer still runs: the caller may look at its client meanwhile.
+    pub(crate) fn next_item_or_quiet(&mut self, max: Duration) -> Option<StreamItem> {
+        let left = self.stall.saturating_sub(self.last_event.elapsed());
+        if max < left && !self.ended {
+            match self.chunks.recv_timeout(max) {
+                Err(RecvTimeoutError::Timeout) => return None,
+                Ok(chunk) => return Some(self.on_chunk(chunk)),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Some(self.on_chunk(Chunk::End));
+                }
+            }
+        }
+        Some(self.next_item())
+    }
+
     /// Like [`next_item`](Self::next_item), waiting at most `max` (and at most the stall timeout).
     fn next_item_within(&mut self, max: Duration) -> StreamItem {
         if self.ended {
@@ -218,7 +240,16 @@ impl OpenStream {
         }
         let wait = left.min(max);
         match self.chunks.recv_timeout(wait) {
-            Ok(Chunk::Data(bytes)) => {
+            Ok(chunk) => self.on_chunk(chunk),
+            Err(RecvTimeoutError::Disconnected) => self.on_chunk(Chunk::End),
+            Err(RecvTimeoutError::Timeout) => StreamItem::Failed(self.stalled(wait), Vec::new()),
+        }
+    }
+
+    /// What one chunk from the reader makes of the stream.
+    fn on_chunk(&mut self, chunk: Chunk) -> StreamItem {
+        match chunk {
+            Chunk::Data(bytes) => {
                 let step = self.hold.on_bytes(&bytes);
                 if self.hold.events() != self.events {
                     self.events = self.hold.events();
@@ -226,15 +257,14 @@ impl OpenStream {
                 }
                 self.step(step)
             }
-            Ok(Chunk::End) | Err(RecvTimeoutError::Disconnected) => {
+            Chunk::End => {
                 self.ended = true;
                 let step = self.hold.on_end();
                 self.step(step)
             }
-            Ok(Chunk::Error(e)) => {
+            Chunk::Error(e) => {
                 StreamItem::Failed(self.target.io_error(&e, self.started), Vec::new())
             }
-            Err(RecvTimeoutError::Timeout) => StreamItem::Failed(self.stalled(wait), Vec::new()),
         }
     }
 

@@ -19,7 +19,15 @@ pub(crate) trait ClientSink {
     fn send(&mut self, bytes: &[u8]) -> bool;
     /// Sends the last body bytes and ends the response.
     fn end(&mut self, bytes: &[u8]);
+    /// Whether the client has closed its side (looked at while the provider is quiet).
+    fn gone(&mut self) -> bool {
+        false
+    }
 }
+
+/// While the provider sends nothing, how often the client is looked at: a client that went
+/// away frees its upstream connection and its slot within this, not at the stall timeout.
+const CLIENT_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What the client has been given of the answer so far.
 #[derive(Debug, Default)]
@@ -93,7 +101,13 @@ impl<'c> Relay<'c> {
             return Pumped::Done(StreamEnd::ClientGone);
         }
         loop {
-            let item = stream.next_item();
+            let Some(item) = stream.next_item_or_quiet(CLIENT_CHECK) else {
+                if self.client.gone() {
+                    self.gone = true;
+                    return Pumped::Done(StreamEnd::ClientGone);
+                }
+                continue;
+            };
             let chunks = stream.take_chunks();
             observe(&mut self.given, &mut self.carried, &chunks);
             match item {

@@ -82,6 +82,22 @@ pub(super) struct Conn {
 }
 
 impl Conn {
+    /// Whether the client closed (or reset) its side, without waiting: a read of zero bytes
+    /// at the end of what it sent. Bytes it sent meanwhile (a next request) are left where
+    /// they are.
+    pub(super) fn closed_by_peer(&self) -> bool {
+        if self.stream.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let closed = match self.stream.peek(&mut [0u8; 1]) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+        };
+        let _ = self.stream.set_nonblocking(false);
+        closed
+    }
+
     pub(super) fn new(stream: TcpStream, keep_alive: bool) -> Conn {
         Conn {
             stream,
@@ -158,6 +174,10 @@ impl ClientSink for StreamReply<'_> {
     fn end(&mut self, bytes: &[u8]) {
         let out = self.framed(bytes, true);
         self.conn.write(&out);
+    }
+
+    fn gone(&mut self) -> bool {
+        self.conn.broken || self.conn.closed_by_peer()
     }
 }
 
