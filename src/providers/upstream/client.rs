@@ -253,7 +253,8 @@ impl Client {
         let head = loop {
             match head_of(&mut *link, request, clock, &mut each) {
                 Ok(head) => break head,
-                Err(Missed::Unanswered(_)) if reused => {
+                // Not after a shutdown: a cancelled call (a race's loser) stays cancelled.
+                Err(Missed::Unanswered(_)) if reused && !self.closed.load(Ordering::Acquire) => {
                     STALE_RETRIES.fetch_add(1, Ordering::Relaxed);
                     link = self.open(target, clock.connect)?;
                     reused = false;

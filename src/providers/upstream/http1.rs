@@ -433,4 +433,128 @@ mod tests {
             "a cut chunk is not a body"
         );
     }
+
+    mod properties {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        /// A response as a provider might frame it: interim answers first (with headers that
+        /// must not be the answer's), then the body by length or in chunks of the given sizes.
+        fn wire(interim: usize, body: &[u8], chunks: Option<&[usize]>) -> Vec<u8> {
+            let mut out = Vec::new();
+            for n in 0..interim {
+                out.extend_from_slice(
+                    format!("HTTP/1.1 103 Early Hints\r\nRetry-After: 36{n}\r\n\r\n").as_bytes(),
+                );
+            }
+            match chunks {
+                None => {
+                    out.extend_from_slice(
+                        format!(
+                            "HTTP/1.1 200 OK\r\nX-Mark: final\r\nContent-Length: {}\r\n\r\n",
+                            body.len()
+                        )
+                        .as_bytes(),
+                    );
+                    out.extend_from_slice(body);
+                }
+                Some(sizes) => {
+                    out.extend_from_slice(
+                        b"HTTP/1.1 200 OK\r\nX-Mark: final\r\nTransfer-Encoding: chunked\r\n\r\n",
+                    );
+                    let mut rest = body;
+                    for size in sizes.iter().cycle() {
+                        if rest.is_empty() {
+                            break;
+                        }
+                        let n = (*size).clamp(1, rest.len());
+                        out.extend_from_slice(format!("{n:x}\r\n").as_bytes());
+                        out.extend_from_slice(&rest[..n]);
+                        out.extend_from_slice(b"\r\n");
+                        rest = &rest[n..];
+                    }
+                    out.extend_from_slice(b"0\r\n\r\n");
+                }
+            }
+            out
+        }
+
+        /// Reads `wire` as the client does, its bytes arriving in pieces of the given sizes:
+        /// heads parsed as they complete (interim ones skipped), then the body decoded. The
+        /// final status, the headers shown, the body, and the bytes left after it.
+        fn read(wire: &[u8], splits: &[usize]) -> (u16, Vec<String>, Vec<u8>, usize) {
+            let mut pending: Vec<u8> = Vec::new();
+            let mut fed = 0;
+            let mut pieces = splits.iter().cycle();
+            let mut feed = |pending: &mut Vec<u8>| -> bool {
+                if fed == wire.len() {
+                    return false;
+                }
+                let n = (*pieces.next().unwrap()).clamp(1, wire.len() - fed);
+                pending.extend_from_slice(&wire[fed..fed + n]);
+                fed += n;
+                true
+            };
+            let mut shown = Vec::new();
+            let head = loop {
+                let mut seen = Vec::new();
+                match parse_head(pending.as_slice(), |n, _| seen.push(n.to_string())).unwrap() {
+                    Some(h) if is_interim(h.status) => {
+                        assert!(seen.is_empty(), "interim headers shown: {seen:?}");
+                        pending.drain(..h.len);
+                    }
+                    Some(h) => {
+                        shown = seen;
+                        pending.drain(..h.len);
+                        break h;
+                    }
+                    None => assert!(feed(&mut pending), "the head never completed"),
+                }
+            };
+            let mut body = Vec::new();
+            match head.framing {
+                Framing::Length(n) => {
+                    while (pending.len() as u64) < n && feed(&mut pending) {}
+                    body.extend(pending.drain(..n as usize));
+                }
+                Framing::Chunked(mut state) => {
+                    let mut out = [0u8; 7];
+                    while state != Chunked::Done {
+                        let (used, made) = state.decode(&pending, &mut out).unwrap();
+                        pending.drain(..used);
+                        body.extend_from_slice(&out[..made]);
+                        if made == 0 && state != Chunked::Done {
+                            assert!(feed(&mut pending), "the body never ended");
+                        }
+                    }
+                }
+                Framing::Close => unreachable!("every case is framed"),
+            }
+            let left = pending.len() + wire.len() - fed;
+            (head.status, shown, body, left)
+        }
+
+        proptest! {
+            #[test]
+            fn any_split_of_interim_answers_and_any_framing_reads_the_same(
+                interim in 0usize..4,
+                body in proptest::collection::vec(any::<u8>(), 0..300),
+                chunked in any::<bool>(),
+                sizes in proptest::collection::vec(1usize..40, 1..6),
+                splits in proptest::collection::vec(1usize..50, 1..8),
+                extra in proptest::collection::vec(any::<u8>(), 0..20),
+            ) {
+                let mut bytes = wire(interim, &body, chunked.then_some(sizes.as_slice()));
+                // Bytes after the answer (a pipelined answer, a confused provider) are
+                // never read as this one's.
+                bytes.extend_from_slice(&extra);
+                let (status, shown, got, left) = read(&bytes, &splits);
+                prop_assert_eq!(status, 200);
+                prop_assert_eq!(shown.iter().filter(|h| h.as_str() == "Retry-After").count(), 0);
+                prop_assert!(shown.iter().any(|h| h == "X-Mark"));
+                prop_assert_eq!(got, body);
+                prop_assert_eq!(left, extra.len());
+            }
+        }
+    }
 }
