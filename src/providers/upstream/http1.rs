@@ -495,8 +495,7 @@ mod tests {
                 fed += n;
                 true
             };
-            let mut shown = Vec::new();
-            let head = loop {
+            let (head, shown) = loop {
                 let mut seen = Vec::new();
                 match parse_head(pending.as_slice(), |n, _| seen.push(n.to_string())).unwrap() {
                     Some(h) if is_interim(h.status) => {
@@ -504,9 +503,8 @@ mod tests {
                         pending.drain(..h.len);
                     }
                     Some(h) => {
-                        shown = seen;
                         pending.drain(..h.len);
-                        break h;
+                        break (h, seen);
                     }
                     None => assert!(feed(&mut pending), "the head never completed"),
                 }
