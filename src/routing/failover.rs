@@ -29,7 +29,7 @@ use super::router::{Route, Router};
 
 /// How long a request waits for its conversation's own model to come out of a rate window
 /// (see `Router::wait_for_held`).
-const HOLD_WAIT: Duration = Duration::from_secs(8);
+const HOLD_WAIT: Duration = Duration::from_secs(20);
 /// Past the window's end: a provider's clock and fcm's differ by a little.
 const HOLD_MARGIN: Duration = Duration::from_millis(150);
 
@@ -168,7 +168,7 @@ impl Router {
     /// When the model a conversation holds is held back only by a rate window that ends
     /// within [`HOLD_WAIT`] (a per-minute budget spent, a 429's short pause), the request
     /// waits for it rather than moving the conversation: a switch costs the agent more
-    /// (another model's manners, a cold cache) than a few seconds. Never past the request's
+    /// (another model's manners, a cold cache, a half-done task) than seconds. Never past the request's
     /// time budget, and not for a model that is out for another reason.
     fn wait_for_held(&self, job: &Job<'_>, deadline: Instant, turn: &mut Turn<'_>) {
         let Some((held, _)) = turn.keeping.as_ref().and_then(|k| k.kept) else {
@@ -415,6 +415,18 @@ impl Router {
         if held && passing && !queue.held_retried {
             queue.held_retried = true;
             return true;
+        }
+        // The conversation's own model said to come back within seconds (a 429 with a short
+        // reset): waited out once, as a held model's rate window is before the request.
+        if held && !queue.held_retried && f.kind() == FailureKind::RateLimit {
+            let said = f.retry_after.or(f.verdict.quota_pause);
+            if let Some(wait) = said.filter(|w| *w <= HOLD_WAIT).map(|w| w + HOLD_MARGIN) {
+                if Instant::now() + wait < queue.deadline {
+                    queue.held_retried = true;
+                    std::thread::sleep(wait);
+                    return true;
+                }
+            }
         }
         let Some(wait) = f.retry_after.filter(|w| *w <= SHORT_RETRY) else {
             return false;

@@ -377,18 +377,13 @@ fn a_conversation_moved_down_a_tier_goes_back_up_once_the_tier_has_room() {
         ..Setup::default()
     }
     .world();
-    assert_eq!(
-        world
-            .ask_in(Some("c"), "fcm", turn("c", 1))
-            .trace
-            .served_model
-            .as_deref(),
-        Some("p/a")
-    );
+    // The strong model is paused for a second when the conversation starts: it begins a
+    // tier down.
     world.script.on(
         "a",
         [Reply::Status(429, "rate limit", vec![("retry-after", "1")])],
     );
+    assert_eq!(world.ask("fcm:p/a", turn("other", 1)).status, 429);
     let down = world.ask_in(Some("c"), "fcm", turn("c", 2));
     assert_eq!(down.trace.served_model.as_deref(), Some("q/b"));
     std::thread::sleep(std::time::Duration::from_millis(1100));
@@ -507,4 +502,27 @@ fn a_conversation_waits_seconds_for_its_model_rather_than_moving() {
     let _ = world.ask(&format!("fcm:{held}"), turn("e", 1));
     let later = world.ask_in(Some("c"), "fcm", turn("c", 3));
     assert_eq!(later.trace.served_model.as_deref(), Some(other));
+}
+
+#[test]
+fn a_short_429_on_the_conversations_model_is_waited_out_once() {
+    let world = Setup {
+        models: equals(&["p/a", "q/b"]),
+        ..Setup::default()
+    }
+    .world();
+    let first = world.ask_in(Some("c"), "fcm", turn("c", 1));
+    let held = first.trace.served_model.unwrap();
+    let short = if held == "p/a" { "a" } else { "b" };
+    world.script.on(
+        short,
+        [Reply::Status(429, "rate limit", vec![("retry-after", "1")])],
+    );
+    let next = world.ask_in(Some("c"), "fcm", turn("c", 2));
+    assert_eq!(next.trace.served_model.as_deref(), Some(held.as_str()));
+    assert_eq!(
+        next.decision,
+        format!("{held}!served|{held}:429->{held}:200|skips=0")
+    );
+    assert_eq!(next.trace.affinity.as_deref(), Some("kept"));
 }
