@@ -82,6 +82,13 @@ pub(crate) struct Offered {
 }
 
 impl Offered {
+    /// No tool at all, shared: what a request that offers none is checked against (every
+    /// call in its answer names a tool the client does not have).
+    pub(crate) fn none() -> std::sync::Arc<Offered> {
+        static NONE: std::sync::OnceLock<std::sync::Arc<Offered>> = std::sync::OnceLock::new();
+        NONE.get_or_init(Default::default).clone()
+    }
+
     /// The function tools of a chat request (`tools[].function`); `None` when it offers none.
     pub(crate) fn of(chat_request: &Value) -> Option<Offered> {
         let tools: HashMap<String, Vec<String>> = chat_request

@@ -73,8 +73,12 @@ pub(super) fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Pr
     let offered = crate::answers::toolcall::Offered::of(&chat).filter(|_| strict);
     // The gate checks every call: with no tools offered, any call names a tool the client
     // does not have, and fails over like a broken one.
-    let checked = strict.then(|| Arc::new(offered.clone().unwrap_or_default()));
     let tools = offered.map(Arc::new);
+    let checked = match &tools {
+        Some(t) => Some(t.clone()),
+        None if strict => Some(crate::answers::toolcall::Offered::none()),
+        None => None,
+    };
     let ask = Ask {
         body: &chat,
         stream,

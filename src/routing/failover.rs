@@ -97,8 +97,21 @@ impl Router {
             return self.route_pinned(key, &job, turn);
         }
         turn.keeping = Keeping::of(self, route, ask.session.as_ref(), ask.body);
-        self.wait_for_held(&job, deadline, &mut turn);
-        let (order, peers) = self.plan(route, ask.needs, ask.exclude, &job, &mut turn);
+        let said = (turn.trace.skipped.len(), turn.trace.notes.len());
+        let mut planned = self.plan(route, ask.needs, ask.exclude, &job, &mut turn);
+        // Only when the plan passed over the conversation's own model for a rate window:
+        // nothing more is read for any other request.
+        if self.held_paused(&turn) {
+            if let Some(waited) = self.wait_for_held(&job, deadline, &turn) {
+                turn.trace.skipped.truncate(said.0);
+                turn.trace.notes.truncate(said.1);
+                turn.trace
+                    .notes
+                    .push(format!("waited_for_held:{}ms", waited.as_millis()));
+                planned = self.plan(route, ask.needs, ask.exclude, &job, &mut turn);
+            }
+        }
+        let (order, peers) = planned;
         let mut queue = Queue {
             order: order.into(),
             peers,
@@ -170,17 +183,16 @@ impl Router {
     /// waits for it rather than moving the conversation: a switch costs the agent more
     /// (another model's manners, a cold cache, a half-done task) than seconds. Never past the request's
     /// time budget, and not for a model that is out for another reason.
-    fn wait_for_held(&self, job: &Job<'_>, deadline: Instant, turn: &mut Turn<'_>) {
-        let Some((held, _)) = turn.keeping.as_ref().and_then(|k| k.kept) else {
-            return;
-        };
+    /// Returns how long it waited.
+    fn wait_for_held(&self, job: &Job<'_>, deadline: Instant, turn: &Turn<'_>) -> Option<Duration> {
+        let (held, _) = turn.keeping.as_ref().and_then(|k| k.kept)?;
         let c = self.pool.get(held);
         let now = crate::time::now_ms();
         let (state, pause) = self.breakers.states(&[c.key()], now)[0];
         let breaker_until = match (state, pause) {
-            (crate::state::breaker::BreakerState::Open, _) => return,
+            (crate::state::breaker::BreakerState::Open, _) => return None,
             // An overload back-off, a model gone, a notice: not a window.
-            (_, Some(p)) if p.why.is_some() => return,
+            (_, Some(p)) if p.why.is_some() => return None,
             (_, Some(p)) => p.until_ms,
             (_, None) => now,
         };
@@ -190,7 +202,7 @@ impl Router {
             .pop();
         let budget_until = match budget {
             Some(Err(b)) if matches!(b.why, Why::Budget(_) | Why::Paused) => b.until_ms,
-            Some(Err(_)) => return,
+            Some(Err(_)) => return None,
             _ => now,
         };
         let until = breaker_until.max(budget_until);
@@ -199,16 +211,26 @@ impl Router {
             crate::state::outages::Reachable::Yes
         );
         if until <= now || down {
-            return;
+            return None;
         }
         let wait = Duration::from_millis(until - now) + HOLD_MARGIN;
         if wait > HOLD_WAIT || Instant::now() + wait >= deadline {
-            return;
+            return None;
         }
         std::thread::sleep(wait);
-        turn.trace
-            .notes
-            .push(format!("waited_for_held:{}ms", wait.as_millis()));
+        Some(wait)
+    }
+
+    /// Whether the plan just made passed over the conversation's own model for a paused
+    /// window or a spent budget.
+    fn held_paused(&self, turn: &Turn<'_>) -> bool {
+        let Some((held, _)) = turn.keeping.as_ref().and_then(|k| k.kept) else {
+            return false;
+        };
+        let key = self.pool.get(held).key();
+        turn.trace.skipped.iter().any(|s| {
+            s.model == key && matches!(s.reason, SkipReason::QuotaBudget | SkipReason::QuotaPaused)
+        })
     }
 
     /// Says in the trace when the serving model took a lower answer budget than the request
