@@ -356,3 +356,72 @@ fn abandoned_streams_free_their_slots_while_the_provider_pings() {
     assert_eq!(r.status, 200, "{r:?}");
     assert!(r.body.contains("a slot was free"));
 }
+
+#[test]
+fn bytes_after_an_answer_are_never_read_as_the_next_answer() {
+    // Connection 0 answers, and a second answer nobody asked for follows in the same write
+    // (a desynchronised provider): the connection is not reused for the next request.
+    let p = scripted(3, |conn, _| match conn {
+        0 => Act::Answer(ok("first", "") + &ok("smuggled", "")),
+        _ => Act::Answer(ok("second", "")),
+    });
+    let w = world_for(&p.url, &["m"]);
+    let s = w.serve(&[]);
+    let r = s.chat("fcm:p/m", false);
+    assert!(r.body.contains("first"), "{r:?}");
+    let r = s.chat("fcm:p/m", false);
+    assert!(r.body.contains("second"), "{r:?}");
+    assert!(!r.body.contains("smuggled"), "{r:?}");
+    let conns: Vec<usize> = p.seen.lock().unwrap().iter().map(|(c, _)| *c).collect();
+    assert_eq!(conns, [0, 1]);
+}
+
+#[test]
+fn malformed_huge_or_undeclared_answers_are_failures_and_fcm_keeps_serving() {
+    // Provider pa: a head of 2 MB, a chunk size that is not hex, a gzip body fcm did not
+    // ask for, each on a connection of its own. Each is a failure in the client's words,
+    // none of its bytes reach the client, and the model after it in a set stands in.
+    let gzip = [
+        0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0xab, 0xae, 0x05, 0x00,
+    ];
+    let bad = scripted(6, move |conn, _| {
+        match conn % 3 {
+        0 => Act::AnswerAndClose(format!(
+            "HTTP/1.1 200 OK\r\n{}Content-Length: 2\r\n\r\n{{}}",
+            "X-Pad: 0123456789012345678901234567890123456789\r\n".repeat(40_000)
+        )),
+        1 => Act::AnswerAndClose(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"
+                .into(),
+        ),
+        _ => {
+            let mut answer = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n",
+                gzip.len()
+            );
+            answer.extend(gzip.iter().map(|b| char::from(*b)));
+            Act::AnswerAndClose(answer)
+        }
+    }
+    });
+    let good = scripted(3, |_, _| Act::Answer(ok("from b", "")));
+    let w = World::new();
+    w.catalog(&[
+        ("pa", &bad.url, None, &["a"]),
+        ("pb", &good.url, None, &["b"]),
+    ]);
+    w.write_config(&json!({"sets": {"ab": {"strategy": "fallback", "models": ["pa/a", "pb/b"]}}}));
+    let s = w.serve(&[]);
+    for _ in 0..3 {
+        let r = s.chat("fcm:pa/a", false);
+        assert!(r.status >= 500, "{r:?}");
+        assert!(
+            r.body.contains("\"error\""),
+            "an error in the client's words: {r:?}"
+        );
+        assert!(!r.body.contains("X-Pad"), "{r:?}");
+    }
+    let r = s.chat("ab", false);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.body.contains("from b"), "{r:?}");
+}

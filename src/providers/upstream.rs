@@ -5,7 +5,10 @@
 //! fewer system calls per request.
 
 mod client;
+#[cfg(test)]
+mod conformance;
 mod http1;
+mod idle;
 mod tcp;
 
 pub(crate) use client::stale_retries;

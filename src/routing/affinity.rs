@@ -282,21 +282,24 @@ pub(super) fn place(router: &Router, i: usize, turn: &Turn<'_>) {
 
 /// What placing a conversation knows of each candidate of a plan, by candidate index: its
 /// placement class (health, tier) in the plan, whether it has what the request needs (the
-/// two say which candidates may stand in for one another), and whether it had room for a
-/// conversation.
+/// two say which candidates may stand in for one another), and whether its window lets the
+/// conversation grow; and the prompt's size, to weigh their limits again after a failure.
 #[derive(Debug, Default)]
-pub(super) struct Peers(Vec<Option<Peer>>);
+pub(super) struct Peers {
+    by_index: Vec<Option<Peer>>,
+    prompt: u64,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Peer {
     class: usize,
     meets: bool,
-    roomy: bool,
+    fits: bool,
 }
 
 impl Peers {
     fn peer(&self, i: usize) -> Option<Peer> {
-        self.0.get(i).copied().flatten()
+        self.by_index.get(i).copied().flatten()
     }
 
     /// The peers of a plan's `order` (ranked, `standings[n]` being `order[n]`'s).
@@ -308,7 +311,7 @@ impl Peers {
         needs: Needs,
     ) -> Peers {
         let mut class = 0;
-        let mut groups = vec![None; router.pool.len()];
+        let mut by_index = vec![None; router.pool.len()];
         for (n, &i) in order.iter().enumerate() {
             if n > 0
                 && router
@@ -319,23 +322,27 @@ impl Peers {
                 class += 1;
             }
             let c = router.pool.get(i);
-            let peer = Peer {
+            by_index[i] = Some(Peer {
                 class,
                 meets: needs.met_by_or_proven(&c.capabilities, false),
-                roomy: standings[n].room.roomy() && size.fits_growing(c.context),
-            };
-            groups[i] = Some(peer);
+                fits: size.fits_growing(c.context),
+            });
         }
-        Peers(groups)
+        Peers {
+            by_index,
+            prompt: size.prompt,
+        }
     }
 }
 
 /// After a failure, the candidate to try instead of `i`: of `i` and the candidates that
 /// follow it in `queue` without a break and may stand in for it (the same placement class
-/// and fit), the one that does not hold [`SHARED_BY`] conversations, with room, with the
-/// fewest live conversations on the model, then on its provider, as counted now (others'
-/// requests failing over meanwhile have moved conversations). `i` goes back to the queue
-/// when another is chosen.
+/// and fit), the one whose limits do not block it now, that does not hold [`SHARED_BY`]
+/// conversations, with room, with the fewest live conversations on the model, then on its
+/// provider. Loads and limits are read again now, not taken from the plan: the failure
+/// that led here (a 429, a quota used up) may have told of its provider's other models,
+/// and others' requests failing over meanwhile have moved conversations. `i` goes back to
+/// the queue when another is chosen.
 pub(super) fn least_loaded_peer(
     router: &Router,
     i: usize,
@@ -352,38 +359,48 @@ pub(super) fn least_loaded_peer(
     if turn.trace.attempts.iter().any(|a| a.model == key) {
         return i;
     }
+    let stands_in = |j: &usize| {
+        peers
+            .peer(*j)
+            .is_some_and(|p| (p.class, p.meets) == (first.class, first.meets))
+    };
+    let rivals = queue.iter().take_while(|j| stands_in(j)).count();
+    if rivals == 0 {
+        return i;
+    }
+    let members: Vec<usize> = std::iter::once(i)
+        .chain(queue.iter().take(rivals).copied())
+        .collect();
+    let rooms = router.ledger.assess(
+        members.iter().map(|&j| &router.pool.get(j).metered),
+        peers.prompt,
+        crate::time::now_ms(),
+    );
     let load = Load::now(router, Some(k.conversation.id()));
-    let weight = |j: usize, peer: &Peer| {
+    let weight = |at: usize| {
+        let j = members[at];
         let key = router.pool.get(j).key();
-        let on_model = load.of_model(key);
+        let (on_model, on_provider) = (load.of_model(key), load.of_provider(key));
+        let fits = peers.peer(j).is_some_and(|p| p.fits);
+        let roomy = fits
+            && rooms[at]
+                .as_ref()
+                .is_ok_and(|h| h.roomy_for(on_provider as u64 + 1));
         (
+            rooms[at].is_err(),
             on_model >= SHARED_BY,
-            !peer.roomy,
+            !roomy,
             on_model,
-            load.of_provider(key),
+            on_provider,
         )
     };
-    let mut best = (weight(i, &first), None);
-    for (at, &j) in queue.iter().enumerate() {
-        let Some(peer) = peers
-            .peer(j)
-            .filter(|p| (p.class, p.meets) == (first.class, first.meets))
-        else {
-            break;
-        };
-        let w = weight(j, &peer);
-        if w < best.0 {
-            best = (w, Some(at));
-        }
+    let best = (0..members.len()).min_by_key(|&at| weight(at)).unwrap_or(0);
+    if best == 0 {
+        return i;
     }
-    match best.1 {
-        Some(at) => {
-            let chosen = queue.remove(at).expect("a position in the queue");
-            queue.push_front(i);
-            chosen
-        }
-        None => i,
-    }
+    let chosen = queue.remove(best - 1).expect("a position in the queue");
+    queue.push_front(i);
+    chosen
 }
 
 /// What affinity came to, for the trace: `new`, `kept` or `moved:<why>`; and holds the

@@ -549,7 +549,7 @@ impl Body {
             return;
         };
         if let (true, Some((shard, origin))) = (self.reusable, self.back.take()) {
-            if link.buffers().input().is_empty() {
+            if super::idle::nothing_waits(&mut *link) {
                 shard.give_back(origin, link);
             }
         }

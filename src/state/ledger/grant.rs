@@ -104,12 +104,6 @@ pub const ROOMY_DAY_LEFT: u64 = 60;
 pub const ROOMY_PER_MINUTE: u64 = 15;
 
 impl Headroom {
-    /// Whether a conversation fits here for a while: enough left today, a per-minute limit
-    /// an agent's pace stays within, and no 429 lately.
-    pub fn roomy(&self) -> bool {
-        self.roomy_for(1)
-    }
-
     /// Whether one more conversation fits here beside `sharing - 1` others on the same
     /// limits: each gets its share of the day's requests and of the per-minute pace.
     pub fn roomy_for(&self, sharing: u64) -> bool {
