@@ -509,3 +509,64 @@ fn the_bench_spends_a_small_share_of_a_day_says_so_and_nothing_once_it_is_spent(
         json!({"requestsPerDay": 50, "scope": "provider"})
     );
 }
+
+#[test]
+fn requests_that_never_left_are_not_charged_and_usage_can_be_reset() {
+    // A provider whose port refuses connections, with 20 requests a day: three benches of
+    // three pings spend none of them.
+    let refused = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", l.local_addr().unwrap());
+        drop(l);
+        url
+    };
+    let w = World::new();
+    catalog(
+        &w,
+        &refused,
+        &["m"],
+        Some(json!({"requestsPerDay": 20})),
+        None,
+    );
+    for _ in 0..3 {
+        let out = w.fcm(&["bench", "--pings", "3"]);
+        assert_ne!(out.stdout, "", "{out:?}");
+    }
+    let out = w.fcm(&["usage", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let u = out.json();
+    let spent: u64 = u["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["requests"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(spent, 0, "nothing reached the provider: {u}");
+    let out = w.fcm(&["check", "p/m"]);
+    assert!(!out.stdout.contains("known budget is spent"), "{out:?}");
+    // Requests that did reach a provider are counted; `--reset` forgets them.
+    let fake = fake();
+    catalog(
+        &w,
+        &fake.base_url(),
+        &["ok"],
+        Some(json!({"requestsPerDay": 20})),
+        None,
+    );
+    let out = w.fcm(&["check", "p/ok"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    // (A provider without a key and nothing spent is not listed.)
+    let requests = |w: &World| {
+        w.fcm(&["usage", "--json"]).json()["providers"][0]["requests"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    assert_eq!(requests(&w), 1);
+    let out = w.fcm(&["usage", "--reset", "nosuch"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("fcm models"), "{out:?}");
+    let out = w.fcm(&["usage", "--reset", "p"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("forgot 1 request(s)"), "{out:?}");
+    assert_eq!(requests(&w), 0);
+}

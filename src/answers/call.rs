@@ -57,7 +57,9 @@ pub fn call(
         Ok(u) => u,
         Err(why) => {
             let v = Verdict::of(FailureKind::ProviderUrlUnresolvable, None);
-            return Err(failure(v, None, why.to_string(), started));
+            let mut f = failure(v, None, why.to_string(), started);
+            f.reached = false;
+            return Err(f);
         }
     };
     let remaining = limits.deadline.saturating_duration_since(started);
@@ -97,6 +99,7 @@ pub fn call(
     };
     let mut incoming = upstream.send(out, timeouts).map_err(|(t, msg)| {
         let mut f = failure(classify_transport(t), None, target.redact(&msg), started);
+        f.reached = t.reached_provider();
         if t == TransportFailure::Timeout && started.elapsed() >= limits.body_read.min(remaining) {
             f.detail = format!("no answer within {} ms", started.elapsed().as_millis()).into();
         }

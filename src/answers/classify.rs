@@ -476,7 +476,9 @@ pub fn classify_transport(failure: TransportFailure) -> Verdict {
         match failure {
             TransportFailure::Timeout => FailureKind::Timeout,
             TransportFailure::DnsFailure => FailureKind::ProviderUrlUnresolvable,
-            TransportFailure::Connection => FailureKind::NetworkError,
+            TransportFailure::Connection | TransportFailure::NotConnected => {
+                FailureKind::NetworkError
+            }
         },
         None,
     )

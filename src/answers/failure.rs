@@ -21,6 +21,10 @@ pub struct Failure {
     pub retry_after: Option<Duration>,
     /// The rate-limit windows the answer's headers reported (none without an answer).
     pub rate: Box<[crate::providers::quota::Window]>,
+    /// Whether the request may have reached the provider: not when its address did not
+    /// resolve or no connection could be made. Only a request that left is charged to the
+    /// provider's budget.
+    pub reached: bool,
 }
 
 impl Failure {
@@ -42,6 +46,7 @@ pub(crate) fn failure(
         elapsed: started.elapsed(),
         retry_after: None,
         rate: Box::default(),
+        reached: true,
     }
 }
 

@@ -30,6 +30,10 @@ pub(crate) struct UsageArgs {
     /// print one JSON document instead of tables
     #[argh(switch)]
     pub(crate) json: bool,
+    /// forget what was counted today against PROVIDER, what it said is left and its
+    /// holds (a running server takes it in within a second)
+    #[argh(option, arg_name = "provider")]
+    pub(crate) reset: Option<String>,
 }
 
 /// The ledger keeps this many days.
@@ -43,6 +47,9 @@ pub(crate) fn run(args: UsageArgs) -> Result<ExitCode> {
         ));
     }
     let setup = Setup::load()?;
+    if let Some(provider) = &args.reset {
+        return reset(&setup, provider);
+    }
     let server = live_server();
     let (book, source): (UsageBook, String) = match &server {
         Some(info) => (
@@ -74,6 +81,31 @@ pub(crate) fn run(args: UsageArgs) -> Result<ExitCode> {
     }
     print!("{}", text(&r, args.verbose, now));
     println!("{source}");
+    Ok(ExitCode::Ok)
+}
+
+/// `--reset PROVIDER`: today's counts of one provider forgotten in `usage.json`, under
+/// the file's lock. A running server notices the file changed and takes it in (its own
+/// additions since then stay).
+fn reset(setup: &Setup, provider: &str) -> Result<ExitCode> {
+    if !setup.catalog.providers.iter().any(|p| p.id == provider) {
+        return usage(format!(
+            "no provider {provider:?} in the catalog (`fcm models` lists the providers)"
+        ));
+    }
+    let path = files::state_file("usage.json")?;
+    let today = time::utc_day(time::now_ms());
+    let mut forgotten = 0;
+    files::update_json(&path, |file: &mut UsageBook| {
+        let mut book = crate::state::ledger::book::Book::from_file(std::mem::take(file));
+        forgotten = book.forget(provider, &today);
+        *file = book.to_file();
+    })?;
+    println!(
+        "fcm usage: forgot {forgotten} request(s) counted today ({today} UTC) against {provider}, \
+         what it last said is left and its holds ({}).",
+        path.display()
+    );
     Ok(ExitCode::Ok)
 }
 

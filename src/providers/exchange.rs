@@ -93,6 +93,19 @@ pub enum TransportFailure {
     Timeout,
     DnsFailure,
     Connection,
+    /// No connection could be made (refused, reset or timed out while connecting, TLS
+    /// refused): the request never left fcm.
+    NotConnected,
+}
+
+impl TransportFailure {
+    /// Whether the request may have reached the provider (and counts against its budget).
+    pub fn reached_provider(self) -> bool {
+        !matches!(
+            self,
+            TransportFailure::DnsFailure | TransportFailure::NotConnected
+        )
+    }
 }
 
 /// Maps a body read error to a transport failure.

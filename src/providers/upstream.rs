@@ -182,6 +182,10 @@ impl Exchange for Upstream {
                 .map_err(|f| match f {
                     Failure::Transport(e) => transport_failure(&e),
                     Failure::Wire(e) => (TransportFailure::Connection, e.0),
+                    Failure::NotConnected(e) => match transport_failure(&e) {
+                        (TransportFailure::DnsFailure, msg) => (TransportFailure::DnsFailure, msg),
+                        (_, msg) => (TransportFailure::NotConnected, msg),
+                    },
                 });
             // A large request's buffer is not kept for the thread's next one.
             if request.capacity() > KEPT_REQUEST_BUFFER {

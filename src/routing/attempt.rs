@@ -160,6 +160,18 @@ impl Recorder<'_> {
             .answered(&c.metered, grant, rate, crate::time::now_ms());
     }
 
+    /// A failed attempt's end for the ledger: what the answer's head said is left, or,
+    /// when the request never reached the provider (no address, no connection), the
+    /// request given back to the budget it was counted against.
+    pub(crate) fn failed(&self, c: &Candidate, grant: &Grant, f: &Failure, prompt_tokens: u64) {
+        if f.reached {
+            self.answered(c, grant, &f.rate);
+        } else {
+            self.ledger
+                .unsent(&c.metered, grant, prompt_tokens, crate::time::now_ms());
+        }
+    }
+
     /// The tokens an answer cost (whatever its end: what came was spent).
     pub(crate) fn spent(&self, c: &Candidate, grant: &Grant, stats: &AnswerStats, prompt: u64) {
         let tokens = Tokens::of(stats, prompt);
@@ -447,7 +459,7 @@ impl Router {
                 Ok((answer, sent))
             }
             Err(mut f) => {
-                record.answered(c, &sent.grant, &f.rate);
+                record.failed(c, &sent.grant, &f, sent.prompt_tokens);
                 record.failure(c, &mut f, sent.trial, &sent.grant, sent.prompt_tokens);
                 turn.trace.attempts.push(AttemptRecord {
                     model: c.key().to_string(),

@@ -349,7 +349,7 @@ pub fn ping(
             }
         }
         Err(mut f) => {
-            record.answered(c, &sent.grant, &f.rate);
+            record.failed(c, &sent.grant, &f, sent.prompt_tokens);
             record.failure(c, &mut f, trial, &sent.grant, sent.prompt_tokens);
             Ping::failed(f)
         }

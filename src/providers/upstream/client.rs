@@ -249,14 +249,18 @@ impl Client {
         clock: Clock,
         mut each: impl FnMut(&str, &[u8]),
     ) -> Result<(u16, Body), Failure> {
-        let (mut link, mut reused) = self.checkout(shard, target, clock.connect)?;
+        let (mut link, mut reused) = self
+            .checkout(shard, target, clock.connect)
+            .map_err(Failure::NotConnected)?;
         let head = loop {
             match head_of(&mut *link, request, clock, &mut each) {
                 Ok(head) => break head,
                 // Not after a shutdown: a cancelled call (a race's loser) stays cancelled.
                 Err(Missed::Unanswered(_)) if reused && !self.closed.load(Ordering::Acquire) => {
                     STALE_RETRIES.fetch_add(1, Ordering::Relaxed);
-                    link = self.open(target, clock.connect)?;
+                    link = self
+                        .open(target, clock.connect)
+                        .map_err(Failure::NotConnected)?;
                     reused = false;
                 }
                 Err(Missed::Unanswered(f) | Missed::Failed(f)) => return Err(f),
@@ -507,6 +511,8 @@ fn closed_under_us(e: &ureq::Error) -> bool {
 pub(super) enum Failure {
     Transport(ureq::Error),
     Wire(WireError),
+    /// No connection could be made: nothing was sent.
+    NotConnected(ureq::Error),
 }
 
 impl From<ureq::Error> for Failure {

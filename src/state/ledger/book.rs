@@ -270,6 +270,25 @@ impl Book {
         }
     }
 
+    /// Forgets what was counted of `provider` on `day`, what it last said is left and why
+    /// its keys or models are held (`fcm usage --reset`): requests the user knows it did
+    /// not charge. Returns the requests forgotten.
+    pub fn forget(&mut self, provider: &str, day: &str) -> u64 {
+        let mut forgotten = 0;
+        if let Some(rows) = self.days.get_mut(day) {
+            rows.retain(|_, r| {
+                let keep = r.provider != provider;
+                if !keep {
+                    forgotten += r.requests;
+                }
+                keep
+            });
+        }
+        self.reported.retain(|_, r| r.whose.provider != provider);
+        self.holds.retain(|_, h| h.whose.provider != provider);
+        forgotten
+    }
+
     /// Adds `other` in: its counts to this book's, its reports and holds where newer.
     pub fn absorb(&mut self, other: &Book) {
         for (day, rows) in &other.days {

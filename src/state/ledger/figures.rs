@@ -314,6 +314,28 @@ impl Figures {
         }
     }
 
+    /// Takes back [`count_request`](Self::count_request) of a request counted at `at` that
+    /// was never sent. The day's row is the one of today: a request refused at midnight
+    /// is given back to the new day, which it was not counted in (rows never go below 0).
+    pub(super) fn uncount_request(&mut self, m: &Metered, k: usize, tokens: u64, at: u64) {
+        let key = &m.keys[k];
+        self.change_row(m, key, |r| r.requests = r.requests.saturating_sub(1));
+        for (i, (_, q)) in m.rules.iter().enumerate() {
+            let limits_tokens = q.tokens_per_minute.is_some();
+            if q.requests_per_minute.is_some() || limits_tokens {
+                if let Some(window) = self.minutes.get_mut(&key.at_rules[i]) {
+                    window.take_back(at, 1, if limits_tokens { tokens } else { 0 });
+                }
+            }
+        }
+        if let Some(w) = self.recent.get_mut(&key.at_model) {
+            w.take_back(at, 1, 0);
+        }
+        if let Some(n) = self.in_flight.get_mut(&key.at_reported) {
+            *n = n.saturating_sub(1);
+        }
+    }
+
     /// What `key`'s model took in the last minute.
     pub(super) fn took(&self, key: &KeyTag, now: u64) -> u64 {
         self.recent.get(&key.at_model).map_or(0, |w| w.spent(now).0)

@@ -36,6 +36,15 @@ impl Minute {
         }
     }
 
+    /// Removes what [`add`](Self::add) counted at `at` (a request that was never sent);
+    /// nothing when that moment has left the window already.
+    pub(super) fn take_back(&mut self, at: u64, requests: u64, tokens: u64) {
+        if let Some(entry) = self.entries.iter_mut().find(|e| e.0 == at) {
+            entry.1 = entry.1.saturating_sub(requests);
+            entry.2 = entry.2.saturating_sub(tokens);
+        }
+    }
+
     fn forget(&mut self, now: u64) {
         while self
             .entries

@@ -226,6 +226,16 @@ impl Ledger {
         self.dirty.store(true, Ordering::Release);
     }
 
+    /// `grant`'s request never reached the provider (its address did not resolve, or no
+    /// connection could be made): what [`reserve`](Self::reserve) counted is given back,
+    /// the day's count and the minute's, and it is no longer in flight.
+    pub fn unsent(&self, m: &Metered, grant: &Grant, tokens: u64, now: u64) {
+        let mut inner = self.lock();
+        inner.roll(now);
+        inner.uncount_request(m, grant.key, tokens, grant.sent_at_ms);
+        self.dirty.store(true, Ordering::Release);
+    }
+
     /// `grant`'s request was answered 429 with no limit stated (no `x-ratelimit-*`
     /// figure): what the model took in the last minute becomes its limit a minute for
     /// [`LEARNED_FOR_MS`], so that it is not sent into the same wall again.
