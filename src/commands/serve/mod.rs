@@ -4,6 +4,7 @@
 pub(crate) mod detach;
 
 use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::path::Path;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -209,6 +210,15 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         }
     };
     let setup = Setup::load()?;
+    // Held until the server ends: nothing of another server's is touched without it.
+    let Some(_home) = serve_info::lock_home()? else {
+        let home = files::state_file("serve.lock")?
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        eprintln!("fcm serve: {}", serve_info::home_taken_message(&home));
+        return Ok(ExitCode::Failure);
+    };
     let token = setup.config.serve.access_token(args.token.as_deref());
     if !ip.is_loopback() && token.is_none() {
         return usage(format!(
