@@ -126,3 +126,56 @@ fn unreachable_provider_is_exit_seven() {
     assert_eq!(out.code, 7, "{out:?}");
     assert!(out.stdout.contains("network_error"), "{out:?}");
 }
+
+#[test]
+fn a_key_works_when_any_model_of_its_provider_answers() {
+    // The provider's first model is broken; the second answers with the same key.
+    let fake = fake();
+    let w = World::new();
+    w.catalog(&[(
+        "fake",
+        &fake.base_url(),
+        Some("FAKE_KEY"),
+        &["empty_choices", "ok", "html"],
+    )]);
+    let out = w.fcm_stdin(&["keys", "set", "fake"], &format!("{KEY}\n"));
+    assert_eq!(out.code, 0, "keys set: {out:?}");
+    assert!(out.stdout.contains("FAIL fake/empty_choices"), "{out:?}");
+    assert!(out.stdout.contains("ok   fake/ok: answered"), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("the key works: fake/ok answered after 1 of its provider's models failed"),
+        "{out:?}"
+    );
+    let out = w.fcm(&["check", "fake", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let v = out.json();
+    assert_eq!(v["model"], "fake/ok", "{v}");
+    assert_eq!(v["alsoTried"][0]["model"], "fake/empty_choices", "{v}");
+    assert_eq!(v["alsoTried"][0]["exitCode"], 6, "{v}");
+    // A model named alone is checked alone.
+    let out = w.fcm(&["check", "fake/empty_choices"]);
+    assert_eq!(out.code, 6, "{out:?}");
+    assert_eq!(
+        fake.requests_for("html").len(),
+        0,
+        "stops at the first answer"
+    );
+    assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
+}
+
+#[test]
+fn a_rejected_key_is_not_tried_on_every_model() {
+    let fake = fake();
+    let mut w = World::new();
+    w.catalog(&[(
+        "fake",
+        &fake.base_url(),
+        Some("FAKE_KEY"),
+        &["auth_401", "ok"],
+    )]);
+    w.set_env("FAKE_KEY", KEY);
+    let out = w.fcm(&["check", "fake"]);
+    assert_eq!(out.code, 4, "{out:?}");
+    assert_eq!(fake.requests_for("ok").len(), 0, "{out:?}");
+}

@@ -97,10 +97,16 @@ fn what(kind: FailureKind) -> &'static str {
     }
 }
 
-/// `PROVIDER/MODEL`, or the best-tiered model of `PROVIDER`.
-pub(crate) fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>> {
+/// Models of one provider a check tries at most before it says the key does not work: a
+/// key works when a model answers with it, and a provider's best model may be broken while
+/// the next answers, but each try spends a request of the provider's day.
+pub(crate) const MODELS_TRIED: usize = 4;
+
+/// What a check of `target` tries, in order: `PROVIDER/MODEL` alone, or the models of
+/// `PROVIDER`, best-tiered first.
+pub(crate) fn choose<'a>(setup: &'a Setup, target: &str) -> Result<Vec<ModelRef<'a>>> {
     if let Some(m) = setup.catalog.find(target) {
-        return Ok(m);
+        return Ok(vec![m]);
     }
     let (pid, mid) = target.split_once('/').unwrap_or((target, ""));
     let provider = require_provider(&setup.catalog, pid)?;
@@ -123,14 +129,16 @@ pub(crate) fn choose<'a>(setup: &'a Setup, target: &str) -> Result<ModelRef<'a>>
         room: crate::state::ledger::Headroom::OPEN,
         key: "",
     };
-    let best = provider
-        .models
-        .iter()
-        .min_by(|a, b| policy.compare(&standing(a), &standing(b)));
-    match best {
-        Some(model) => Ok(ModelRef { provider, model }),
-        None => usage(format!("provider {pid} has no models")),
+    let mut models: Vec<_> = provider.models.iter().collect();
+    // Stable: equals keep the catalog's order.
+    models.sort_by(|a, b| policy.compare(&standing(a), &standing(b)));
+    if models.is_empty() {
+        return usage(format!("provider {pid} has no models"));
     }
+    Ok(models
+        .into_iter()
+        .map(|model| ModelRef { provider, model })
+        .collect())
 }
 
 pub fn run(args: CheckArgs) -> Result<ExitCode> {
@@ -141,45 +149,94 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         ));
     }
     let setup = Setup::load()?;
-    let m = choose(&setup, &args.target)?;
+    let models = choose(&setup, &args.target)?;
     check(
         &setup,
-        m,
+        &models,
         None,
         Duration::from_secs(args.timeout),
         args.json,
     )
 }
 
-/// One real completion of `m` through the gate and the ledger, its line (or JSON) printed;
-/// returns the exit code. `only_key`: check that key of the provider (one just set), not
-/// the one the ledger would choose.
+/// Checks `models` in turn until one answers (at most [`MODELS_TRIED`]): the first that
+/// does, with the ones that failed before it; or, when none does, the first failure (the
+/// best model's), with the others. A missing or rejected key ends it at once: no other
+/// model of the provider would take it.
+fn first_answer<'a>(
+    setup: &Setup,
+    models: &[ModelRef<'a>],
+    only_key: Option<&str>,
+    timeout: Duration,
+) -> Result<(Checked, Vec<Checked>)> {
+    let mut failed: Vec<Checked> = Vec::new();
+    for m in models.iter().take(MODELS_TRIED) {
+        let c = checked(setup, *m, only_key, timeout)?;
+        let about_the_key = matches!(c.code, ExitCode::NoKey | ExitCode::KeyRejected);
+        if c.code == ExitCode::Ok || about_the_key {
+            return Ok((c, failed));
+        }
+        failed.push(c);
+    }
+    let first = failed.remove(0);
+    Ok((first, failed))
+}
+
+/// Real completions of `models` through the gate and the ledger until one answers (see
+/// [`first_answer`]), its line (or JSON) printed after the lines of the models that failed
+/// before it; returns the exit code. `only_key`: check that key of the provider (one just
+/// set), not the one the ledger would choose.
 pub(crate) fn check(
     setup: &Setup,
-    m: ModelRef<'_>,
+    models: &[ModelRef<'_>],
     only_key: Option<&str>,
     timeout: Duration,
     json: bool,
 ) -> Result<ExitCode> {
-    let c = checked(setup, m, only_key, timeout)?;
+    let (c, failed) = first_answer(setup, models, only_key, timeout)?;
     // The one place check writes: nothing a provider echoed of a secret gets through.
     let secrets = setup.secrets(None);
-    let line = format!(
-        "{}{}",
+    let tag = |c: &Checked| {
         if c.code == ExitCode::Ok {
             "ok   "
         } else {
             "FAIL "
-        },
-        c.line
-    );
+        }
+    };
     if json {
-        let v = json!({"model": m.key(), "ok": c.code == ExitCode::Ok, "exitCode": c.code.code(),
+        let tried: Vec<_> = failed
+            .iter()
+            .map(|f| {
+                json!({"model": f.model, "exitCode": f.code.code(), "kind": f.kind,
+                            "status": f.http, "message": format!("{}{}", tag(f), f.line)})
+            })
+            .collect();
+        let v = json!({"model": c.model, "ok": c.code == ExitCode::Ok, "exitCode": c.code.code(),
                        "kind": c.kind, "status": c.http, "latencyMs": c.ms, "key": c.key_note,
-                       "message": line, "remaining": c.left});
+                       "message": format!("{}{}", tag(&c), c.line), "remaining": c.left,
+                       "alsoTried": tried});
         println!("{}", secrets.redact(&v.to_string()));
-    } else {
-        println!("{}", secrets.redact(&line));
+        return Ok(c.code);
+    }
+    let answered = c.code == ExitCode::Ok;
+    if answered {
+        // The models that failed first, then the one that answered.
+        for f in &failed {
+            println!("{}", secrets.redact(&format!("{}{}", tag(f), f.line)));
+        }
+    }
+    println!("{}", secrets.redact(&format!("{}{}", tag(&c), c.line)));
+    if answered && !failed.is_empty() {
+        println!(
+            "the key works: {} answered after {} of its provider's models failed",
+            c.model,
+            failed.len()
+        );
+    }
+    if !answered {
+        for f in &failed {
+            println!("{}", secrets.redact(&format!("{}{}", tag(f), f.line)));
+        }
     }
     Ok(c.code)
 }
@@ -188,16 +245,23 @@ pub(crate) fn check(
 /// doctor --online`).
 pub(crate) fn outcome(
     setup: &Setup,
-    m: ModelRef<'_>,
+    models: &[ModelRef<'_>],
     only_key: Option<&str>,
     timeout: Duration,
 ) -> Result<(ExitCode, String)> {
-    let c = checked(setup, m, only_key, timeout)?;
-    Ok((c.code, setup.secrets(None).redact(&c.line).into_owned()))
+    let (c, failed) = first_answer(setup, models, only_key, timeout)?;
+    let mut line = c.line;
+    if c.code == ExitCode::Ok && !failed.is_empty() {
+        let names: Vec<&str> = failed.iter().map(|f| f.model.as_str()).collect();
+        line.push_str(&format!(" (after {} failed)", names.join(", ")));
+    }
+    Ok((c.code, setup.secrets(None).redact(&line).into_owned()))
 }
 
 /// What one check found.
 struct Checked {
+    /// `provider/modelId`.
+    model: String,
     code: ExitCode,
     kind: Option<FailureKind>,
     http: Option<u16>,
@@ -218,6 +282,7 @@ fn checked(
     let secrets = setup.secrets(None);
     let (status, _) = keys.lookup(m.provider);
     let done = |code, kind, http, ms, line, key_note: &str, left: Vec<Window>| Checked {
+        model: m.key(),
         code,
         kind,
         http,

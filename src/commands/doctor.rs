@@ -372,11 +372,11 @@ fn key_checks(setup: &Setup, online: bool, timeout: Duration) -> Vec<Check> {
         return out;
     }
     for p in keyed {
-        let Ok(m) = crate::commands::check::choose(setup, &p.id) else {
+        let Ok(models) = crate::commands::check::choose(setup, &p.id) else {
             continue;
         };
         // fcm check's own line, as a child process would print it, is captured here.
-        match check_quietly(setup, m, timeout) {
+        match check_quietly(setup, &models, timeout) {
             (ExitCode::Ok, line) => out.push(pass(format!("key {}: {line}", p.id))),
             (code, line) => out.push(fail(
                 format!("key {}: {line}", p.id),
@@ -402,10 +402,10 @@ fn key_checks(setup: &Setup, online: bool, timeout: Duration) -> Vec<Check> {
 /// One completion with the provider's key through `fcm check`'s own path, as its line.
 fn check_quietly(
     setup: &Setup,
-    m: crate::providers::catalog::ModelRef<'_>,
+    models: &[crate::providers::catalog::ModelRef<'_>],
     timeout: Duration,
 ) -> (ExitCode, String) {
-    match crate::commands::check::outcome(setup, m, None, timeout) {
+    match crate::commands::check::outcome(setup, models, None, timeout) {
         Ok(outcome) => outcome,
         Err(e) => (ExitCode::Failure, format!("{e:#}")),
     }

@@ -160,12 +160,18 @@ fn set(a: SetArgs) -> Result<ExitCode> {
     if a.no_check {
         return Ok(ExitCode::Ok);
     }
-    let m = crate::commands::check::choose(&setup, &provider.id)?;
+    let models = crate::commands::check::choose(&setup, &provider.id)?;
     println!(
-        "Checking it with one completion (as `fcm check {}` would):",
+        "Checking it with one completion (as `fcm check {}` would; the next of its models when one fails):",
         provider.id
     );
-    crate::commands::check::check(&setup, m, Some(&key), Duration::from_secs(a.timeout), false)
+    crate::commands::check::check(
+        &setup,
+        &models,
+        Some(&key),
+        Duration::from_secs(a.timeout),
+        false,
+    )
 }
 
 fn list(a: ListArgs) -> Result<ExitCode> {
