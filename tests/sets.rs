@@ -138,3 +138,41 @@ fn set_commands_check_their_input_and_keep_the_config() {
         "{config}"
     );
 }
+
+#[test]
+fn config_edits_change_only_what_they_change() {
+    // A config.json laid out by hand (4 spaces, a comment-free order of its own): keys set,
+    // a set added, used and removed, the key removed: the file is byte for byte as before.
+    let fake = fake();
+    let w = world(&fake);
+    let mine = "{\n    \"port\": 19280,\n    \"router\": {\n        \"prefer\": \"quality\"\n    },\n    \"serve\": {\"requestTimeoutMs\": 300000}\n}\n";
+    let path = w.home_file("config.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, mine).unwrap();
+    let out = w.fcm_stdin(
+        &["keys", "set", "p", "--no-check"],
+        "key-0123456789abcdef\n",
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let with_key = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        with_key.starts_with(
+            "{\n    \"port\": 19280,\n    \"router\": {\n        \"prefer\": \"quality\"\n    },"
+        ),
+        "the rest as it was: {with_key}"
+    );
+    assert!(
+        with_key.contains("\n    \"apiKeys\": {\n        \"p\": "),
+        "in the file's own indentation: {with_key}"
+    );
+    for args in [
+        &["sets", "add", "mine", "p/ok#a", "p/ok#b"][..],
+        &["sets", "use", "mine"],
+        &["sets", "rm", "mine"],
+        &["keys", "rm", "p"],
+    ] {
+        let out = w.fcm(args);
+        assert_eq!(out.code, 0, "{args:?}: {out:?}");
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), mine);
+}

@@ -242,10 +242,7 @@ fn rm(a: RmArgs) -> Result<ExitCode> {
         );
     } else {
         let path = edit_config(|doc| {
-            doc.remove(&["apiKeys", &provider.id]);
-            if doc.is_empty_at(&["apiKeys"]) {
-                doc.remove(&["apiKeys"]);
-            }
+            doc.remove_pruned(&["apiKeys", &provider.id]);
             Ok(())
         })?;
         println!("Removed {}'s keys from {}.", provider.id, path.display());

@@ -115,10 +115,10 @@ pub(crate) fn run(args: SetsArgs) -> Result<ExitCode> {
             }
             let active = setup.config.router.active_set.as_deref() == Some(a.name.as_str());
             edit_config(|doc| {
-                doc.remove(&["router", "sets", &a.name]);
                 if active {
                     doc.remove(&["router", "activeSet"]);
                 }
+                doc.remove_pruned(&["router", "sets", &a.name]);
                 Ok(())
             })?;
             println!(
@@ -134,7 +134,7 @@ pub(crate) fn run(args: SetsArgs) -> Result<ExitCode> {
         }
         Some(SetsAction::Use(a)) if a.name == "none" => {
             edit_config(|doc| {
-                doc.remove(&["router", "activeSet"]);
+                doc.remove_pruned(&["router", "activeSet"]);
                 Ok(())
             })?;
             println!("Model \"fcm\" routes over all models by ranking.");

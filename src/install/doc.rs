@@ -334,6 +334,19 @@ impl Doc {
         }
     }
 
+    /// [`remove`](Self::remove), then each object above it that the removal left empty (not
+    /// the document itself): `fcm keys rm` and `fcm sets rm` leave no `"apiKeys": {}` or
+    /// `"router": {"sets": {}}` behind.
+    pub(crate) fn remove_pruned(&mut self, path: &[&str]) {
+        self.remove(path);
+        for end in (1..path.len()).rev() {
+            if !self.is_empty_at(&path[..end]) {
+                break;
+            }
+            self.remove(&path[..end]);
+        }
+    }
+
     /// The keys of the JSON object at `path` (none for other formats, or no object there).
     pub(crate) fn keys(&self, path: &[&str]) -> Vec<String> {
         match self {
