@@ -50,6 +50,65 @@ fn value(s: &Scrape, metric: &str, labels: &[(&str, &str)]) -> Option<f64> {
         })
 }
 
+/// Where Prometheus's own checker is installed (Debian: prometheus), it reads the text
+/// too and finds nothing to say, lint included.
+fn promtool_check(text: &str) {
+    let Ok(mut child) = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    else {
+        return;
+    };
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Names as Prometheus names them: a counter ends in `_total`, nothing else does; a
+/// histogram measures seconds; units are base units, spelt out; no family mixes units
+/// under a label.
+fn named_as_prometheus_names(s: &Scrape) {
+    for sample in &s.samples {
+        let name = sample.metric.as_str();
+        match &sample.value {
+            Value::Counter(_) => assert!(name.ends_with("_total"), "counter {name}"),
+            Value::Histogram(_) => assert!(name.ends_with("_seconds"), "histogram {name}"),
+            _ => assert!(!name.ends_with("_total"), "gauge {name}"),
+        }
+        for abbreviated in [
+            "_ms",
+            "_millis",
+            "milliseconds",
+            "_secs",
+            "_kb",
+            "_mb",
+            "_bytes_",
+        ] {
+            assert!(!name.contains(abbreviated), "{name}: base units, spelt out");
+        }
+        for mixing in ["counter", "unit", "type"] {
+            assert!(
+                sample.labels.get(mixing).is_none(),
+                "{name} has a {mixing:?} label: one metric per unit"
+            );
+        }
+    }
+}
+
 #[test]
 fn metrics_count_known_traffic_in_the_prometheus_text_format() {
     let fake = fake();
@@ -171,23 +230,54 @@ fn metrics_count_known_traffic_in_the_prometheus_text_format() {
         "a pinned request holds no conversation"
     );
     assert_eq!(value(&s, "fcm_routable_models", &[]), Some(3.0));
-    // Budgets: p's daily 20 less the 6 attempts sent to it today (failed ones count: the
-    // provider counted them); b's what its last answer said.
-    let budget = |provider: &str, counter: &str| {
+    // Budgets, requests and tokens apart: p's daily 20 less the 6 attempts sent to it
+    // today (failed ones count: the provider counted them); b's what its last answer said.
+    let left = |unit: &str, provider: &str, window: &str| {
         value(
             &s,
-            "fcm_budget_remaining",
-            &[("provider", provider), ("counter", counter)],
+            &format!("fcm_budget_remaining_{unit}"),
+            &[("provider", provider), ("window", window)],
         )
     };
-    assert_eq!(budget("p", "requests_per_day"), Some(14.0));
-    assert_eq!(budget("b", "requests"), Some(49.0));
-    assert_eq!(budget("p", "requests"), None, "p never said: not written");
+    assert_eq!(left("requests", "p", "day"), Some(14.0));
+    assert_eq!(left("requests", "b", "live"), Some(49.0));
+    assert!(left("tokens", "b", "live").unwrap() > 0.0);
     assert_eq!(
-        budget("b", "requests_per_day"),
+        left("requests", "p", "live"),
         None,
-        "no daily limit known"
+        "p never said: not written"
     );
+    assert_eq!(left("requests", "b", "day"), None, "no daily limit known");
+    assert_eq!(
+        left("tokens", "p", "day"),
+        None,
+        "no daily token limit known"
+    );
+    assert!(
+        !s.docs.contains_key("fcm_budget_remaining"),
+        "requests and tokens are never one metric"
+    );
+    // Tokens per model, as the ledger counted them (its rows of p/ok, one per day and key).
+    let book: Json = server.get_with("/fcm/admin/usage", &headers).json();
+    let ledger = |field: &str| -> f64 {
+        book["days"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|d| d["rows"].as_array().unwrap())
+            .filter(|r| r["model"] == "p/ok")
+            .map(|r| r[field].as_f64().unwrap_or(0.0))
+            .sum()
+    };
+    for (metric, field) in [
+        ("fcm_prompt_tokens_total", "promptTokens"),
+        ("fcm_completion_tokens_total", "completionTokens"),
+        ("fcm_cached_prompt_tokens_total", "cachedTokens"),
+    ] {
+        let counted = value(&s, metric, &[("provider", "p"), ("model", "p/ok")]);
+        assert_eq!(counted, Some(ledger(field)), "{metric}");
+    }
+    assert!(value(&s, "fcm_completion_tokens_total", &[("model", "p/ok")]).unwrap() > 0.0);
     assert_eq!(value(&s, "fcm_in_flight_requests", &[]), Some(0.0));
 
     // Histograms: every request's duration; p/ok's three first tokens.
@@ -204,6 +294,12 @@ fn metrics_count_known_traffic_in_the_prometheus_text_format() {
     };
     let duration = histogram("fcm_request_duration_seconds", &[]);
     assert_eq!(duration.last(), Some(&(f64::INFINITY, 5.0)), "{duration:?}");
+    let bounds: Vec<f64> = duration.iter().map(|b| b.0).take(4).collect();
+    assert_eq!(
+        bounds,
+        [0.001, 0.0025, 0.005, 0.01],
+        "from 1 ms: fcm's own answers take a few"
+    );
     assert!(
         duration
             .windows(2)
@@ -229,7 +325,13 @@ fn metrics_count_known_traffic_in_the_prometheus_text_format() {
         "fcm_requests_total",
         "fcm_attempts_total",
         "fcm_breaker_state",
-        "fcm_budget_remaining",
+        "fcm_budget_remaining_requests",
+        "fcm_budget_remaining_tokens",
+        "fcm_prompt_tokens_total",
+        "fcm_completion_tokens_total",
+        "fcm_cached_prompt_tokens_total",
+        "fcm_compression_requests_total",
+        "fcm_compression_saved_tokens_total",
         "fcm_conversations_active",
         "fcm_request_duration_seconds",
         "fcm_time_to_first_token_seconds",
@@ -237,29 +339,8 @@ fn metrics_count_known_traffic_in_the_prometheus_text_format() {
         assert!(s.docs.contains_key(family), "no # HELP for {family}");
     }
     assert!(!r.body.contains(token), "the token never appears");
-    // Where Prometheus's own checker is installed (Debian: prometheus), it reads it too.
-    if let Ok(mut child) = std::process::Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-    {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(r.body.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "promtool check metrics: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    promtool_check(&r.body);
+    named_as_prometheus_names(&s);
 
     // Every family is listed in docs/monitoring.md, and every metric the Grafana dashboard
     // queries is one that is written.
@@ -323,4 +404,248 @@ fn metrics_count_known_traffic_in_the_prometheus_text_format() {
     assert_eq!(models["p/ok"]["liveOk"], 3);
     assert_eq!(models["p/ok"]["conversations"], 1);
     assert_eq!(live["server"]["inFlight"], 0, "not counting itself");
+}
+
+/// The shipped catalog with every provider keyed (each of its `apiKeyEnv` names set to a
+/// test key) and every provider's URL on the fake provider: a user who signed up
+/// everywhere. Returns every model, as `provider/modelId`.
+fn every_provider_keyed(w: &mut World, base_url: &str) -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("providers.json")).unwrap();
+    let mut catalog: Json = serde_json::from_str(&text).unwrap();
+    let mut models = Vec::new();
+    for p in catalog["providers"].as_array_mut().unwrap() {
+        p["baseUrl"] = base_url.into();
+        for env in p["apiKeyEnv"].as_array().cloned().unwrap_or_default() {
+            w.set_env(env.as_str().unwrap(), KEY);
+        }
+        let id = p["id"].as_str().unwrap().to_string();
+        for m in p["models"].as_array().unwrap() {
+            models.push(format!("{id}/{}", m["id"].as_str().unwrap()));
+        }
+    }
+    std::fs::write(&w.catalog, catalog.to_string()).unwrap();
+    models
+}
+
+/// Samples in a scrape: each line that is not a comment is one series.
+fn series(text: &str) -> usize {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .count()
+}
+
+/// The most series one scrape may hold with every provider keyed: what a Prometheus
+/// keeps per scrape without a second thought (the catalog wrote over 13,000 before).
+const MAX_SERIES: usize = 2_000;
+
+#[test]
+fn a_scrape_with_every_provider_keyed_stays_small() {
+    let fake = fake();
+    let mut w = World::new();
+    let models = every_provider_keyed(&mut w, &fake.base_url());
+    assert!(models.len() > 200, "the whole catalog: {}", models.len());
+    let server = w.serve(&[]);
+
+    // Idle: every routable model has its place in the order, and nothing else per model.
+    let idle = server.get("/metrics");
+    let s = parse(&idle.body);
+    assert_eq!(
+        value(&s, "fcm_routable_models", &[]),
+        Some(models.len() as f64)
+    );
+    let count = |s: &Scrape, metric: &str| s.samples.iter().filter(|x| x.metric == metric).count();
+    assert_eq!(count(&s, "fcm_model_rank"), models.len());
+    for per_model in [
+        "fcm_attempts_total",
+        "fcm_breaker_state",
+        "fcm_time_to_first_token_seconds",
+        "fcm_prompt_tokens_total",
+    ] {
+        assert_eq!(count(&s, per_model), 0, "{per_model} of models never used");
+    }
+    assert!(
+        series(&idle.body) <= MAX_SERIES,
+        "{} series idle",
+        series(&idle.body)
+    );
+
+    // Traffic: a model of every provider asked for by name, and conversations on model fcm.
+    let providers: Vec<&str> = {
+        let mut seen = std::collections::BTreeMap::new();
+        for m in &models {
+            seen.entry(m.split_once('/').unwrap().0)
+                .or_insert(m.as_str());
+        }
+        seen.into_values().collect()
+    };
+    for model in &providers {
+        assert_eq!(
+            server.chat(&format!("fcm:{model}"), false).status,
+            200,
+            "{model}"
+        );
+    }
+    for i in 0..10 {
+        let body = serde_json::json!({"model": "fcm", "messages": [
+            {"role": "user", "content": format!("conversation {i}")}]});
+        let r = server.post("/v1/chat/completions", &body.to_string());
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let busy = server.get("/metrics");
+    let s = parse(&busy.body);
+    assert_eq!(
+        value(&s, "fcm_requests_total", &[("outcome", "served")]),
+        Some((providers.len() + 10) as f64)
+    );
+    for model in &providers {
+        let ok = value(
+            &s,
+            "fcm_attempts_total",
+            &[("model", model), ("result", "ok")],
+        );
+        assert!(
+            ok >= Some(1.0),
+            "{model}: its own request (and model fcm's when it ranks first): {ok:?}"
+        );
+        assert_eq!(
+            value(
+                &s,
+                "fcm_attempts_total",
+                &[("model", model), ("result", "timeout")]
+            ),
+            Some(0.0),
+            "a model in use has every result, so a rate sees its first failure"
+        );
+        assert_eq!(
+            value(
+                &s,
+                "fcm_breaker_state",
+                &[("model", model), ("state", "CLOSED")]
+            ),
+            Some(1.0)
+        );
+    }
+    assert_eq!(count(&s, "fcm_model_rank"), models.len());
+    assert!(
+        series(&busy.body) <= MAX_SERIES,
+        "{} series after traffic to {} models",
+        series(&busy.body),
+        providers.len() + 1
+    );
+    promtool_check(&busy.body);
+    named_as_prometheus_names(&s);
+}
+
+#[test]
+fn metrics_are_gzipped_when_the_scraper_asks() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["ok", "server_500"]);
+    let server = w.serve(&[]);
+    assert_eq!(server.chat("fcm", false).status, 200);
+
+    let plain = server.get("/metrics");
+    assert_eq!(plain.header("content-encoding"), None, "not asked");
+    assert_eq!(plain.header("vary"), Some("accept-encoding"));
+    let (refused, body) = server.get_bytes("/metrics", &[("accept-encoding", "gzip;q=0")]);
+    assert_eq!(refused.header("content-encoding"), None);
+    assert!(String::from_utf8(body)
+        .unwrap()
+        .contains("fcm_requests_total"));
+
+    // What Prometheus sends on every scrape.
+    let (r, packed) = server.get_bytes(
+        "/metrics",
+        &[
+            ("accept-encoding", "gzip"),
+            ("accept", "text/plain;version=0.0.4"),
+        ],
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    assert_eq!(r.header("vary"), Some("accept-encoding"));
+    assert!(r
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/plain; version=0.0.4"));
+    assert_eq!(
+        r.header("content-length"),
+        Some(packed.len().to_string().as_str())
+    );
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&packed[..]), &mut text)
+        .expect("a gzip body");
+    assert!(
+        packed.len() * 3 < text.len(),
+        "{} bytes gzipped, {} plain",
+        packed.len(),
+        text.len()
+    );
+    // The same series as the plain scrape (values move: uptime, CPU time).
+    let names = |s: &Scrape| -> Vec<String> {
+        let mut v: Vec<String> = s
+            .samples
+            .iter()
+            .map(|x| {
+                let labels: std::collections::BTreeMap<_, _> = x.labels.iter().collect();
+                format!("{} {labels:?}", x.metric)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&parse(&text)), names(&parse(&plain.body)));
+}
+
+#[test]
+fn tool_result_compression_is_counted_per_mode() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["ok"]);
+    let server = w.serve(&[]);
+    let noisy = "\x1b[1m\x1b[32m   Compiling\x1b[0m demo v0.1.0\n".repeat(3)
+        + &"\x1b[33mwarning\x1b[0m: deprecated call\n".repeat(40);
+    let with_tool_result = |mode: &str| {
+        let body = serde_json::json!({"model": "fcm", "messages": [
+            {"role": "user", "content": "build it"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": "bash", "arguments": "{\"command\":\"cargo build\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": noisy}],
+            "tools": [{"type": "function", "function": {"name": "bash",
+                "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}}]});
+        let r = server.post_with(
+            "/v1/chat/completions",
+            &body.to_string(),
+            &[("x-fcm-compress", mode)],
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+    };
+    with_tool_result("lossless");
+    with_tool_result("lossless");
+    with_tool_result("off");
+    with_tool_result("aggressive");
+    assert_eq!(server.chat("fcm", false).status, 200, "no tool result");
+
+    let s = parse(&server.get("/metrics").body);
+    let counted = |metric: &str, mode: &str| value(&s, metric, &[("mode", mode)]).unwrap();
+    assert_eq!(counted("fcm_compression_requests_total", "lossless"), 2.0);
+    assert_eq!(counted("fcm_compression_requests_total", "aggressive"), 1.0);
+    assert_eq!(
+        value(&s, "fcm_compression_requests_total", &[("mode", "off")]),
+        None,
+        "off compresses nothing"
+    );
+    // The same saving the history gives each request.
+    let saved: f64 = server
+        .history()
+        .iter()
+        .filter_map(|t| t["savedTokens"].as_f64())
+        .sum();
+    assert!(saved > 0.0);
+    assert_eq!(
+        counted("fcm_compression_saved_tokens_total", "lossless")
+            + counted("fcm_compression_saved_tokens_total", "aggressive"),
+        saved
+    );
 }
