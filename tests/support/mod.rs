@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 pub use fcm::fake_provider::{Behavior, FakeProvider, RecordedRequest};
 use serde_json::{json, Value};
 
+pub mod scrape;
+
 /// Every `fcm` run is killed after this, so a bug cannot hang the suite.
 const RUN_LIMIT: Duration = Duration::from_secs(60);
 
