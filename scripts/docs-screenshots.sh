@@ -9,7 +9,8 @@
 #                          itself is not installed: the picture says so).
 # The run: the fake provider behind a catalog of misbehaving models (one always failing,
 # one failing its first requests, one rate-limited, one with a daily budget, slow ones),
-# and ~90 s of scripted traffic in 12 conversations. Needs tmux, chromium, prometheus
+# and ~90 s of scripted traffic in 12 conversations, some turns after a tool ran (a build
+# log for compression). Needs tmux, chromium, prometheus
 # (promtool checks /metrics too) and python3: Debian's packages, installed when missing.
 # Usage: scripts/docs-screenshots.sh [SECONDS]
 set -euo pipefail
@@ -81,9 +82,15 @@ def client(n):
         # its one attempt whatever the breaker says: they open, cool down, try again).
         model = rnd.choice(["fcm"] * 12 + ["fcm:demo/slow:400", "fcm:demo/slow:900",
                            "fcm:demo/ok_stream", "fcm:demo/server_500", "fcm:demo/fails_first:8"])
+        messages = [{"role": "user", "content": "What is 17 + 25?"}]
+        if rnd.random() < 0.3:
+            # A turn after a tool ran: a coloured build log for compression to clean.
+            log = "\x1b[1m\x1b[32m   Compiling\x1b[0m demo v0.1.0\n" + "\x1b[33mwarning\x1b[0m: unused\n" * rnd.randrange(5, 40)
+            messages += [{"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
+                          "function": {"name": "bash", "arguments": "{\"command\":\"cargo build\"}"}}]},
+                         {"role": "tool", "tool_call_id": "call_1", "content": log}]
         body = {"model": model, "stream": rnd.random() < 0.5,
-                "prompt_cache_key": f"conversation-{rnd.randrange(12)}",
-                "messages": [{"role": "user", "content": "What is 17 + 25?"}]}
+                "prompt_cache_key": f"conversation-{rnd.randrange(12)}", "messages": messages}
         req = urllib.request.Request(f"http://{proxy}/v1/chat/completions", json.dumps(body).encode(),
                                      {"content-type": "application/json"})
         try:
@@ -120,5 +127,7 @@ shot() { # shot HTML PNG WIDTH HEIGHT
 }
 shot "$work/top.html" docs/images/fcm-top.png 1340 850
 python3 scripts/render-dashboard.py "$prom" "$start" "$end" 8s docs/grafana/fcm.json > "$work/dashboard.html"
-shot "$work/dashboard.html" docs/images/grafana-dashboard.png 1544 1290
+# As tall as the panels' lowest edge (36 px a grid row) and the note under them.
+height=$(python3 -c 'import json; print(max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in json.load(open("docs/grafana/fcm.json"))["panels"]) * 36 + 102)')
+shot "$work/dashboard.html" docs/images/grafana-dashboard.png 1544 "$height"
 echo "docs-screenshots: wrote docs/images/fcm-top.png and docs/images/grafana-dashboard.png" >&2

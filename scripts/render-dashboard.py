@@ -57,6 +57,11 @@ def fmt_value(v, unit, decimals=None):
         if v < 1:
             return f"{v * 1000:.0f} ms"
         return f"{v:.2f} s"
+    if unit == "bytes":
+        for scale, name in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+            if abs(v) >= scale:
+                return f"{v / scale:.1f} {name}"
+        return f"{v:.0f} B"
     if unit == "reqps":
         return f"{v:.{2 if decimals is None else decimals}f} req/s"
     if abs(v) >= 10000:

@@ -7,48 +7,10 @@ mod support;
 
 use std::collections::HashMap;
 
-use prometheus_parse::{LineInfo, Scrape, Value};
+use prometheus_parse::Value;
 use serde_json::Value as Json;
+use support::scrape::*;
 use support::*;
-
-/// Parses an exposition, checking that the parser took every line: a line it cannot read
-/// it would skip without a word.
-fn parse(text: &str) -> Scrape {
-    for line in text.lines() {
-        assert!(
-            !matches!(LineInfo::parse(line), LineInfo::Ignored),
-            "a line the parser does not read: {line:?}"
-        );
-    }
-    let scrape = Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
-    let sample_lines = text
-        .lines()
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .count();
-    let parsed: usize = scrape
-        .samples
-        .iter()
-        .map(|s| match &s.value {
-            Value::Histogram(buckets) => buckets.len(),
-            _ => 1,
-        })
-        .sum();
-    assert_eq!(sample_lines, parsed, "every sample line parsed:\n{text}");
-    scrape
-}
-
-/// The value of the sample `metric` with exactly these labels (of the ones it has).
-fn value(s: &Scrape, metric: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    s.samples
-        .iter()
-        .filter(|x| x.metric == metric)
-        .find(|x| labels.iter().all(|(k, v)| x.labels.get(k) == Some(*v)))
-        .map(|x| match &x.value {
-            Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => *v,
-            Value::Histogram(b) => b.iter().map(|c| c.count).fold(0.0, f64::max),
-            Value::Summary(_) => f64::NAN,
-        })
-}
 
 #[test]
 fn metrics_count_known_traffic_in_the_prometheus_text_format() {
@@ -171,23 +133,54 @@ fn metrics_count_known_traffic_in_the_prometheus_text_format() {
         "a pinned request holds no conversation"
     );
     assert_eq!(value(&s, "fcm_routable_models", &[]), Some(3.0));
-    // Budgets: p's daily 20 less the 6 attempts sent to it today (failed ones count: the
-    // provider counted them); b's what its last answer said.
-    let budget = |provider: &str, counter: &str| {
+    // Budgets, requests and tokens apart: p's daily 20 less the 6 attempts sent to it
+    // today (failed ones count: the provider counted them); b's what its last answer said.
+    let left = |unit: &str, provider: &str, window: &str| {
         value(
             &s,
-            "fcm_budget_remaining",
-            &[("provider", provider), ("counter", counter)],
+            &format!("fcm_budget_remaining_{unit}"),
+            &[("provider", provider), ("window", window)],
         )
     };
-    assert_eq!(budget("p", "requests_per_day"), Some(14.0));
-    assert_eq!(budget("b", "requests"), Some(49.0));
-    assert_eq!(budget("p", "requests"), None, "p never said: not written");
+    assert_eq!(left("requests", "p", "day"), Some(14.0));
+    assert_eq!(left("requests", "b", "live"), Some(49.0));
+    assert!(left("tokens", "b", "live").unwrap() > 0.0);
     assert_eq!(
-        budget("b", "requests_per_day"),
+        left("requests", "p", "live"),
         None,
-        "no daily limit known"
+        "p never said: not written"
     );
+    assert_eq!(left("requests", "b", "day"), None, "no daily limit known");
+    assert_eq!(
+        left("tokens", "p", "day"),
+        None,
+        "no daily token limit known"
+    );
+    assert!(
+        !s.docs.contains_key("fcm_budget_remaining"),
+        "requests and tokens are never one metric"
+    );
+    // Tokens per model, as the ledger counted them (its rows of p/ok, one per day and key).
+    let book: Json = server.get_with("/fcm/admin/usage", &headers).json();
+    let ledger = |field: &str| -> f64 {
+        book["days"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|d| d["rows"].as_array().unwrap())
+            .filter(|r| r["model"] == "p/ok")
+            .map(|r| r[field].as_f64().unwrap_or(0.0))
+            .sum()
+    };
+    for (metric, field) in [
+        ("fcm_prompt_tokens_total", "promptTokens"),
+        ("fcm_completion_tokens_total", "completionTokens"),
+        ("fcm_cached_prompt_tokens_total", "cachedTokens"),
+    ] {
+        let counted = value(&s, metric, &[("provider", "p"), ("model", "p/ok")]);
+        assert_eq!(counted, Some(ledger(field)), "{metric}");
+    }
+    assert!(value(&s, "fcm_completion_tokens_total", &[("model", "p/ok")]).unwrap() > 0.0);
     assert_eq!(value(&s, "fcm_in_flight_requests", &[]), Some(0.0));
 
     // Histograms: every request's duration; p/ok's three first tokens.
@@ -204,6 +197,12 @@ fn metrics_count_known_traffic_in_the_prometheus_text_format() {
     };
     let duration = histogram("fcm_request_duration_seconds", &[]);
     assert_eq!(duration.last(), Some(&(f64::INFINITY, 5.0)), "{duration:?}");
+    let bounds: Vec<f64> = duration.iter().map(|b| b.0).take(4).collect();
+    assert_eq!(
+        bounds,
+        [0.001, 0.0025, 0.005, 0.01],
+        "from 1 ms: fcm's own answers take a few"
+    );
     assert!(
         duration
             .windows(2)
@@ -229,7 +228,13 @@ fn metrics_count_known_traffic_in_the_prometheus_text_format() {
         "fcm_requests_total",
         "fcm_attempts_total",
         "fcm_breaker_state",
-        "fcm_budget_remaining",
+        "fcm_budget_remaining_requests",
+        "fcm_budget_remaining_tokens",
+        "fcm_prompt_tokens_total",
+        "fcm_completion_tokens_total",
+        "fcm_cached_prompt_tokens_total",
+        "fcm_compression_requests_total",
+        "fcm_compression_saved_tokens_total",
         "fcm_conversations_active",
         "fcm_request_duration_seconds",
         "fcm_time_to_first_token_seconds",
@@ -237,29 +242,8 @@ fn metrics_count_known_traffic_in_the_prometheus_text_format() {
         assert!(s.docs.contains_key(family), "no # HELP for {family}");
     }
     assert!(!r.body.contains(token), "the token never appears");
-    // Where Prometheus's own checker is installed (Debian: prometheus), it reads it too.
-    if let Ok(mut child) = std::process::Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-    {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(r.body.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "promtool check metrics: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    promtool_check(&r.body);
+    named_as_prometheus_names(&s);
 
     // Every family is listed in docs/monitoring.md, and every metric the Grafana dashboard
     // queries is one that is written.
@@ -323,4 +307,56 @@ fn metrics_count_known_traffic_in_the_prometheus_text_format() {
     assert_eq!(models["p/ok"]["liveOk"], 3);
     assert_eq!(models["p/ok"]["conversations"], 1);
     assert_eq!(live["server"]["inFlight"], 0, "not counting itself");
+}
+
+#[test]
+fn tool_result_compression_is_counted_per_mode() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["ok"]);
+    let server = w.serve(&[]);
+    let noisy = "\x1b[1m\x1b[32m   Compiling\x1b[0m demo v0.1.0\n".repeat(3)
+        + &"\x1b[33mwarning\x1b[0m: deprecated call\n".repeat(40);
+    let with_tool_result = |mode: &str| {
+        let body = serde_json::json!({"model": "fcm", "messages": [
+            {"role": "user", "content": "build it"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": "bash", "arguments": "{\"command\":\"cargo build\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": noisy}],
+            "tools": [{"type": "function", "function": {"name": "bash",
+                "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}}]});
+        let r = server.post_with(
+            "/v1/chat/completions",
+            &body.to_string(),
+            &[("x-fcm-compress", mode)],
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+    };
+    with_tool_result("lossless");
+    with_tool_result("lossless");
+    with_tool_result("off");
+    with_tool_result("aggressive");
+    assert_eq!(server.chat("fcm", false).status, 200, "no tool result");
+
+    let s = parse(&server.get("/metrics").body);
+    let counted = |metric: &str, mode: &str| value(&s, metric, &[("mode", mode)]).unwrap();
+    assert_eq!(counted("fcm_compression_requests_total", "lossless"), 2.0);
+    assert_eq!(counted("fcm_compression_requests_total", "aggressive"), 1.0);
+    assert_eq!(
+        value(&s, "fcm_compression_requests_total", &[("mode", "off")]),
+        None,
+        "off compresses nothing"
+    );
+    // The same saving the history gives each request.
+    let saved: f64 = server
+        .history()
+        .iter()
+        .filter_map(|t| t["savedTokens"].as_f64())
+        .sum();
+    assert!(saved > 0.0);
+    assert_eq!(
+        counted("fcm_compression_saved_tokens_total", "lossless")
+            + counted("fcm_compression_saved_tokens_total", "aggressive"),
+        saved
+    );
 }

@@ -88,7 +88,7 @@ pub(super) fn answer(req: &Request, conn: &mut Conn, app: &Arc<App>) {
         Endpoint::Usage => local::usage(app),
         Endpoint::History => local::history(req, app),
         Endpoint::Live => Reply::json(200, &live::answer(req, app)),
-        Endpoint::Metrics => metrics::reply(app),
+        Endpoint::Metrics => metrics::reply(req, app),
         Endpoint::NotAllowed => Reply::error(
             error_protocol(path),
             405,

@@ -1,25 +1,31 @@
-//! `GET /metrics`: the running server in the Prometheus text exposition format (0.0.4):
-//! the counters and histograms fed by finished requests (`state::metrics`), and gauges read
-//! now from the breakers, the ledger and the conversations (`routing::ModelStatus`).
-//! docs/monitoring.md lists every metric. The same access rules as every endpoint but
-//! `/health`: a scraper sends the access token when one is set.
+//! `GET /metrics`: the running server in the Prometheus text format (`exposition`): the
+//! counters and histograms fed from the request path (`state::metrics`), the `process_*`
+//! metrics of its own process, and gauges read now from the breakers, the ledger and the
+//! conversations (`routing::ModelStatus`). docs/monitoring.md lists every metric. The same
+//! access rules as every endpoint but `/health`; gzipped when the scraper asks.
 //!
-//! The format is written here by hand ([`Exposition`]): `# HELP` and `# TYPE` once per
-//! family before its samples, label values escaped (`\\`, `\"`, `\n`), histogram buckets
-//! cumulative with `le` ending at `+Inf`, then `_sum` and `_count`; durations in seconds.
+//! Units are Prometheus's: seconds, bytes, and one metric per unit (requests and tokens
+//! are never mixed in one family). The series are bounded by the models that matter, not
+//! the catalog: every routable model has its place in the order; a model *in use* (an
+//! attempt since the server started, a breaker that is not fresh, a pause, a conversation)
+//! has its breaker and pause gauges; a model with an attempt has every series of its
+//! attempts, first tokens and tokens from then on, zeros included, so that a rate sees its
+//! first failure; skips only where they happened. With every provider of the catalog keyed
+//! an idle server writes a few hundred series.
 
-use std::fmt::Write;
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
 use crate::edge::app::App;
+use crate::edge::encoding;
+use crate::edge::exposition::{Exposition, CONTENT_TYPE};
+use crate::edge::http::Request;
+use crate::edge::process_metrics;
 use crate::edge::reply::Reply;
 use crate::routing::ModelStatus;
 use crate::state::breaker::BreakerState;
 use crate::state::ledger::report::UsageReport;
-use crate::state::metrics::HistogramSnapshot;
-
-/// The content type of the text format.
-pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+use crate::state::metrics::{Metrics, TokenKind};
 
 const STATES: [BreakerState; 4] = [
     BreakerState::Closed,
@@ -28,83 +34,16 @@ const STATES: [BreakerState; 4] = [
     BreakerState::Open,
 ];
 
-pub(super) fn reply(app: &App) -> Reply {
-    Reply::new(200, CONTENT_TYPE, render(app).into_bytes())
-}
-
-/// Metric families being written.
-pub(crate) struct Exposition {
-    out: String,
-}
-
-impl Exposition {
-    pub(crate) fn new() -> Exposition {
-        Exposition {
-            out: String::with_capacity(16 * 1024),
-        }
-    }
-
-    /// Starts a family: its help line and type (`counter`, `gauge`, `histogram`).
-    pub(crate) fn family(&mut self, name: &str, kind: &str, help: &str) {
-        let help = help.replace('\\', "\\\\").replace('\n', "\\n");
-        let _ = writeln!(self.out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-    }
-
-    /// One sample of the family just started (`name` may carry a suffix: `_bucket`).
-    pub(crate) fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
-        self.out.push_str(name);
-        if !labels.is_empty() {
-            self.out.push('{');
-            for (i, (k, v)) in labels.iter().enumerate() {
-                if i > 0 {
-                    self.out.push(',');
-                }
-                self.out.push_str(k);
-                self.out.push_str("=\"");
-                for c in v.chars() {
-                    match c {
-                        '\\' => self.out.push_str("\\\\"),
-                        '"' => self.out.push_str("\\\""),
-                        '\n' => self.out.push_str("\\n"),
-                        c => self.out.push(c),
-                    }
-                }
-                self.out.push('"');
-            }
-            self.out.push('}');
-        }
-        let _ = writeln!(self.out, " {}", number(value));
-    }
-
-    /// A histogram's samples, ms turned into seconds.
-    pub(crate) fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &HistogramSnapshot) {
-        let bucket = format!("{name}_bucket");
-        for (bound, count) in &h.buckets {
-            let le = bound.map_or("+Inf".to_string(), |ms| number(ms as f64 / 1000.0));
-            let mut with_le = labels.to_vec();
-            with_le.push(("le", &le));
-            self.sample(&bucket, &with_le, *count as f64);
-        }
-        self.sample(&format!("{name}_sum"), labels, h.sum_ms as f64 / 1000.0);
-        self.sample(&format!("{name}_count"), labels, h.count as f64);
-    }
-
-    pub(crate) fn finish(self) -> String {
-        self.out
-    }
-}
-
-/// A value as the format writes it: integers without a fraction, `+Inf`, `-Inf`, `NaN`.
-fn number(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
-    } else if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else {
-        format!("{v}")
-    }
+pub(super) fn reply(req: &Request, app: &App) -> Reply {
+    let text = render(app);
+    let packed = encoding::accepts_gzip(req.head.header("accept-encoding"))
+        .then(|| encoding::gzip(text.as_bytes()))
+        .flatten();
+    let reply = match packed {
+        Some(body) => Reply::new(200, CONTENT_TYPE, body).header("content-encoding", "gzip"),
+        None => Reply::new(200, CONTENT_TYPE, text.into_bytes()),
+    };
+    reply.header("vary", "accept-encoding")
 }
 
 fn render(app: &App) -> String {
@@ -113,7 +52,21 @@ fn render(app: &App) -> String {
     let usage = router.usage_today(&app.catalog, now);
     let models = router.statuses(&app.catalog, &usage, now);
     let mut e = Exposition::new();
+    server_families(&mut e, app);
+    process_metrics::write(&mut e);
+    let m = &router.metrics;
+    request_families(&mut e, m);
+    let attempted: HashSet<&str> = m
+        .models()
+        .filter(|c| c.attempted())
+        .map(|c| c.model)
+        .collect();
+    model_gauges(&mut e, &models, |model| attempted.contains(model));
+    budget_gauges(&mut e, &usage);
+    e.finish()
+}
 
+fn server_families(e: &mut Exposition, app: &App) {
     e.family(
         "fcm_build_info",
         "gauge",
@@ -152,7 +105,6 @@ fn render(app: &App) -> String {
         &[],
         app.connections.open().saturating_sub(1) as f64,
     );
-
     e.family(
         "fcm_upstream_stale_retries_total",
         "counter",
@@ -163,13 +115,10 @@ fn render(app: &App) -> String {
         &[],
         crate::providers::upstream::stale_retries() as f64,
     );
+}
 
-    let m = &router.metrics;
-    // Every series of a routable model exists from the start (zeros), so that rate() and
-    // increase() see its first attempt; others appear when something happens to them.
-    let routable: std::collections::HashSet<&str> =
-        models.iter().map(|s| s.model.as_str()).collect();
-    let listed = |model: &str| routable.contains(model);
+/// The counters and histograms fed by finished requests.
+fn request_families(e: &mut Exposition, m: &Metrics) {
     e.family("fcm_requests_total", "counter", "Finished requests by outcome: served, all_failed, client_error, rejected, stream_failed_after_content, continued, client_aborted.");
     for (outcome, n) in m.requests() {
         e.sample(
@@ -184,44 +133,110 @@ fn render(app: &App) -> String {
         "Wall time of finished requests, from the request read to the last byte answered.",
     );
     e.histogram("fcm_request_duration_seconds", &[], &m.duration());
-    e.family("fcm_attempts_total", "counter", "Attempts by model and result: ok, a failure kind, or raced_out (cancelled when another racer won).");
-    for (model, result, n) in m.attempts(listed) {
-        e.sample(
-            "fcm_attempts_total",
-            &[("model", model), ("result", result.as_str())],
-            n as f64,
-        );
+
+    e.family("fcm_attempts_total", "counter", "Attempts by model and result: ok, a failure kind, or raced_out (cancelled when another racer won); every result of the models tried since the server started.");
+    for c in m.models().filter(|c| c.attempted()) {
+        for (result, n) in c.attempts() {
+            e.sample(
+                "fcm_attempts_total",
+                &[("model", c.model), ("result", result.as_str())],
+                n as f64,
+            );
+        }
     }
-    e.family("fcm_skips_total", "counter", "Models passed over without an attempt, by model and reason (circuit_open, quota_paused, quota_budget, ...).");
-    for (model, reason, n) in m.skips(listed) {
-        e.sample(
-            "fcm_skips_total",
-            &[("model", model), ("reason", reason.as_str())],
-            n as f64,
-        );
+    e.family("fcm_skips_total", "counter", "Models passed over without an attempt, by model and reason (circuit_open, quota_paused, quota_budget, ...); only the reasons a model was skipped for.");
+    for c in m.models() {
+        for (reason, n) in c.skips() {
+            e.sample(
+                "fcm_skips_total",
+                &[("model", c.model), ("reason", reason.as_str())],
+                n as f64,
+            );
+        }
     }
-    e.family("fcm_time_to_first_token_seconds", "histogram", "Time to first token of the attempts that served (a whole answer's time when not streamed), by model.");
-    for (model, h) in m.ttft(listed) {
-        e.histogram("fcm_time_to_first_token_seconds", &[("model", model)], &h);
+    e.family("fcm_time_to_first_token_seconds", "histogram", "Time to first token of the attempts that served (a whole answer's time when not streamed), by model, for the models tried since the server started.");
+    for c in m.models().filter(|c| c.attempted()) {
+        e.histogram(
+            "fcm_time_to_first_token_seconds",
+            &[("model", c.model)],
+            &c.ttft(),
+        );
     }
 
-    model_gauges(&mut e, &models);
-    budget_gauges(&mut e, &usage);
-    e.finish()
+    let token_families = [
+        (TokenKind::Prompt, "fcm_prompt_tokens_total", "Prompt tokens of the answers each model gave (as their usage said, else estimated), for the models tried since the server started."),
+        (TokenKind::Completion, "fcm_completion_tokens_total", "Completion tokens of the answers each model gave (as their usage said, else estimated), for the models tried since the server started."),
+        (TokenKind::CachedPrompt, "fcm_cached_prompt_tokens_total", "Of the prompt tokens, those the provider's prompt cache served, as it said."),
+    ];
+    for (kind, name, help) in token_families {
+        e.family(name, "counter", help);
+        for c in m.models().filter(|c| c.attempted()) {
+            let provider = c.model.split_once('/').map_or(c.model, |(p, _)| p);
+            let n = c.tokens().find(|(k, _)| *k == kind).map_or(0, |(_, n)| n);
+            e.sample(
+                name,
+                &[("provider", provider), ("model", c.model)],
+                n as f64,
+            );
+        }
+    }
+
+    e.family(
+        "fcm_compression_requests_total",
+        "counter",
+        "Requests whose tool results went through compression, by mode: lossless, aggressive.",
+    );
+    for c in m.compression() {
+        e.sample(
+            "fcm_compression_requests_total",
+            &[("mode", c.mode.as_str())],
+            c.requests as f64,
+        );
+    }
+    e.family("fcm_compression_saved_tokens_total", "counter", "Tokens (estimated) tool-result compression took out of requests, by mode; counted once per request, however many attempts sent it.");
+    for c in m.compression() {
+        e.sample(
+            "fcm_compression_saved_tokens_total",
+            &[("mode", c.mode.as_str())],
+            c.saved_tokens as f64,
+        );
+    }
 }
 
 /// A per-model gauge: its name, help and value.
 type Gauge = (&'static str, &'static str, fn(&ModelStatus) -> f64);
 
-fn model_gauges(e: &mut Exposition, models: &[ModelStatus]) {
+/// Whether a routable model's breaker and pause gauges are written: it had an attempt
+/// since the server started, or its breaker, a pause or a conversation says something.
+fn in_use(s: &ModelStatus, attempted: bool) -> bool {
+    attempted
+        || s.state != BreakerState::Closed
+        || s.consecutive_failures > 0
+        || s.pause_ms_left > 0
+        || s.conversations > 0
+}
+
+fn model_gauges(e: &mut Exposition, models: &[ModelStatus], attempted: impl Fn(&str) -> bool) {
     e.family(
         "fcm_routable_models",
         "gauge",
         "Models whose key is set or not needed.",
     );
     e.sample("fcm_routable_models", &[], models.len() as f64);
-    e.family("fcm_breaker_state", "gauge", "1 for the state each model's breaker is in (CLOSED, DEGRADED, HALF_OPEN, OPEN), 0 for the others.");
+    e.family("fcm_model_rank", "gauge", "Each routable model's place in the order model fcm would try now, 1 first; 0 when it would be skipped.");
     for s in models {
+        e.sample(
+            "fcm_model_rank",
+            &[("model", &s.model)],
+            s.rank.unwrap_or(0) as f64,
+        );
+    }
+    let used: Vec<&ModelStatus> = models
+        .iter()
+        .filter(|s| in_use(s, attempted(&s.model)))
+        .collect();
+    e.family("fcm_breaker_state", "gauge", "1 for the state each model's breaker is in (CLOSED, DEGRADED, HALF_OPEN, OPEN), 0 for the others; models in use only.");
+    for s in &used {
         for state in STATES {
             let on = f64::from(u8::from(s.state == state));
             e.sample(
@@ -231,16 +246,15 @@ fn model_gauges(e: &mut Exposition, models: &[ModelStatus]) {
             );
         }
     }
-    let per_model: [Gauge; 5] = [
+    let per_model: [Gauge; 4] = [
         ("fcm_breaker_consecutive_failures", "Consecutive failures counted against each model's breaker.", |s| s.consecutive_failures as f64),
         ("fcm_breaker_cooldown_seconds", "Seconds left of an OPEN breaker's cooldown (0 when none).", |s| s.cooldown_ms_left as f64 / 1000.0),
         ("fcm_model_pause_seconds", "Seconds left of a model's pause: a quota, an overloaded model's back-off, a provider notice (0 when none).", |s| s.pause_ms_left as f64 / 1000.0),
-        ("fcm_model_rank", "Each model's place in the order model fcm would try now, 1 first; 0 when it would be skipped.", |s| s.rank.unwrap_or(0) as f64),
         ("fcm_conversations_active", "Conversations whose last turn this model served and that are not idle too long.", |s| s.conversations as f64),
     ];
     for (name, help, value) in per_model {
         e.family(name, "gauge", help);
-        for s in models {
+        for s in &used {
             e.sample(name, &[("model", &s.model)], value(s));
         }
     }
@@ -259,41 +273,46 @@ fn model_gauges(e: &mut Exposition, models: &[ModelStatus]) {
     }
 }
 
-/// What each provider has left today: what it last said (`requests`, `tokens`, its
-/// tightest live window), and the catalog's provider-wide daily limits less today's use
-/// (`requests_per_day`, `tokens_per_day`). Only what is known is written.
+/// What each provider has left today, requests and tokens apart, each by `window`: `live`
+/// as the provider last said (its tightest live window), `day` as the catalog's
+/// provider-wide daily limit less today's use. Only what is known is written.
 fn budget_gauges(e: &mut Exposition, usage: &UsageReport) {
-    e.family("fcm_budget_remaining", "gauge", "What each provider has left, by counter: requests and tokens as the provider last said (tightest live window); requests_per_day and tokens_per_day as the catalog's provider-wide daily limit less today's use.");
+    let mut requests = Vec::new();
+    let mut tokens = Vec::new();
     for p in &usage.providers {
         let provider_wide = p
             .limits
             .as_ref()
             .filter(|q| q.scope_or_provider() == crate::providers::quota::Scope::Provider);
         let tokens_today = p.prompt_tokens + p.completion_tokens;
-        let counters = [
-            ("requests", p.remaining.requests),
-            ("tokens", p.remaining.tokens),
-            (
-                "requests_per_day",
-                provider_wide
-                    .and_then(|q| q.requests_per_day)
-                    .map(|l| l.saturating_sub(p.requests)),
-            ),
-            (
-                "tokens_per_day",
-                provider_wide
-                    .and_then(|q| q.tokens_per_day)
-                    .map(|l| l.saturating_sub(tokens_today)),
-            ),
-        ];
-        for (counter, left) in counters {
+        let day_requests = provider_wide
+            .and_then(|q| q.requests_per_day)
+            .map(|l| l.saturating_sub(p.requests));
+        let day_tokens = provider_wide
+            .and_then(|q| q.tokens_per_day)
+            .map(|l| l.saturating_sub(tokens_today));
+        for (window, left) in [("live", p.remaining.requests), ("day", day_requests)] {
             if let Some(left) = left {
-                e.sample(
-                    "fcm_budget_remaining",
-                    &[("provider", &p.provider), ("counter", counter)],
-                    left as f64,
-                );
+                requests.push((p.provider.as_str(), window, left));
             }
+        }
+        for (window, left) in [("live", p.remaining.tokens), ("day", day_tokens)] {
+            if let Some(left) = left {
+                tokens.push((p.provider.as_str(), window, left));
+            }
+        }
+    }
+    for (name, help, rows) in [
+        ("fcm_budget_remaining_requests", "Requests each provider has left: window live as the provider last said (its tightest live window), window day as the catalog's provider-wide daily limit less today's use.", requests),
+        ("fcm_budget_remaining_tokens", "Tokens each provider has left: window live as the provider last said (its tightest live window), window day as the catalog's provider-wide daily limit less today's use.", tokens),
+    ] {
+        e.family(name, "gauge", help);
+        for (provider, window, left) in rows {
+            e.sample(
+                name,
+                &[("provider", provider), ("window", window)],
+                left as f64,
+            );
         }
     }
 }
@@ -303,39 +322,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn samples_escape_label_values_and_write_numbers_plainly() {
-        let mut e = Exposition::new();
-        e.family("x_total", "counter", "A help\nwith a \\ and a newline.");
-        e.sample(
-            "x_total",
-            &[("model", "p/a\"b\\c\nd"), ("result", "ok")],
-            3.0,
+    fn a_model_is_in_use_when_anything_is_known_of_it() {
+        use crate::routing::{Evidence, EvidenceFrom};
+        let fresh = ModelStatus::of(
+            "p/m".into(),
+            "p".into(),
+            None,
+            Evidence::Unknown,
+            EvidenceFrom::None,
         );
-        e.sample("x_total", &[], 0.25);
-        e.sample("x_total", &[], f64::INFINITY);
-        assert_eq!(
-            e.finish(),
-            "# HELP x_total A help\\nwith a \\\\ and a newline.\n# TYPE x_total counter\n\
-             x_total{model=\"p/a\\\"b\\\\c\\nd\",result=\"ok\"} 3\nx_total 0.25\nx_total +Inf\n"
-        );
-    }
-
-    #[test]
-    fn a_histogram_is_cumulative_in_seconds() {
-        let h = HistogramSnapshot {
-            buckets: vec![(Some(50), 1), (Some(1500), 3), (None, 4)],
-            sum_ms: 2_250,
-            count: 4,
-        };
-        let mut e = Exposition::new();
-        e.histogram("t_seconds", &[("model", "p/m")], &h);
-        assert_eq!(
-            e.finish(),
-            "t_seconds_bucket{model=\"p/m\",le=\"0.05\"} 1\n\
-             t_seconds_bucket{model=\"p/m\",le=\"1.5\"} 3\n\
-             t_seconds_bucket{model=\"p/m\",le=\"+Inf\"} 4\n\
-             t_seconds_sum{model=\"p/m\"} 2.25\n\
-             t_seconds_count{model=\"p/m\"} 4\n"
-        );
+        assert!(!in_use(&fresh, false));
+        assert!(in_use(&fresh, true), "an attempt since the start");
+        for s in [
+            ModelStatus {
+                state: BreakerState::Open,
+                ..fresh.clone()
+            },
+            ModelStatus {
+                consecutive_failures: 1,
+                ..fresh.clone()
+            },
+            ModelStatus {
+                pause_ms_left: 10,
+                ..fresh.clone()
+            },
+            ModelStatus {
+                conversations: 1,
+                ..fresh.clone()
+            },
+        ] {
+            assert!(in_use(&s, false), "{s:?}");
+        }
     }
 }

@@ -19,7 +19,8 @@
 //! The files, in the order a request meets them: [`listener`] (accept, slots, shutdown),
 //! `client` (one connection's request loop), `endpoints` (the table of paths), `completion`
 //! (the completion flow) or `local` (what fcm answers itself; with `live`, the snapshot
-//! `fcm top` polls, and `metrics`, the Prometheus text), `reply` (writing the answer) and
+//! `fcm top` polls, and `metrics`, the Prometheus text, written by `exposition`, with
+//! `process_metrics` and gzipped by `encoding`), `reply` (writing the answer) and
 //! `request_log` (its line on stderr); `forward` carries a committed stream to the client. The files of this folder import each other in that direction only, and this file
 //! only declares and re-exports them.
 
@@ -29,13 +30,16 @@ mod client;
 mod completion;
 pub(crate) mod connections;
 pub(crate) mod dashboard;
+mod encoding;
 mod endpoints;
+mod exposition;
 mod forward;
 pub(crate) mod http;
 mod listener;
 pub(crate) mod live;
 mod local;
 pub(crate) mod metrics;
+mod process_metrics;
 mod reply;
 mod request_id;
 mod request_log;

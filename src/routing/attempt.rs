@@ -26,6 +26,7 @@ use crate::providers::exchange::Exchange;
 use crate::providers::quota::Window;
 use crate::state::breaker::{Admission, Breakers};
 use crate::state::ledger::{Blocked, Grant, Ledger, Tokens};
+use crate::state::metrics::Metrics;
 use crate::state::outages::{Outages, Reachable};
 use crate::state::trace::{AttemptRecord, Outcome, Trace};
 use crate::tokens;
@@ -149,6 +150,8 @@ pub(crate) struct Health<'a> {
     pub breakers: &'a Breakers,
     pub outages: &'a Outages,
     pub evidence: &'a Evidence,
+    /// The `/metrics` counters (tokens spent per model).
+    pub metrics: &'a Metrics,
     /// Every candidate: an account-wide quota pauses all of a provider's models.
     pub pool: &'a Candidates,
 }
@@ -175,6 +178,9 @@ impl Recorder<'_> {
     /// The tokens an answer cost (whatever its end: what came was spent).
     pub(crate) fn spent(&self, c: &Candidate, grant: &Grant, stats: &AnswerStats, prompt: u64) {
         let tokens = Tokens::of(stats, prompt);
+        if let Some(h) = self.health {
+            h.metrics.tokens(c.key(), &tokens);
+        }
         self.ledger
             .tokens(&c.metered, grant, tokens, crate::time::now_ms());
     }
@@ -301,6 +307,7 @@ impl Router {
                 breakers: &self.breakers,
                 outages: &self.outages,
                 evidence: &self.evidence,
+                metrics: &self.metrics,
                 pool: &self.pool,
             }),
         }

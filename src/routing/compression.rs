@@ -1,9 +1,9 @@
 //! A request's tool results compressed once, in place, before it is routed (see
 //! `compress`): the mode is the request's `x-fcm-compress` header, else its set's
-//! `compress`, else `router.compress`. The trace keeps the tokens saved; every attempt
-//! sends the compressed body, and the ledger counts the saving per request sent
-//! (`attempt`). The router's memo keeps what earlier turns compressed: the history comes
-//! back every turn.
+//! `compress`, else `router.compress`. The trace and the `/metrics` counters keep the
+//! tokens saved; every attempt sends the compressed body, and the ledger counts the saving
+//! per request sent (`attempt`). The router's memo keeps what earlier turns compressed:
+//! the history comes back every turn.
 
 use serde_json::Value;
 
@@ -44,7 +44,9 @@ impl Router {
         let mode = self.compress_mode(route, header, trace);
         let c = compress::chat_body(body, mode, Some(&self.memo));
         if c.tool_results > 0 {
-            trace.saved_tokens = Some(c.saved_tokens());
+            let saved = c.saved_tokens();
+            trace.saved_tokens = Some(saved);
+            self.metrics.compressed(mode, saved);
         }
     }
 }

@@ -306,8 +306,9 @@ impl Router {
     /// Adds a finished request to the history ring, without a secret the client sent in
     /// its model name or request id.
     pub(crate) fn complete(&self, mut trace: Trace, started: Instant) {
-        trace.wall_ms = started.elapsed().as_millis() as u64;
-        self.metrics.record(&trace);
+        let wall = started.elapsed();
+        trace.wall_ms = wall.as_millis() as u64;
+        self.metrics.record(&trace, wall);
         trace.redact(&self.secrets);
         self.history.push(trace);
     }

@@ -4,7 +4,7 @@
 //! writes, tolerant loads), a running server's debounced writes (`persist`) and its
 //! `serve.json` record (`serve_info`); conversations and the model each keeps
 //! (`affinity`), model sets (`sets`), the last bench (`bench_file`) and the counters behind
-//! `/metrics` (`metrics`); providers down right now (`outages`).
+//! `/metrics` (`metrics`, with `histogram`); providers down right now (`outages`).
 //!
 //! Nothing here decides which model to try (`routing`) or talks to a provider.
 
@@ -13,6 +13,7 @@ pub(crate) mod bench_file;
 pub(crate) mod breaker;
 pub(crate) mod config;
 pub(crate) mod files;
+pub(crate) mod histogram;
 pub(crate) mod ledger;
 pub(crate) mod metrics;
 pub(crate) mod outages;

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 pub use fcm::fake_provider::{Behavior, FakeProvider, RecordedRequest};
 use serde_json::{json, Value};
 
+pub mod scrape;
+
 /// Every `fcm` run is killed after this, so a bug cannot hang the suite.
 const RUN_LIMIT: Duration = Duration::from_secs(60);
 
@@ -462,6 +464,31 @@ impl Server {
             r = r.header(*k, *v);
         }
         Server::read(r.call())
+    }
+
+    /// A GET whose body is kept as bytes (a compressed answer), with its headers.
+    pub fn get_bytes(&self, path: &str, headers: &[(&str, &str)]) -> (Resp, Vec<u8>) {
+        let mut r = self.agent.get(&format!("{}{path}", self.base));
+        for (k, v) in headers {
+            r = r.header(*k, *v);
+        }
+        let mut r = r.call().expect("fcm serve answers");
+        let bytes = r
+            .body_mut()
+            .with_config()
+            .limit(64 * 1024 * 1024)
+            .read_to_vec()
+            .unwrap();
+        let resp = Resp {
+            status: r.status().as_u16(),
+            headers: r
+                .headers()
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+                .collect(),
+            body: String::new(),
+        };
+        (resp, bytes)
     }
 }
 
