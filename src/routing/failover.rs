@@ -101,15 +101,20 @@ impl Router {
         let mut planned = self.plan(route, ask.needs, ask.exclude, &job, &mut turn);
         // Only when the plan passed over the conversation's own model for a rate window:
         // nothing more is read for any other request.
-        if self.held_paused(&turn) {
-            if let Some(waited) = self.wait_for_held(&job, deadline, &turn) {
-                turn.trace.skipped.truncate(said.0);
-                turn.trace.notes.truncate(said.1);
-                turn.trace
-                    .notes
-                    .push(format!("waited_for_held:{}ms", waited.as_millis()));
-                planned = self.plan(route, ask.needs, ask.exclude, &job, &mut turn);
-            }
+        // Others on the same account may take the window's first room: the wait goes on,
+        // within HOLD_WAIT in all, while the plan still passes over it for a window.
+        let mut waited = Duration::ZERO;
+        while self.held_paused(&turn) {
+            let Some(more) = self.wait_for_held(&job, deadline, &turn, HOLD_WAIT - waited) else {
+                break;
+            };
+            waited += more;
+            turn.trace.skipped.truncate(said.0);
+            turn.trace.notes.truncate(said.1);
+            turn.trace
+                .notes
+                .push(format!("waited_for_held:{}ms", waited.as_millis()));
+            planned = self.plan(route, ask.needs, ask.exclude, &job, &mut turn);
         }
         let (order, peers) = planned;
         let mut queue = Queue {
@@ -182,9 +187,15 @@ impl Router {
     /// within [`HOLD_WAIT`] (a per-minute budget spent, a 429's short pause), the request
     /// waits for it rather than moving the conversation: a switch costs the agent more
     /// (another model's manners, a cold cache, a half-done task) than seconds. Never past the request's
-    /// time budget, and not for a model that is out for another reason.
+    /// time budget, and not for a model that is out for another reason; at most `left`.
     /// Returns how long it waited.
-    fn wait_for_held(&self, job: &Job<'_>, deadline: Instant, turn: &Turn<'_>) -> Option<Duration> {
+    fn wait_for_held(
+        &self,
+        job: &Job<'_>,
+        deadline: Instant,
+        turn: &Turn<'_>,
+        left: Duration,
+    ) -> Option<Duration> {
         let (held, _) = turn.keeping.as_ref().and_then(|k| k.kept)?;
         let c = self.pool.get(held);
         let now = crate::time::now_ms();
@@ -214,7 +225,7 @@ impl Router {
             return None;
         }
         let wait = Duration::from_millis(until - now) + HOLD_MARGIN;
-        if wait > HOLD_WAIT || Instant::now() + wait >= deadline {
+        if wait > left || Instant::now() + wait >= deadline {
             return None;
         }
         std::thread::sleep(wait);
