@@ -324,3 +324,23 @@ fn metrics_count_known_traffic_in_the_prometheus_text_format() {
     assert_eq!(models["p/ok"]["conversations"], 1);
     assert_eq!(live["server"]["inFlight"], 0, "not counting itself");
 }
+
+#[test]
+fn serve_prints_the_dashboards_address_and_the_page_is_there() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["ok"]);
+    let server = w.serve(&[]);
+    let said = || {
+        server
+            .stderr()
+            .lines()
+            .find_map(|l| l.strip_prefix("fcm serve: dashboard: "))
+            .map(|rest| rest.split_whitespace().next().unwrap_or_default().to_string())
+    };
+    eventually("the dashboard's address on stderr", || said().is_some());
+    assert_eq!(said().unwrap(), format!("{}/", server.base));
+    let page = server.get("/");
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(page.body.contains("<html"), "{}", page.body);
+}

@@ -486,3 +486,16 @@ pub fn realwire_dir(what: &str) -> Option<PathBuf> {
     );
     None
 }
+
+/// Waits (bounded, 20 s) until `done` holds: a test waits on what it can observe (a file, a
+/// line of output, a counter), never on a fixed sleep.
+pub fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{what} within 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

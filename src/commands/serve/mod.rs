@@ -74,10 +74,10 @@ fn detach(args: &ServeArgs) -> Result<ExitCode> {
     let log = files::state_file("serve.log")?;
     let info = crate::commands::serve::detach::start(&forwarded, &env, &log)?;
     println!(
-        "fcm serve: running in the background at http://{}/v1 (pid {}); log: {}; `fcm stop` stops it",
-        info.address,
+        "fcm serve: running in the background at http://{address}/v1 (pid {}); dashboard: http://{address}/; log: {}; `fcm stop` stops it",
         info.pid,
-        log.display()
+        log.display(),
+        address = info.address,
     );
     Ok(ExitCode::Ok)
 }
@@ -288,6 +288,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         },
     )?;
     eprintln!("fcm serve: listening on http://{address}/v1 ({routable} routable models; model \"fcm\" routes automatically, \"fcm:provider/modelId\" pins one)");
+    eprintln!("fcm serve: dashboard: http://{address}/ (in a browser; `fcm top` in a terminal)");
     if routable == 0 {
         eprintln!("fcm serve: warning: no provider key is set, so every request will fail; `fcm models` lists the variables");
     }
