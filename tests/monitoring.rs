@@ -336,7 +336,12 @@ fn serve_prints_the_dashboards_address_and_the_page_is_there() {
             .stderr()
             .lines()
             .find_map(|l| l.strip_prefix("fcm serve: dashboard: "))
-            .map(|rest| rest.split_whitespace().next().unwrap_or_default().to_string())
+            .map(|rest| {
+                rest.split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            })
     };
     eventually("the dashboard's address on stderr", || said().is_some());
     assert_eq!(said().unwrap(), format!("{}/", server.base));

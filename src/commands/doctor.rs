@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 
 use crate::commands::admin::admin_get;
 use crate::commands::exit::ExitCode;
@@ -17,7 +17,8 @@ use crate::state::config::Config;
 use crate::state::files;
 use crate::state::serve_info::{live_server, ServeInfo};
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "doctor")]
 /// Check the setup (home, config, catalog, state, server, port, keys, tools); exit 1 if not ok.
 pub(crate) struct DoctorArgs {

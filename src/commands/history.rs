@@ -1,7 +1,7 @@
 //! `fcm history`: recent routing decisions with their attempt chains, and a summary.
 
 use anyhow::{Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 
 use crate::commands::admin::admin_get;
 use crate::commands::exit::ExitCode;
@@ -11,7 +11,8 @@ use crate::state::serve_info::live_server;
 use crate::state::trace::{summarize, HistoryFile, Trace};
 use crate::table;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "history")]
 /// Show recent routing decisions (live from a running server, else from history.json).
 pub(crate) struct HistoryArgs {

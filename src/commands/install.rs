@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 
 use crate::commands::exit::ExitCode;
 use crate::commands::{edit_config, usage, Setup};
@@ -14,7 +14,8 @@ use crate::install::{self as inst, diff, Plan};
 use crate::state::files::{self, Holds};
 use crate::table;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "install")]
 /// Point a coding tool at `fcm serve` by editing its own config (a backup is kept).
 pub(crate) struct InstallArgs {

@@ -1,7 +1,7 @@
 //! `fcm sets`: the user's model sets in config.json, edited in place (other settings kept).
 
 use anyhow::Result;
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 use serde_json::json;
 
 use crate::commands::exit::ExitCode;
@@ -9,7 +9,8 @@ use crate::commands::{edit_config, usage, Setup};
 use crate::state::sets::Strategy;
 use crate::table;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "sets")]
 /// List model sets (your own order of models), or add, remove or choose one.
 pub(crate) struct SetsArgs {
@@ -17,7 +18,7 @@ pub(crate) struct SetsArgs {
     pub(crate) action: Option<SetsAction>,
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
 #[argh(subcommand)]
 pub(crate) enum SetsAction {
     Add(SetsAdd),
@@ -25,7 +26,8 @@ pub(crate) enum SetsAction {
     Use(SetsUse),
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "add")]
 /// Add (or replace) a set: `fcm sets add NAME provider/model...`; use it as model `fcm:NAME`.
 /// A race set sends each request to its first --width models at once; a fusion set asks its
@@ -56,7 +58,8 @@ pub(crate) struct SetsAdd {
     pub(crate) compress: Option<crate::compress::Mode>,
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "rm")]
 /// Remove a set.
 pub(crate) struct SetsRm {
@@ -65,7 +68,8 @@ pub(crate) struct SetsRm {
     pub(crate) name: String,
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "use")]
 /// Make a set the one model `fcm` routes with (`none` for all models by ranking).
 pub(crate) struct SetsUse {

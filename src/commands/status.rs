@@ -3,7 +3,7 @@
 //! tools' own config files), and the last failures.
 
 use anyhow::{Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -17,7 +17,8 @@ use crate::state::files;
 use crate::state::serve_info::{live_server, ServeInfo};
 use crate::state::trace::{HistoryFile, Trace};
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "status")]
 /// One screen: the server, models, keys, tools pointing at fcm, the last failures.
 pub(crate) struct StatusArgs {

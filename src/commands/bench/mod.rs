@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
@@ -28,7 +28,8 @@ use crate::state::files;
 use crate::state::ledger::{Ledger, Room};
 use crate::time;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "bench")]
 /// Probe models in parallel, measure latency and answer validity, rank them.
 pub(crate) struct BenchArgs {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 
 use crate::commands::exit::ExitCode;
 use crate::commands::{process_id_token, usage, Setup};
@@ -24,7 +24,8 @@ use crate::state::persist::{self, Flusher, StatePaths, WriteCounts};
 use crate::state::serve_info::{self, ServeInfo};
 use crate::state::trace::{History, HistoryFile};
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "serve")]
 /// Run the routing proxy (OpenAI-compatible) on 127.0.0.1:19280.
 pub(crate) struct ServeArgs {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 use serde::{Deserialize, Serialize};
 
 use crate::commands::exit::ExitCode;
@@ -17,7 +17,8 @@ use crate::commands::service::unit::{Manager, MARK};
 use crate::commands::Setup;
 use crate::state::files;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "service")]
 /// Run fcm serve at login (systemd user unit on Linux, launchd agent on macOS).
 pub(crate) struct ServiceArgs {
@@ -25,7 +26,7 @@ pub(crate) struct ServiceArgs {
     pub(crate) action: ServiceAction,
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
 #[argh(subcommand)]
 pub(crate) enum ServiceAction {
     Install(InstallArgs),
@@ -33,7 +34,8 @@ pub(crate) enum ServiceAction {
     Status(StatusArgs),
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "install")]
 /// Write the service file and start it (idempotent).
 pub(crate) struct InstallArgs {
@@ -42,12 +44,14 @@ pub(crate) struct InstallArgs {
     pub(crate) port: Option<u16>,
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "uninstall")]
 /// Stop the service and remove exactly the file install wrote.
 pub(crate) struct UninstallArgs {}
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "status")]
 /// Whether the service file is in place, unchanged, and running.
 pub(crate) struct StatusArgs {}
