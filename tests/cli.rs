@@ -252,3 +252,82 @@ fn the_man_page_has_every_command_and_renders_cleanly() {
         );
     }
 }
+
+/// Box-drawing characters a bordered table would have.
+const BORDERS: &[char] = &['│', '┆', '─', '┌', '└', '╞', '═'];
+
+#[test]
+fn tables_are_tab_separated_rows_when_stdout_is_not_a_terminal() {
+    let fake = fake();
+    let w = World::new();
+    w.catalog(&[("fake", &fake.base_url(), None, &["ok#a", "empty_choices#b"])]);
+    // The tests' stdout is a pipe, as in `fcm models | cut -f2`.
+    let models = w.fcm(&["models"]);
+    assert_eq!(models.code, 0, "{models:?}");
+    // The table's rows, then the summary lines under it (no tab in those).
+    let lines: Vec<Vec<&str>> = models
+        .stdout
+        .lines()
+        .take_while(|l| l.contains('\t'))
+        .map(|l| l.split('\t').collect())
+        .collect();
+    assert_eq!(lines.len(), 3, "a header and two rows: {models:?}");
+    assert_eq!(lines[0][..2], ["Provider", "Model"], "{models:?}");
+    assert!(
+        lines.iter().any(|cells| cells[1] == "fake/ok#a"),
+        "{models:?}"
+    );
+    assert!(
+        lines.iter().all(|cells| cells.len() == lines[0].len()),
+        "{models:?}"
+    );
+    let bench = w.fcm(&["bench", "--pings", "1", "--no-save"]);
+    assert_eq!(bench.code, 0, "{bench:?}");
+    for out in [&models, &bench] {
+        assert!(!out.stdout.contains(BORDERS), "{out:?}");
+    }
+    let row = bench
+        .stdout
+        .lines()
+        .find(|l| l.contains("fake/ok#a"))
+        .unwrap_or_else(|| panic!("{bench:?}"));
+    assert!(row.starts_with("1\tfake/ok#a\tPerfect\t1/1\t"), "{bench:?}");
+}
+
+#[test]
+fn listing_commands_print_json() {
+    let fake = fake();
+    let w = World::new();
+    w.catalog(&[("fake", &fake.base_url(), None, &["ok#a", "ok#b"])]);
+    let add = w.fcm(&["sets", "add", "pair", "fake/ok#b", "fake/ok#a"]);
+    assert_eq!(add.code, 0, "{add:?}");
+    let sets = w.fcm(&["sets", "--json"]).json();
+    assert_eq!(sets[0]["name"], "pair", "{sets}");
+    assert_eq!(sets[0]["strategy"], "fallback", "{sets}");
+    assert_eq!(sets[0]["members"][0]["model"], "fake/ok#b", "{sets}");
+    assert_eq!(sets[0]["members"][0]["status"], "ok", "{sets}");
+    let doctor = w.fcm(&["doctor", "--json"]);
+    let report = doctor.json();
+    let checks = report["checks"].as_array().expect("checks");
+    assert!(checks.iter().any(|c| c["what"]
+        .as_str()
+        .is_some_and(|w| w.starts_with("catalog:"))));
+    assert!(checks
+        .iter()
+        .all(|c| ["pass", "note", "fail"].contains(&c["outcome"].as_str().unwrap_or_default())));
+    assert_eq!(report["ok"], doctor.code == 0, "{doctor:?}");
+    let tools = w.fcm(&["install", "--list", "--json"]).json();
+    let tools = tools.as_array().expect("an array");
+    assert!(
+        tools
+            .iter()
+            .any(|t| t["tool"] == "claude-code" && t["status"] == "no_config_file"),
+        "{tools:?}"
+    );
+    assert!(tools.iter().any(|t| t["tool"] == "cursor"), "{tools:?}");
+    if cfg!(any(target_os = "linux", target_os = "macos")) {
+        let service = w.fcm(&["service", "status", "--json"]).json();
+        assert_eq!(service["fileState"], "not_installed", "{service}");
+        assert_eq!(service["serverRunning"], false, "{service}");
+    }
+}

@@ -14,7 +14,7 @@ pub(super) fn table(
     report: &BenchReport,
     pending: &[String],
     limit: Option<usize>,
-) -> comfy_table::Table {
+) -> table::Table {
     let tools = report.models.iter().any(|m| m.tool_pings.is_some());
     let mut header = vec!["#", "Model", "Verdict", "OK"];
     if tools {
