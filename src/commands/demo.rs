@@ -96,6 +96,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode> {
         progress: !args.json && std::io::stderr().is_terminal(),
         live: false,
         policy: crate::routing::rank::Policy::of(&Default::default()),
+        interruptible: false,
     };
     // The simulated provider takes no key: there is no secret to keep out of the output.
     let secrets = Default::default();

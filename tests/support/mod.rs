@@ -131,6 +131,11 @@ impl World {
         run_bounded(cmd)
     }
 
+    /// Starts `fcm ARGS` without waiting for it (stdout and stderr piped); [`finish`] waits.
+    pub fn start(&self, args: &[&str]) -> std::process::Child {
+        self.command(args).spawn().expect("fcm binary runs")
+    }
+
     /// Runs `fcm ARGS` with `input` on its stdin (a pipe, not a terminal).
     pub fn fcm_stdin(&self, args: &[&str], input: &str) -> Output {
         let mut cmd = self.command(args);
@@ -158,6 +163,11 @@ impl Drop for World {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Waits (bounded) for an `fcm` from [`World::start`] and takes what it printed.
+pub fn finish(child: std::process::Child) -> Output {
+    wait_bounded(child)
 }
 
 fn run_bounded(mut cmd: Command) -> Output {

@@ -99,8 +99,8 @@ pub(super) fn frame(
     let mut ranked = done.to_vec();
     crate::bench::rank(&mut ranked, policy);
     let report = BenchReport {
-        generated_at: String::new(),
         models: ranked,
+        ..BenchReport::default()
     };
     // Each row is one line of a condensed table; the borders and the header take four,
     // the summary one.
