@@ -68,3 +68,70 @@ fn the_bench_table_numbers_the_rows_it_shows_without_gaps() {
         .collect();
     assert_eq!(ranks, [1, 2, 3, 4, 5], "{all}");
 }
+
+#[test]
+fn history_counts_a_stream_that_broke_mid_answer_as_failed() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["ok", "sse_error_after_content"]);
+    let s = w.serve(&["--quiet"]);
+    assert_eq!(s.chat("fcm:p/ok", true).status, 200);
+    // Pinned: no other model may finish it, so the client gets half an answer and an error.
+    let broken = s.chat("fcm:p/sse_error_after_content", true);
+    assert!(broken.body.contains("stream_broken"), "{}", broken.body);
+    let out = w.fcm(&["history"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let summary = out.stdout.lines().last().unwrap_or_default();
+    assert!(
+        summary.starts_with("2 requests: 50.0% served, 50.0% failed (1 broken mid-answer)"),
+        "{out:?}"
+    );
+    assert_eq!(s.stop(), 0);
+    // The same from history.json, without a server.
+    let out = w.fcm(&["history"]);
+    assert!(out.stdout.contains("50.0% served, 50.0% failed"), "{out:?}");
+}
+
+#[test]
+fn status_calls_healthy_only_the_models_with_evidence_that_they_answer() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["ok", "empty_choices", "server_500"]);
+    let counts = |s: &serde_json::Value| {
+        let m = &s["models"];
+        (
+            m["routable"].as_u64(),
+            m["healthy"].as_u64(),
+            m["failing"].as_u64(),
+            m["untried"].as_u64(),
+        )
+    };
+    // Nothing known yet: no model has shown it answers.
+    let s = w.fcm(&["status", "--json"]).json();
+    assert_eq!(counts(&s), (Some(3), Some(0), Some(0), Some(3)), "{s}");
+    // A bench finds one of the three usable.
+    let bench = w.fcm(&["bench", "--pings", "1"]);
+    assert_eq!(bench.code, 0, "{bench:?}");
+    let s = w.fcm(&["status", "--json"]).json();
+    assert_eq!(counts(&s), (Some(3), Some(1), Some(2), Some(0)), "{s}");
+    let text = w.fcm(&["status"]).stdout;
+    assert!(
+        text.contains("3 routable: 1 healthy, 2 not answering, 0 untried"),
+        "{text}"
+    );
+    // A running server says the same from its evidence.
+    let server = w.serve(&["--quiet"]);
+    let s = w.fcm(&["status", "--json"]).json();
+    assert_eq!(s["server"]["running"], true, "{s}");
+    assert_eq!(counts(&s), (Some(3), Some(1), Some(2), Some(0)), "{s}");
+    let health = server.get("/health").json();
+    assert_eq!(
+        (
+            health["models"]["healthy"].as_u64(),
+            health["models"]["closed"].as_u64()
+        ),
+        (Some(1), Some(3)),
+        "{health}"
+    );
+    assert_eq!(server.stop(), 0);
+}

@@ -82,9 +82,13 @@ pub(crate) fn run(args: HistoryArgs) -> Result<ExitCode> {
     }
     println!("{t}");
     let s = summarize(&entries);
+    let broken = match s.broken_streams {
+        0 => String::new(),
+        n => format!(" ({n} broken mid-answer)"),
+    };
     println!(
-        "{} requests: {:.1}% served, {:.1}% failed over, {:.2} attempts on average",
-        s.requests, s.served_pct, s.failover_pct, s.avg_attempts
+        "{} requests: {:.1}% served, {:.1}% failed{broken}, {:.1}% failed over, {:.2} attempts on average",
+        s.requests, s.served_pct, s.failed_pct, s.failover_pct, s.avg_attempts
     );
     let compressed: Vec<u64> = entries.iter().filter_map(|e| e.saved_tokens).collect();
     if !compressed.is_empty() {
