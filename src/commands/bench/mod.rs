@@ -273,6 +273,11 @@ pub fn execute(
         },
         || plan.interruptible && crate::edge::signals::stop_requested(),
         || client.shutdown(),
+        || {
+            if let Some(live) = &live {
+                live.lock().unwrap_or_else(|e| e.into_inner()).tick();
+            }
+        },
     )?;
     bar.finish_and_clear();
     if let Some(live) = live {

@@ -25,13 +25,15 @@ pub(super) struct Done<R> {
 /// Runs `job` on every item, `threads` at a time. `job` gets the stop flag, set once
 /// `interrupted()` holds (checked every [`INTERRUPT_CHECK`] while the jobs run): then
 /// `cancel` is called once, no further job starts, and the result of any job running at
-/// that moment is dropped.
+/// that moment is dropped. `tick` is called at each of those checks too (a display that
+/// moves on while the jobs run).
 pub(super) fn run_all<T: Sync, R: Send>(
     items: &[T],
     threads: usize,
     job: impl Fn(&T, &AtomicBool) -> R + Sync,
     interrupted: impl Fn() -> bool,
     cancel: impl FnOnce(),
+    tick: impl Fn(),
 ) -> Result<Done<R>> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.min(items.len()).max(1))
@@ -65,6 +67,7 @@ pub(super) fn run_all<T: Sync, R: Send>(
             match all_done.recv_timeout(INTERRUPT_CHECK) {
                 Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
                 Err(RecvTimeoutError::Timeout) => {
+                    tick();
                     if cancel.is_some() && interrupted() {
                         stop.store(true, Ordering::SeqCst);
                         if let Some(cancel) = cancel.take() {
@@ -99,7 +102,15 @@ mod tests {
     #[test]
     fn every_job_runs_when_nothing_interrupts() {
         let items: Vec<u32> = (0..20).collect();
-        let done = run_all(&items, 4, |n, _| n * 2, || false, || panic!("no cancel")).unwrap();
+        let done = run_all(
+            &items,
+            4,
+            |n, _| n * 2,
+            || false,
+            || panic!("no cancel"),
+            || {},
+        )
+        .unwrap();
         let mut results = done.results;
         results.sort_unstable();
         assert_eq!(results, (0..20).map(|n| n * 2).collect::<Vec<_>>());
@@ -133,6 +144,7 @@ mod tests {
             // Interrupted once the blocking job has started.
             || started.load(Ordering::SeqCst) == 3,
             || cancelled.store(true, Ordering::SeqCst),
+            || {},
         )
         .unwrap();
         assert_eq!(done.results, ["quick", "quick"]);
