@@ -77,7 +77,7 @@ fn claude_code_merge_idempotence_backup_and_uninstall() {
     let line = |tool: &str| {
         list.stdout
             .lines()
-            .find(|l| l.contains(&format!(" {tool} ")))
+            .find(|l| l.starts_with(&format!("{tool}\t")))
             .unwrap_or("")
             .to_string()
     };
