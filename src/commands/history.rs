@@ -8,7 +8,8 @@ use crate::commands::exit::ExitCode;
 use crate::commands::{usage, Setup};
 use crate::state::files;
 use crate::state::serve_info::live_server;
-use crate::state::trace::{summarize, HistoryFile, Trace};
+use crate::state::summary::summarize;
+use crate::state::trace::{HistoryFile, Trace};
 use crate::table;
 
 #[derive(FromArgs, ArgsInfo)]

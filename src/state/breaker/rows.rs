@@ -1,6 +1,6 @@
 //! What `fcm breakers`, a server's `/health` and `fcm status` show of the breakers: one
 //! [`BreakerRow`] per model (states and time left, worst first) and the [`Counts`] per
-//! state.
+//! state, where a CLOSED model counts as healthy only with evidence that it answers.
 
 use serde::{Deserialize, Serialize};
 
