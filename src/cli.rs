@@ -2,20 +2,26 @@
 //! gives (the codes themselves are `commands::exit`'s). Each subcommand's flags live beside
 //! its code in `commands/<name>.rs`; no logic lives here.
 
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 
 use crate::commands::exit::ExitCode;
 use crate::commands::{self, UsageError};
 
-#[derive(FromArgs)]
-/// fcm: find, benchmark and route between free coding LLMs. `fcm --version` (`-V`, with
-/// `-v` the commit and build target) prints the version.
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
+/// fcm: find, benchmark and route between free coding LLMs.
 pub(crate) struct Fcm {
+    /// print the version
+    #[argh(switch, short = 'V')]
+    pub(crate) version: bool,
+    /// print the version with its git commit and build target (alone or with -V)
+    #[argh(switch, short = 'v')]
+    pub(crate) verbose: bool,
     #[argh(subcommand)]
-    pub(crate) command: Command,
+    pub(crate) command: Option<Command>,
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
 #[argh(subcommand)]
 pub(crate) enum Command {
     Models(commands::models::ModelsArgs),
@@ -34,29 +40,31 @@ pub(crate) enum Command {
     Keys(commands::keys::KeysArgs),
     Doctor(commands::doctor::DoctorArgs),
     Service(commands::service::ServiceArgs),
+    Completions(commands::completions::CompletionsArgs),
+    Man(commands::man::ManArgs),
     FakeProvider(commands::fake_provider::FakeProviderArgs),
 }
 
-/// What `fcm --version` (or `-V`) prints: the version; with `-v` too, the git commit and
-/// the target it was built for. `None` when the arguments ask for something else.
-fn version(args: &[&str]) -> Option<String> {
-    let asks = |a: &&str| matches!(*a, "--version" | "-V" | "-Vv" | "-vV");
-    if args.is_empty() || !args.iter().any(asks) {
-        return None;
-    }
-    let verbose = |a: &&str| matches!(*a, "-v" | "--verbose" | "-Vv" | "-vV");
-    if !args.iter().all(|a| asks(a) || verbose(a)) {
-        return None;
-    }
+/// The command definitions (argh's tree of commands and flags, under the name users type):
+/// what "did you mean", the shell completions and the man page are written from.
+pub(crate) fn definitions() -> argh::CommandInfoWithArgs {
+    let mut info = Fcm::get_args_info();
+    info.name = "fcm";
+    info
+}
+
+/// What `fcm -V` prints: the version; with `-v` (alone or beside `-V`), the git commit and
+/// the target it was built for too.
+fn version(verbose: bool) -> String {
     let short = format!("fcm {}", env!("CARGO_PKG_VERSION"));
-    if args.iter().any(verbose) {
-        Some(format!(
+    if verbose {
+        format!(
             "{short}\ncommit: {}\ntarget: {}",
             env!("FCM_GIT_COMMIT"),
             env!("FCM_BUILD_TARGET")
-        ))
+        )
     } else {
-        Some(short)
+        short
     }
 }
 
@@ -70,10 +78,6 @@ pub fn run() -> i32 {
         .and_then(|n| n.to_str())
         .unwrap_or("fcm");
     let rest: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
-    if let Some(text) = version(&rest) {
-        println!("{text}");
-        return ExitCode::Ok.code();
-    }
     let fcm = match Fcm::from_args(&[name], &rest) {
         Ok(f) => f,
         Err(early) => {
@@ -83,16 +87,37 @@ pub fn run() -> i32 {
                     ExitCode::Ok.code()
                 }
                 Err(()) => {
-                    eprint!("{}", early.output);
+                    eprintln!("{}", early.output.trim_end());
+                    if let Some(hint) = commands::did_you_mean::hint(&definitions(), &rest) {
+                        eprintln!("{hint}");
+                    }
                     ExitCode::Usage.code()
                 }
             };
         }
     };
-    if !matches!(fcm.command, Command::Serve(_) | Command::FakeProvider(_)) {
+    let command = match (fcm.command, fcm.version || fcm.verbose) {
+        (None, true) => {
+            println!("{}", version(fcm.verbose));
+            return ExitCode::Ok.code();
+        }
+        (Some(_), true) => {
+            eprintln!("fcm: -V and -v print the version on their own (`fcm -V`); run the command without them");
+            return ExitCode::Usage.code();
+        }
+        (None, false) => {
+            if let Err(help) = Fcm::from_args(&[name], &["--help"]) {
+                eprint!("{}", help.output);
+            }
+            eprintln!("fcm: name a command (`fcm --help` lists them)");
+            return ExitCode::Usage.code();
+        }
+        (Some(command), false) => command,
+    };
+    if !matches!(command, Command::Serve(_) | Command::FakeProvider(_)) {
         crate::edge::signals::quiet_on_closed_pipe();
     }
-    let result = match fcm.command {
+    let result = match command {
         Command::Models(a) => commands::models::run(a),
         Command::Bench(a) => commands::bench::run(a),
         Command::Check(a) => commands::check::run(a),
@@ -109,6 +134,8 @@ pub fn run() -> i32 {
         Command::Keys(a) => commands::keys::run(a),
         Command::Doctor(a) => commands::doctor::run(a),
         Command::Service(a) => commands::service::run(a),
+        Command::Completions(a) => commands::completions::run(a, &definitions()),
+        Command::Man(a) => commands::man::run(a, &definitions()),
         Command::FakeProvider(a) => commands::fake_provider::run(a),
     };
     let code = match result {
@@ -123,4 +150,62 @@ pub fn run() -> i32 {
         }
     };
     code.code()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command's path of names, fcm itself first (`[]`, `["keys"]`, `["keys", "set"]`).
+    fn paths(
+        info: &argh::CommandInfoWithArgs,
+        at: Vec<&'static str>,
+        out: &mut Vec<Vec<&'static str>>,
+    ) {
+        out.push(at.clone());
+        for sub in &info.commands {
+            let mut next = at.clone();
+            next.push(sub.name);
+            paths(&sub.command, next, out);
+        }
+    }
+
+    #[test]
+    fn every_command_prints_its_help_for_dash_h() {
+        let mut all = Vec::new();
+        paths(&definitions(), Vec::new(), &mut all);
+        assert!(all.len() > 20, "{all:?}");
+        for path in all {
+            for trigger in ["-h", "--help"] {
+                let args = [&path[..], &[trigger]].concat();
+                let early = Fcm::from_args(&["fcm"], &args)
+                    .err()
+                    .unwrap_or_else(|| panic!("{args:?} parsed as a command"));
+                assert!(early.status.is_ok(), "{args:?}: {}", early.output);
+                let usage = format!(
+                    "Usage: {}",
+                    ["fcm"]
+                        .iter()
+                        .chain(&path)
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                );
+                assert!(
+                    early.output.starts_with(&usage),
+                    "{args:?}: {}",
+                    early.output
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn version_lines() {
+        assert_eq!(version(false), concat!("fcm ", env!("CARGO_PKG_VERSION")));
+        let long = version(true);
+        let lines: Vec<&str> = long.lines().collect();
+        assert_eq!(lines.len(), 3, "{long}");
+        assert!(lines[1].starts_with("commit: ") && lines[2].starts_with("target: "));
+    }
 }

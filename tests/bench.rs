@@ -392,16 +392,13 @@ fn each_key_goes_only_to_its_own_provider() {
     }
 }
 
-/// The cells of the table row naming `model`, trimmed.
+/// The cells of the table row naming `model` (piped, the table is tab-separated).
 fn row<'a>(table: &'a str, model: &str) -> Vec<&'a str> {
-    let line = table
+    table
         .lines()
-        .find(|l| l.contains(&format!(" {model} ")))
-        .unwrap_or_else(|| panic!("no row for {model}:\n{table}"));
-    line.trim_matches(|c| c == '│' || c == ' ')
-        .split('┆')
-        .map(str::trim)
-        .collect()
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .find(|cells| cells.contains(&model))
+        .unwrap_or_else(|| panic!("no row for {model}:\n{table}"))
 }
 
 /// (model, verdict, pings, successes, tool calls, tool failures, last failure kind)

@@ -77,7 +77,7 @@ fn claude_code_merge_idempotence_backup_and_uninstall() {
     let line = |tool: &str| {
         list.stdout
             .lines()
-            .find(|l| l.contains(&format!(" {tool} ")))
+            .find(|l| l.starts_with(&format!("{tool}\t")))
             .unwrap_or("")
             .to_string()
     };
@@ -337,7 +337,7 @@ fn settings_that_would_win_over_fcms_refuse_the_install() {
             !list
                 .stdout
                 .lines()
-                .any(|l| l.contains(tool) && l.contains("┆ installed")),
+                .any(|l| l.starts_with(&format!("{tool}\t")) && l.ends_with("\tinstalled")),
             "{list:?}"
         );
     }

@@ -360,3 +360,71 @@ fn tool_result_compression_is_counted_per_mode() {
         saved
     );
 }
+
+#[test]
+fn serve_prints_the_dashboards_address_and_the_page_is_there() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["ok"]);
+    let server = w.serve(&[]);
+    let said = || {
+        server
+            .stderr()
+            .lines()
+            .find_map(|l| l.strip_prefix("fcm serve: dashboard: "))
+            .map(|rest| {
+                rest.split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+    };
+    eventually("the dashboard's address on stderr", || said().is_some());
+    assert_eq!(said().unwrap(), format!("{}/", server.base));
+    let page = server.get("/");
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(page.body.contains("<html"), "{}", page.body);
+}
+
+/// A detached server, stopped when the test ends (however it ends).
+struct Detached<'w>(&'w World);
+
+impl Drop for Detached<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.fcm(&["stop"]);
+    }
+}
+
+#[test]
+fn a_detached_server_prints_the_dashboards_address_too() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["ok"]);
+    let out = w.fcm(&["serve", "--detach", "--port", "0"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let _stop = Detached(&w);
+    let url = out
+        .stdout
+        .split("; dashboard: ")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .unwrap_or_else(|| panic!("no dashboard address: {out:?}"))
+        .to_string();
+    let address = out
+        .stdout
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .split("/v1")
+        .next()
+        .unwrap();
+    assert_eq!(url, format!("http://{address}/"), "{out:?}");
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .proxy(None)
+        .build()
+        .new_agent();
+    let mut page = agent.get(&url).call().expect("the dashboard answers");
+    assert_eq!(page.status().as_u16(), 200);
+    assert!(page.body_mut().read_to_string().unwrap().contains("<html"));
+}

@@ -183,6 +183,40 @@ fn the_bench_table_fills_in_as_models_finish() {
     assert!(!piped.stdout.contains("probing"), "{piped:?}");
 }
 
+#[test]
+fn ctrl_c_in_the_live_bench_leaves_the_table_of_what_was_measured() {
+    let fake = fake();
+    let w = World::new();
+    w.catalog(&[("f", &fake.base_url(), None, &["ok#a", "ok#b", "hang#c"])]);
+    let line = format!(
+        "{}; echo \"bench exit=$?\"",
+        fcm_line(&w, "bench --pings 1")
+    );
+    let Some(pane) = Pane::run("bench-int", &line) else {
+        return;
+    };
+    // The live table's own count, drawn while the hanging model keeps the bench going.
+    pane.until("two of three models done", |s| {
+        s.contains("2 of 3 models done")
+    });
+    pane.keys(&["C-c"]);
+    let last = pane.until("the exit code", |s| s.contains("bench exit="));
+    assert!(last.contains("bench exit=130"), "{last}");
+    assert!(
+        last.contains("interrupted: 2 models measured, 1 not finished"),
+        "{last}"
+    );
+    assert!(!last.contains("probing"), "the live table is gone: {last}");
+    assert!(
+        line_with(&last, &["1", "f/ok#", "Perfect"]).is_some(),
+        "{last}"
+    );
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(w.home_file("bench.json")).unwrap()).unwrap();
+    assert_eq!(saved["partial"], true, "{saved}");
+    assert_eq!(saved["models"].as_array().unwrap().len(), 2, "{saved}");
+}
+
 /// The shell line that runs `fcm top ARGS` in world `w`, then says whether the tty's modes
 /// are as they were before it and prints its exit code.
 fn top_line(w: &World, args: &str) -> String {

@@ -9,7 +9,8 @@
 //! checked as the router checks real traffic (`invalid_tool_call` for a call that cannot
 //! run), and a model whose calls pass is the router's first choice for requests with tools.
 
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::answers::classify::FailureKind;
 use crate::providers::exchange::Exchange;
@@ -35,30 +36,53 @@ pub fn questions(pings: u32, tools: bool) -> Vec<Question> {
     asked
 }
 
+/// How often a wait between pings looks at the stop flag: a Ctrl-C is taken within this.
+const STOP_CHECK: Duration = Duration::from_millis(50);
+
+/// Sleeps `d`, or less once `stop` is set; false when it was.
+fn wait(d: Duration, stop: &AtomicBool) -> bool {
+    let end = Instant::now() + d;
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(STOP_CHECK));
+    }
+}
+
 /// Asks one model each of `questions` in a row through the ledger, honouring rate limits
 /// and giving up early on failures that another ping cannot change (a bad key, an
 /// unresolvable URL). A per-minute budget that runs out is waited for (at most a minute
 /// each time); a daily one that runs out ends the model's pings. Results come in the
-/// order they were sent.
+/// order they were sent. Once `stop` is set no ping is sent and no wait goes on: the
+/// caller drops what an interrupted model showed.
 pub fn probe(
     record: Recorder<'_>,
     exchange: &dyn Exchange,
     c: &Candidate,
     questions: &[Question],
     timeout: Duration,
+    stop: &AtomicBool,
 ) -> Vec<(Question, Ping)> {
     let mut results = Vec::new();
     let mut timeouts_in_a_row = 0;
     for (i, question) in questions.iter().enumerate() {
         let p = loop {
+            if stop.load(Ordering::SeqCst) {
+                break None;
+            }
             match ping(record, exchange, c, *question, timeout, Spend::Probe, false) {
                 Ok((p, _)) => break Some(p),
                 Err(b) => {
-                    let wait = b.until_ms.saturating_sub(crate::time::now_ms());
-                    if wait > MAX_BUDGET_WAIT.as_millis() as u64 {
+                    let left = b.until_ms.saturating_sub(crate::time::now_ms());
+                    if left > MAX_BUDGET_WAIT.as_millis() as u64 {
                         break None;
                     }
-                    std::thread::sleep(Duration::from_millis(wait.max(10)));
+                    wait(Duration::from_millis(left.max(10)), stop);
                 }
             }
         };
@@ -70,12 +94,11 @@ pub fn probe(
                 ..
             } => true,
             Ping::Failed {
-                pause: Some(wait), ..
+                pause: Some(pause), ..
             } => {
                 // Wait out a short rate limit; a long one ends this model's pings.
-                if *wait <= MAX_PING_WAIT && !last {
-                    std::thread::sleep(*wait);
-                    false
+                if *pause <= MAX_PING_WAIT && !last {
+                    !wait(*pause, stop)
                 } else {
                     true
                 }

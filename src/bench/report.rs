@@ -266,7 +266,8 @@ fn standing(r: &ModelResult) -> Standing<'_> {
 
 /// Merges a new run into the saved report: this run's models replace their old entries,
 /// models not probed this time keep theirs, and a model probed without tool pings keeps its
-/// last tool results. Ranks are recomputed over the whole.
+/// last tool results. Ranks are recomputed over the whole. An interrupted run marks the
+/// result partial, naming the models it did not finish.
 pub fn merge(previous: BenchReport, current: &BenchReport, policy: Policy) -> BenchReport {
     let mut models = current.models.clone();
     for old in previous.models {
@@ -281,6 +282,8 @@ pub fn merge(previous: BenchReport, current: &BenchReport, policy: Policy) -> Be
     BenchReport {
         generated_at: current.generated_at.clone(),
         models,
+        partial: current.partial,
+        unfinished: current.unfinished.clone(),
     }
 }
 
@@ -563,10 +566,12 @@ mod tests {
                 &[(Question::Sum, ok(1, 1)), tool(called(2))],
                 "old",
             )],
+            ..Default::default()
         };
         let plain = BenchReport {
             generated_at: "new".into(),
             models: vec![summarize(a, &sums(&[ok(1, 1)]), "new")],
+            ..Default::default()
         };
         let merged = merge(old.clone(), &plain, SPEED);
         let m = &merged.models[0];
@@ -580,6 +585,7 @@ mod tests {
                 &[(Question::Sum, ok(1, 1)), tool(ok(1, 1))],
                 "new",
             )],
+            ..Default::default()
         };
         let m = &merge(old, &retested, SPEED).models[0];
         assert_eq!((m.tool_pings, m.tool_calls), (Some(1), Some(0)));
@@ -617,14 +623,28 @@ mod tests {
                 summarize(a, &sums(&[ok(1, 1)]), "old"),
                 summarize(b, &sums(&[ok(1, 1)]), "old"),
             ],
+            ..Default::default()
         };
         let new = BenchReport {
             generated_at: "new".into(),
             models: vec![summarize(a, &sums(&[fail(FailureKind::Timeout)]), "new")],
+            ..Default::default()
         };
-        let merged = merge(old, &new, SPEED);
+        let merged = merge(old.clone(), &new, SPEED);
         assert_eq!(merged.models.len(), 2);
         assert_eq!(merged.models[0].model, "p/b");
         assert_eq!(merged.models[1].measured_at, "new");
+        assert!(!merged.partial);
+        // An interrupted run: marked partial, the unfinished model keeps its entry.
+        let cut = BenchReport {
+            partial: true,
+            unfinished: vec!["p/b".into()],
+            ..new
+        };
+        let merged = merge(old, &cut, SPEED);
+        assert!(merged.partial);
+        assert_eq!(merged.unfinished, ["p/b"]);
+        let b = merged.models.iter().find(|m| m.model == "p/b").unwrap();
+        assert_eq!(b.measured_at, "old");
     }
 }

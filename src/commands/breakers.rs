@@ -4,7 +4,7 @@
 use std::io::IsTerminal;
 
 use anyhow::{Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 use comfy_table::{Cell, Color};
 
 use crate::commands::admin::{admin_get, admin_post};
@@ -17,7 +17,8 @@ use crate::state::serve_info::live_server;
 use crate::table;
 use crate::time::human_ms;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "breakers")]
 /// Show per-model breaker state (live from a running server, else from breakers.json).
 pub(crate) struct BreakersArgs {

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 use serde_json::json;
 
 use crate::answers::classify::FailureKind;
@@ -21,7 +21,8 @@ use crate::state::files;
 use crate::state::ledger::Ledger;
 use crate::time;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(
     subcommand,
     name = "check",

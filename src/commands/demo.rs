@@ -8,7 +8,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 use serde_json::json;
 
 use crate::commands::bench::{execute, print_table, ProbePlan};
@@ -17,7 +17,8 @@ use crate::commands::usage;
 use crate::fake_provider::{Behavior, FakeProvider};
 use crate::providers::catalog::{Catalog, KeySource};
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "demo")]
 /// Bench a built-in simulated provider on loopback: no keys or network needed.
 pub(crate) struct DemoArgs {
@@ -95,6 +96,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<ExitCode> {
         progress: !args.json && std::io::stderr().is_terminal(),
         live: false,
         policy: crate::routing::rank::Policy::of(&Default::default()),
+        interruptible: false,
     };
     // The simulated provider takes no key: there is no secret to keep out of the output.
     let secrets = Default::default();

@@ -7,7 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
+use serde::Serialize;
 
 use crate::commands::admin::admin_get;
 use crate::commands::exit::ExitCode;
@@ -17,7 +18,8 @@ use crate::state::config::Config;
 use crate::state::files;
 use crate::state::serve_info::{live_server, ServeInfo};
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "doctor")]
 /// Check the setup (home, config, catalog, state, server, port, keys, tools); exit 1 if not ok.
 pub(crate) struct DoctorArgs {
@@ -27,10 +29,14 @@ pub(crate) struct DoctorArgs {
     /// seconds each online check may take (default 20)
     #[argh(option, default = "20")]
     pub(crate) timeout: u64,
+    /// print one JSON document instead of the lines
+    #[argh(switch)]
+    pub(crate) json: bool,
 }
 
 /// How one check came out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 enum Outcome {
     Pass,
     /// Works, but worth knowing.
@@ -39,6 +45,7 @@ enum Outcome {
 }
 
 /// One line of the report, with what to do when it did not pass.
+#[derive(Serialize)]
 struct Check {
     outcome: Outcome,
     what: String,
@@ -84,7 +91,7 @@ pub(crate) fn run(args: DoctorArgs) -> Result<ExitCode> {
                 format!("FCM_HOME: {e}"),
                 "set FCM_HOME to a writable directory",
             ));
-            return Ok(print(&checks));
+            return Ok(print(&checks, args.json));
         }
     };
     checks.push(home_check(&home));
@@ -168,7 +175,7 @@ pub(crate) fn run(args: DoctorArgs) -> Result<ExitCode> {
         checks.push(state_check(&home.join(name), name));
     }
     let (Some(config), Some(catalog)) = (config, catalog) else {
-        return Ok(print(&checks));
+        return Ok(print(&checks, args.json));
     };
     let setup = Setup { catalog, config };
     let server = live_server();
@@ -201,11 +208,24 @@ pub(crate) fn run(args: DoctorArgs) -> Result<ExitCode> {
         Duration::from_secs(args.timeout),
     ));
     checks.extend(tool_checks(&setup, port));
-    Ok(print(&checks))
+    Ok(print(&checks, args.json))
 }
 
 /// Prints the report; the exit code: 0 when nothing failed.
-fn print(checks: &[Check]) -> ExitCode {
+/// The report, as lines or (`--json`) as `{ok, failed, checks: [{outcome, what, fix}]}`;
+/// exit 1 when a check failed.
+fn print(checks: &[Check], json: bool) -> ExitCode {
+    let failed = checks.iter().filter(|c| c.outcome == Outcome::Fail).count();
+    let code = if failed == 0 {
+        ExitCode::Ok
+    } else {
+        ExitCode::Failure
+    };
+    if json {
+        let doc = serde_json::json!({"ok": failed == 0, "failed": failed, "checks": checks});
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        return code;
+    }
     for c in checks {
         let tag = match c.outcome {
             Outcome::Pass => "ok  ",
@@ -217,14 +237,12 @@ fn print(checks: &[Check]) -> ExitCode {
             println!("     fix: {fix}");
         }
     }
-    let failed = checks.iter().filter(|c| c.outcome == Outcome::Fail).count();
     if failed == 0 {
         println!("fcm doctor: all {} checks passed", checks.len());
-        ExitCode::Ok
     } else {
         println!("fcm doctor: {failed} of {} checks failed", checks.len());
-        ExitCode::Failure
     }
+    code
 }
 
 fn shown(p: &Path) -> String {

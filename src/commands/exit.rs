@@ -30,12 +30,14 @@ pub(crate) enum ExitCode {
     WrongAnswer = 8,
     /// `fcm check`: the provider's notice (a paid plan, credits, sign up) instead of an answer.
     ProviderNotice = 9,
+    /// Stopped by Ctrl-C (SIGINT) before the job was done: 128 + the signal's number, as
+    /// shells report it. `fcm bench` saves what it measured first.
+    Interrupted = 130,
 }
 
 impl ExitCode {
-    /// Every code, in order.
-    #[cfg(test)]
-    pub(crate) const ALL: [ExitCode; 10] = [
+    /// Every code, in order (the man page lists them).
+    pub(crate) const ALL: [ExitCode; 11] = [
         ExitCode::Ok,
         ExitCode::Failure,
         ExitCode::Usage,
@@ -46,6 +48,7 @@ impl ExitCode {
         ExitCode::Unreachable,
         ExitCode::WrongAnswer,
         ExitCode::ProviderNotice,
+        ExitCode::Interrupted,
     ];
 
     /// The number the process exits with.
@@ -53,10 +56,9 @@ impl ExitCode {
         self as i32
     }
 
-    /// What the code means, in the words `fcm check --help` prints for the codes it lists.
-    /// That help comes from argh's `error_code` attribute, which takes literals only, so
-    /// nothing outside the tests reads these: a test in `check` holds the two equal.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// What the code means, in the words `fcm check --help` prints for the codes it lists
+    /// (that help comes from argh's `error_code` attribute, which takes literals only: a test
+    /// in `check` holds the two equal) and the man page's exit status section.
     pub(crate) fn description(self) -> &'static str {
         match self {
             ExitCode::Ok => "success",
@@ -73,6 +75,7 @@ impl ExitCode {
             ExitCode::ProviderNotice => {
                 "a provider notice instead of an answer (a paid plan, credits, quota or sign-up)"
             }
+            ExitCode::Interrupted => "interrupted (Ctrl-C); fcm bench saves what it measured",
         }
     }
 
@@ -103,6 +106,7 @@ mod tests {
                 (ExitCode::Unreachable, 7),
                 (ExitCode::WrongAnswer, 8),
                 (ExitCode::ProviderNotice, 9),
+                (ExitCode::Interrupted, 130),
             ]
         );
         for c in ExitCode::ALL {
@@ -110,5 +114,6 @@ mod tests {
             assert!(!c.description().is_empty());
         }
         assert_eq!(ExitCode::from_code(10), None);
+        assert_eq!(ExitCode::from_code(128), None);
     }
 }

@@ -4,12 +4,13 @@ use std::collections::HashMap;
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 
 use crate::commands::exit::ExitCode;
 use crate::fake_provider::FakeProvider;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "fake-provider")]
 /// Run the scripted fake provider on loopback (tests and benchmark scripts).
 pub(crate) struct FakeProviderArgs {

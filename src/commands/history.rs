@@ -1,17 +1,19 @@
 //! `fcm history`: recent routing decisions with their attempt chains, and a summary.
 
 use anyhow::{Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 
 use crate::commands::admin::admin_get;
 use crate::commands::exit::ExitCode;
 use crate::commands::{usage, Setup};
 use crate::state::files;
 use crate::state::serve_info::live_server;
-use crate::state::trace::{summarize, HistoryFile, Trace};
+use crate::state::summary::summarize;
+use crate::state::trace::{HistoryFile, Trace};
 use crate::table;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "history")]
 /// Show recent routing decisions (live from a running server, else from history.json).
 pub(crate) struct HistoryArgs {
@@ -81,9 +83,13 @@ pub(crate) fn run(args: HistoryArgs) -> Result<ExitCode> {
     }
     println!("{t}");
     let s = summarize(&entries);
+    let broken = match s.broken_streams {
+        0 => String::new(),
+        n => format!(" ({n} broken mid-answer)"),
+    };
     println!(
-        "{} requests: {:.1}% served, {:.1}% failed over, {:.2} attempts on average",
-        s.requests, s.served_pct, s.failover_pct, s.avg_attempts
+        "{} requests: {:.1}% served, {:.1}% failed{broken}, {:.1}% failed over, {:.2} attempts on average",
+        s.requests, s.served_pct, s.failed_pct, s.failover_pct, s.avg_attempts
     );
     let compressed: Vec<u64> = entries.iter().filter_map(|e| e.saved_tokens).collect();
     if !compressed.is_empty() {

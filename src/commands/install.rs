@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 
 use crate::commands::exit::ExitCode;
 use crate::commands::{edit_config, usage, Setup};
@@ -14,7 +14,8 @@ use crate::install::{self as inst, diff, Plan};
 use crate::state::files::{self, Holds};
 use crate::table;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "install")]
 /// Point a coding tool at `fcm serve` by editing its own config (a backup is kept).
 pub(crate) struct InstallArgs {
@@ -36,6 +37,9 @@ pub(crate) struct InstallArgs {
     /// list the tools, their config files and whether fcm is installed there
     #[argh(switch)]
     pub(crate) list: bool,
+    /// with --list: print JSON instead of a table
+    #[argh(switch)]
+    pub(crate) json: bool,
     /// cursor only: the public HTTPS URL of a tunnel to fcm serve (Cursor calls it from its servers)
     #[argh(option)]
     pub(crate) url: Option<String>,
@@ -76,7 +80,10 @@ pub(crate) fn run(args: InstallArgs) -> Result<ExitCode> {
     let port = args.port.unwrap_or(setup.config.port);
     let ctx = tool_context(home, port, &args.model, token.as_deref());
     if args.list {
-        return list(&ctx);
+        return list(&ctx, args.json);
+    }
+    if args.json {
+        return usage("--json goes with --list: `fcm install --list --json`");
     }
     let Some(name) = args.tool.as_deref() else {
         return usage(format!(
@@ -425,44 +432,93 @@ fn preview(plan: &Plan, file: &Path) {
     }
 }
 
-fn list(ctx: &ToolContext) -> Result<ExitCode> {
-    let records = inst::load_records()?;
-    let mut t = table::new(&["Tool", "Config file", "fcm"]);
-    for tool in TOOLS {
-        t.add_row(vec![
-            tool.name.to_string(),
-            tool.path(ctx).display().to_string(),
-            status(tool, ctx, &records),
-        ]);
+/// Where a tool stands, as `fcm install --list` says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Standing {
+    Installed,
+    /// Installed, but a project file or variable wins over fcm's settings.
+    NotUsed(String),
+    /// Installed once; its file has changed since and no longer holds fcm's settings.
+    Changed,
+    NotInstalled,
+    Unreadable,
+    NoConfigFile,
+}
+
+impl Standing {
+    /// The word for `--json`.
+    fn key(&self) -> &'static str {
+        match self {
+            Standing::Installed => "installed",
+            Standing::NotUsed(_) => "not_used",
+            Standing::Changed => "changed",
+            Standing::NotInstalled => "not_installed",
+            Standing::Unreadable => "unreadable",
+            Standing::NoConfigFile => "no_config_file",
+        }
     }
+
+    /// The table's words.
+    fn describe(&self) -> String {
+        match self {
+            Standing::Installed => "installed".into(),
+            Standing::NotUsed(why) => format!("not used: {why}"),
+            Standing::Changed => "installed, since changed".into(),
+            Standing::NotInstalled => "not installed".into(),
+            Standing::Unreadable => "unreadable".into(),
+            Standing::NoConfigFile => "no config file".into(),
+        }
+    }
+}
+
+fn list(ctx: &ToolContext, json: bool) -> Result<ExitCode> {
+    let records = inst::load_records()?;
+    let mut rows: Vec<(String, String, Standing)> = TOOLS
+        .iter()
+        .map(|tool| {
+            let path = tool.path(ctx).display().to_string();
+            (tool.name.to_string(), path, standing(tool, ctx, &records))
+        })
+        .collect();
     let db = cursor::db_path(&ctx.home);
-    let cursor_status = match (records.contains_key("cursor"), db.exists()) {
-        (true, _) => "installed",
-        (false, true) => "not installed",
-        (false, false) => "no config file",
+    let cursor_standing = match (records.contains_key("cursor"), db.exists()) {
+        (true, _) => Standing::Installed,
+        (false, true) => Standing::NotInstalled,
+        (false, false) => Standing::NoConfigFile,
     };
-    t.add_row(vec![
-        "cursor".to_string(),
-        db.display().to_string(),
-        cursor_status.to_string(),
-    ]);
+    rows.push(("cursor".into(), db.display().to_string(), cursor_standing));
+    if json {
+        let doc: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(tool, config, s)| {
+                let mut v = serde_json::json!({"tool": tool, "config": config, "status": s.key()});
+                if let Standing::NotUsed(why) = s {
+                    v["notUsedBecause"] = serde_json::json!(why);
+                }
+                v
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::Ok);
+    }
+    let mut t = table::new(&["Tool", "Config file", "fcm"]);
+    for (tool, config, s) in &rows {
+        t.add_row(vec![tool.clone(), config.clone(), s.describe()]);
+    }
     println!("{t}");
     Ok(ExitCode::Ok)
 }
 
-fn status(tool: &Tool, ctx: &ToolContext, records: &inst::Records) -> String {
+fn standing(tool: &Tool, ctx: &ToolContext, records: &inst::Records) -> Standing {
     let recorded = records.contains_key(tool.name);
-    let overridden = || {
-        (tool.overrides)(ctx)
-            .into_iter()
-            .next()
-            .map(|o| format!("not used: {o}"))
-    };
     match inst::installed(tool, ctx, records) {
-        Some(true) => overridden().unwrap_or_else(|| "installed".into()),
-        Some(false) if recorded => "installed, since changed".into(),
-        Some(false) => "not installed".into(),
-        None if tool.path(ctx).exists() => "unreadable".into(),
-        None => "no config file".into(),
+        Some(true) => match (tool.overrides)(ctx).into_iter().next() {
+            Some(why) => Standing::NotUsed(why),
+            None => Standing::Installed,
+        },
+        Some(false) if recorded => Standing::Changed,
+        Some(false) => Standing::NotInstalled,
+        None if tool.path(ctx).exists() => Standing::Unreadable,
+        None => Standing::NoConfigFile,
     }
 }

@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Read};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 use serde_json::Value;
 
 use crate::commands::exit::ExitCode;
@@ -14,7 +14,8 @@ use crate::commands::{edit_config, require_provider, usage, Setup};
 use crate::providers::catalog::{KeyStatus, Provider};
 use crate::table;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "keys")]
 /// Set, list or remove provider keys (config.json apiKeys); a key never on the command line.
 pub(crate) struct KeysArgs {
@@ -22,7 +23,7 @@ pub(crate) struct KeysArgs {
     pub(crate) action: KeysAction,
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
 #[argh(subcommand)]
 pub(crate) enum KeysAction {
     Set(SetArgs),
@@ -30,7 +31,8 @@ pub(crate) enum KeysAction {
     Rm(RmArgs),
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "set")]
 /// Store a provider's key (read from stdin, or a prompt that does not echo), then check it.
 pub(crate) struct SetArgs {
@@ -48,7 +50,8 @@ pub(crate) struct SetArgs {
     pub(crate) timeout: u64,
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "list")]
 /// Which providers have keys, where each comes from (never a key itself), signup for the rest.
 pub(crate) struct ListArgs {
@@ -57,7 +60,8 @@ pub(crate) struct ListArgs {
     pub(crate) json: bool,
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "rm")]
 /// Remove a provider's keys from config.json.
 pub(crate) struct RmArgs {

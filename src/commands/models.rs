@@ -2,7 +2,7 @@
 //! status; `--refresh` asks the providers what they serve now.
 
 use anyhow::Result;
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 use serde_json::{json, Value};
 
 use crate::commands::exit::ExitCode;
@@ -12,7 +12,8 @@ use crate::commands::{require_provider, usage, Setup};
 use crate::providers::catalog::{tier_rank, Age, Catalog, TIERS};
 use crate::table;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "models")]
 /// List the catalog's models and whether their keys are set.
 pub(crate) struct ModelsArgs {

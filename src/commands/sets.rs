@@ -1,7 +1,7 @@
 //! `fcm sets`: the user's model sets in config.json, edited in place (other settings kept).
 
 use anyhow::Result;
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 use serde_json::json;
 
 use crate::commands::exit::ExitCode;
@@ -9,15 +9,19 @@ use crate::commands::{edit_config, usage, Setup};
 use crate::state::sets::Strategy;
 use crate::table;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "sets")]
 /// List model sets (your own order of models), or add, remove or choose one.
 pub(crate) struct SetsArgs {
+    /// list the sets as JSON instead of a table
+    #[argh(switch)]
+    pub(crate) json: bool,
     #[argh(subcommand)]
     pub(crate) action: Option<SetsAction>,
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
 #[argh(subcommand)]
 pub(crate) enum SetsAction {
     Add(SetsAdd),
@@ -25,7 +29,8 @@ pub(crate) enum SetsAction {
     Use(SetsUse),
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "add")]
 /// Add (or replace) a set: `fcm sets add NAME provider/model...`; use it as model `fcm:NAME`.
 /// A race set sends each request to its first --width models at once; a fusion set asks its
@@ -56,7 +61,8 @@ pub(crate) struct SetsAdd {
     pub(crate) compress: Option<crate::compress::Mode>,
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "rm")]
 /// Remove a set.
 pub(crate) struct SetsRm {
@@ -65,7 +71,8 @@ pub(crate) struct SetsRm {
     pub(crate) name: String,
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "use")]
 /// Make a set the one model `fcm` routes with (`none` for all models by ranking).
 pub(crate) struct SetsUse {
@@ -77,7 +84,10 @@ pub(crate) struct SetsUse {
 pub(crate) fn run(args: SetsArgs) -> Result<ExitCode> {
     let setup = Setup::load()?;
     match args.action {
-        None => list(&setup),
+        None => list(&setup, args.json),
+        Some(_) if args.json => {
+            usage("--json lists the sets: `fcm sets --json`, without a subcommand")
+        }
         Some(SetsAction::Add(a)) => {
             if !crate::state::sets::valid_name(&a.name) || a.name == "fcm" || a.name == "none" {
                 return usage(format!("set name {:?}: use letters, digits, '-', '_' or '.' (never '/'), and not \"fcm\" or \"none\"", a.name));
@@ -219,7 +229,54 @@ fn strategy(value: &str) -> std::result::Result<Strategy, String> {
     })
 }
 
-fn list(setup: &Setup) -> Result<ExitCode> {
+/// A set member's standing: routable, or why not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Member {
+    Ok,
+    /// Its provider has no key.
+    NoKey,
+    /// Not in the catalog (any more).
+    Stale,
+}
+
+fn member(setup: &Setup, keys: &crate::providers::catalog::KeySource<'_>, m: &str) -> Member {
+    match setup.catalog.find(m) {
+        None => Member::Stale,
+        Some(r) if !keys.lookup(r.provider).0.usable() => Member::NoKey,
+        Some(_) => Member::Ok,
+    }
+}
+
+/// `fcm sets --json`: each set as config.json holds it, with its name, whether it is the
+/// active one, and each member's status (`ok`, `no_key`, `stale`: not in the catalog).
+fn list_json(setup: &Setup) -> Result<ExitCode> {
+    let keys = setup.keys();
+    let mut out = Vec::new();
+    for (name, set) in &setup.config.router.sets {
+        let mut entry = serde_json::Map::new();
+        entry.insert("name".into(), json!(name));
+        if let serde_json::Value::Object(fields) = serde_json::to_value(set)? {
+            entry.extend(fields);
+        }
+        let active = setup.config.router.active_set.as_deref() == Some(name.as_str());
+        entry.insert("active".into(), json!(active));
+        let members: Vec<serde_json::Value> = set
+            .members()
+            .iter()
+            .map(|m| json!({"model": m, "status": member(setup, &keys, m)}))
+            .collect();
+        entry.insert("members".into(), json!(members));
+        out.push(serde_json::Value::Object(entry));
+    }
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(ExitCode::Ok)
+}
+
+fn list(setup: &Setup, json: bool) -> Result<ExitCode> {
+    if json {
+        return list_json(setup);
+    }
     let sets = &setup.config.router.sets;
     if sets.is_empty() {
         println!("No sets yet. Add one with `fcm sets add NAME provider/modelId...`; use it as model \"fcm:NAME\".");
@@ -242,10 +299,10 @@ fn list(setup: &Setup) -> Result<ExitCode> {
         let models: Vec<String> = set
             .members()
             .iter()
-            .map(|m| match setup.catalog.find(m) {
-                None => format!("{m} (stale)"),
-                Some(r) if !keys.lookup(r.provider).0.usable() => format!("{m} (no key)"),
-                Some(_) => m.clone(),
+            .map(|m| match member(setup, &keys, m) {
+                Member::Stale => format!("{m} (stale)"),
+                Member::NoKey => format!("{m} (no key)"),
+                Member::Ok => m.clone(),
             })
             .collect();
         let active = setup.config.router.active_set.as_deref() == Some(name.as_str());

@@ -2,8 +2,10 @@
 //! stand, which providers have keys, which tools point at this server (read from the
 //! tools' own config files), and the last failures.
 
+use std::collections::{HashMap, HashSet};
+
 use anyhow::{Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -12,12 +14,14 @@ use crate::commands::exit::ExitCode;
 use crate::commands::Setup;
 use crate::install::tools::TOOLS;
 use crate::install::{self as inst};
-use crate::state::breaker::{rows, BreakerBook, BreakerRow, Counts};
+use crate::state::bench_file::BenchReport;
+use crate::state::breaker::{rows, Answering, BreakerBook, BreakerRow, Counts};
 use crate::state::files;
 use crate::state::serve_info::{live_server, ServeInfo};
 use crate::state::trace::{HistoryFile, Trace};
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "status")]
 /// One screen: the server, models, keys, tools pointing at fcm, the last failures.
 pub(crate) struct StatusArgs {
@@ -62,7 +66,14 @@ pub(crate) struct Server {
 pub(crate) struct Models {
     /// Models whose provider has a key (or needs none).
     pub(crate) routable: usize,
+    /// With a CLOSED breaker (`healthy` + `failing` + `untried`).
+    pub(crate) closed: usize,
+    /// CLOSED, and shown to answer (lately, or in the last bench).
     pub(crate) healthy: usize,
+    /// CLOSED, but the last bench or recent results found it not answering.
+    pub(crate) failing: usize,
+    /// CLOSED, with nothing known yet (never benched, no traffic).
+    pub(crate) untried: usize,
     pub(crate) degraded: usize,
     pub(crate) half_open: usize,
     pub(crate) open: usize,
@@ -144,7 +155,7 @@ pub(crate) fn gather(setup: &Setup) -> Result<Status> {
         missing: Vec::new(),
         keyless: Vec::new(),
     };
-    let mut routable = 0;
+    let mut routable: Vec<String> = Vec::new();
     for p in &setup.catalog.providers {
         let n = keys.keys(p).len();
         if n > 0 {
@@ -158,15 +169,25 @@ pub(crate) fn gather(setup: &Setup) -> Result<Status> {
         } else {
             providers.keyless.push(p.id.clone());
         }
-        routable += p.models.len();
+        routable.extend(p.models.iter().map(|m| format!("{}/{}", p.id, m.id)));
     }
+    let history: Vec<Trace> = match &info {
+        Some(i) => serde_json::from_value(admin_get(i, setup, "/fcm/admin/history?n=200")?)
+            .context("unexpected answer from the server")?,
+        None => files::load_json::<HistoryFile>(&files::state_file("history.json")?)?.entries,
+    };
     let models = match &health {
         Some(h) => models_from_health(&h["models"]),
         None => {
             let book: BreakerBook = files::load_json(&files::state_file("breakers.json")?)?;
             let now = crate::time::now_ms();
             let rows = rows(&book, now, &setup.config.router.breaker);
-            models_from_rows(&rows, routable, |m| setup.catalog.find(m).is_some())
+            let bench: BenchReport = files::load_json(&files::state_file("bench.json")?)?;
+            let evidence = OfflineEvidence::of(&bench, &history);
+            models_from_rows(
+                &rows,
+                routable.iter().map(|m| (m.as_str(), evidence.of_model(m))),
+            )
         }
     };
     let conversations = match &health {
@@ -186,11 +207,6 @@ pub(crate) fn gather(setup: &Setup) -> Result<Status> {
                 .map(|(m, n)| (m, n as u64))
                 .collect()
         }
-    };
-    let history: Vec<Trace> = match &info {
-        Some(i) => serde_json::from_value(admin_get(i, setup, "/fcm/admin/history?n=200")?)
-            .context("unexpected answer from the server")?,
-        None => files::load_json::<HistoryFile>(&files::state_file("history.json")?)?.entries,
     };
     Ok(Status {
         server,
@@ -227,7 +243,10 @@ fn models_from_health(m: &Value) -> Models {
     let n = |k: &str| m[k].as_u64().unwrap_or(0) as usize;
     Models {
         routable: n("routable"),
-        healthy: n("closed"),
+        closed: n("closed"),
+        healthy: n("healthy"),
+        failing: n("failing"),
+        untried: n("untried"),
         degraded: n("degraded"),
         half_open: n("halfOpen"),
         open: n("open"),
@@ -235,16 +254,62 @@ fn models_from_health(m: &Value) -> Models {
     }
 }
 
-/// The same counts as a server's `/health`, from `breakers.json`.
-fn models_from_rows(rows: &[BreakerRow], routable: usize, known: impl Fn(&str) -> bool) -> Models {
-    let c = Counts::of(rows, routable, known);
+/// The same counts as a server's `/health`, from `breakers.json` and what the files say of
+/// each routable model.
+fn models_from_rows<'m>(
+    rows: &[BreakerRow],
+    routable: impl IntoIterator<Item = (&'m str, Answering)>,
+) -> Models {
+    let c = Counts::of(rows, routable);
     Models {
         routable: c.routable,
-        healthy: c.closed,
+        closed: c.closed,
+        healthy: c.healthy,
+        failing: c.failing,
+        untried: c.untried,
         degraded: c.degraded,
         half_open: c.half_open,
         open: c.open,
         quota_paused: c.quota_paused,
+    }
+}
+
+/// Without a server, whether a model answers, from the files: it served a request in
+/// `history.json`, or the last bench found it usable; it is failing when the last bench
+/// found it unusable and it has served nothing since; else untried.
+struct OfflineEvidence {
+    served: HashSet<String>,
+    /// Benched models (pings sent): usable or not.
+    benched: HashMap<String, bool>,
+}
+
+impl OfflineEvidence {
+    fn of(bench: &BenchReport, history: &[Trace]) -> OfflineEvidence {
+        OfflineEvidence {
+            served: history
+                .iter()
+                .flat_map(|t| &t.attempts)
+                .filter(|a| a.kind.is_none() && !a.raced_out)
+                .map(|a| a.model.clone())
+                .collect(),
+            benched: bench
+                .models
+                .iter()
+                .filter(|m| m.pings > 0)
+                .map(|m| (m.model.clone(), m.usable))
+                .collect(),
+        }
+    }
+
+    fn of_model(&self, model: &str) -> Answering {
+        if self.served.contains(model) {
+            return Answering::Proven;
+        }
+        match self.benched.get(model) {
+            Some(true) => Answering::Proven,
+            Some(false) => Answering::Failing,
+            None => Answering::Untried,
+        }
     }
 }
 
@@ -326,8 +391,8 @@ fn text(s: &Status) -> String {
     let m = &s.models;
     let _ = writeln!(
         out,
-        "models:    {} routable: {} healthy, {} degraded, {} half-open, {} open, {} quota-paused",
-        m.routable, m.healthy, m.degraded, m.half_open, m.open, m.quota_paused
+        "models:    {} routable: {} healthy, {} not answering, {} untried, {} degraded, {} half-open, {} open, {} quota-paused",
+        m.routable, m.healthy, m.failing, m.untried, m.degraded, m.half_open, m.open, m.quota_paused
     );
     if !s.conversations.is_empty() {
         let mut busiest: Vec<(&String, &u64)> = s.conversations.iter().collect();

@@ -4,14 +4,15 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 
 use crate::commands::admin::admin_post;
 use crate::commands::exit::ExitCode;
 use crate::commands::Setup;
 use crate::state::serve_info::live_server;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "stop")]
 /// Stop the running fcm serve (state saved); exit 1 when none runs.
 pub(crate) struct StopArgs {}

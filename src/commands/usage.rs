@@ -4,7 +4,7 @@
 //! when there is one (its latest figures), else from `usage.json`.
 
 use anyhow::{Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 
 use crate::commands::admin::admin_get;
 use crate::commands::exit::ExitCode;
@@ -17,7 +17,8 @@ use crate::state::serve_info::live_server;
 use crate::table;
 use crate::time;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "usage")]
 /// Show what fcm spent per provider and what is left of each free tier.
 pub(crate) struct UsageArgs {

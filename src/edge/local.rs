@@ -14,9 +14,7 @@ use crate::protocol::{self, BadRequest, ErrorReport, Protocol};
 pub(super) fn health(app: &App) -> Reply {
     let now = crate::time::now_ms();
     let rows = app.router.breaker_rows(now);
-    let c = crate::state::breaker::Counts::of(&rows, app.router.routable().count(), |m| {
-        app.router.knows(m)
-    });
+    let c = crate::state::breaker::Counts::of(&rows, app.router.answering());
     Reply::json(
         200,
         &json!({
@@ -28,6 +26,9 @@ pub(super) fn health(app: &App) -> Reply {
             "models": {
                 "routable": c.routable,
                 "closed": c.closed,
+                "healthy": c.healthy,
+                "failing": c.failing,
+                "untried": c.untried,
                 "degraded": c.degraded,
                 "halfOpen": c.half_open,
                 "open": c.open,

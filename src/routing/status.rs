@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::answers::classify::FailureKind;
 use crate::providers::catalog::Catalog;
 use crate::providers::quota::{self, Scope};
-use crate::state::breaker::{BreakerRow, BreakerState};
+use crate::state::breaker::{Answering, BreakerRow, BreakerState};
 use crate::state::ledger::report::{UsageLine, UsageReport};
 use crate::state::trace::{SkipReason, Trace};
 
@@ -208,6 +208,25 @@ impl Router {
         let name = self.active_set.as_deref()?;
         let set = self.sets.get(name)?;
         Some((name, set.members().to_vec()))
+    }
+
+    /// Each routable model and whether it has shown that it answers: its evidence now (the
+    /// live window once it holds enough results, else the last bench), or a success among
+    /// its few live results. What `/health` counts a CLOSED model healthy by.
+    pub(crate) fn answering(&self) -> Vec<(&str, Answering)> {
+        let view = self.evidence.view();
+        self.routable()
+            .map(|c| {
+                let key = c.key();
+                let answering = match view.of(key).0 {
+                    PROVEN => Answering::Proven,
+                    FAILING => Answering::Failing,
+                    _ if self.evidence.has_answered(key) => Answering::Proven,
+                    _ => Answering::Untried,
+                };
+                (key, answering)
+            })
+            .collect()
     }
 
     /// Every routable model's status now, in the order model `fcm` would try them, the

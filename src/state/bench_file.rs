@@ -129,6 +129,12 @@ pub fn proves_tool_calls(tool_pings: u32, valid_calls: u32) -> bool {
 pub struct BenchReport {
     pub generated_at: String,
     pub models: Vec<ModelResult>,
+    /// The run was stopped (Ctrl-C) before every model was measured: `models` holds those
+    /// that were, and `unfinished` names the others (their earlier entries, if any, kept).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unfinished: Vec<String>,
 }
 
 #[cfg(test)]

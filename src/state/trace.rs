@@ -462,41 +462,6 @@ impl History {
     }
 }
 
-/// Summary figures for `fcm history`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Summary {
-    pub(crate) requests: usize,
-    pub(crate) served_pct: f64,
-    pub(crate) failover_pct: f64,
-    pub(crate) avg_attempts: f64,
-}
-
-pub(crate) fn summarize(entries: &[Trace]) -> Summary {
-    let n = entries.len();
-    if n == 0 {
-        return Summary {
-            requests: 0,
-            served_pct: 0.0,
-            failover_pct: 0.0,
-            avg_attempts: 0.0,
-        };
-    }
-    let served = entries.iter().filter(|t| t.served_model.is_some()).count();
-    let failed_over = entries
-        .iter()
-        // Served after a failure: a raced-out racer, or a fusion's second panel answer,
-        // is an extra attempt but no failover.
-        .filter(|t| t.served_model.is_some() && t.attempts.iter().any(|a| a.kind.is_some()))
-        .count();
-    let attempts: usize = entries.iter().map(|t| t.attempts.len()).sum();
-    Summary {
-        requests: n,
-        served_pct: 100.0 * served as f64 / n as f64,
-        failover_pct: 100.0 * failed_over as f64 / n as f64,
-        avg_attempts: attempts as f64 / n as f64,
-    }
-}
-
 static REQUEST_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A new request id: `fcm-<ms since epoch, hex>-<counter>`, unique within a process.
@@ -610,34 +575,6 @@ mod tests {
         assert_eq!(h.last(2)[1].id, (HISTORY_LEN + 19).to_string());
         assert_eq!(h.take_dirty().unwrap().entries.len(), HISTORY_LEN);
         assert!(h.take_dirty().is_none());
-    }
-
-    #[test]
-    fn summary_figures() {
-        let mut served = Trace::new("1", "fcm", false);
-        served.served_model = Some("a/b".into());
-        served.attempts = vec![
-            attempt("a/c", Some(500), Some(FailureKind::ProviderServerError)),
-            attempt("a/b", Some(200), None),
-        ];
-        let mut failed = Trace::new("2", "fcm", false);
-        failed.attempts = vec![attempt(
-            "a/c",
-            Some(500),
-            Some(FailureKind::ProviderServerError),
-        )];
-        let s = summarize(&[served, failed]);
-        assert_eq!(
-            (s.requests, s.served_pct, s.failover_pct, s.avg_attempts),
-            (2, 50.0, 50.0, 1.5)
-        );
-        // A race's loser is an attempt, not a failover.
-        let mut raced = Trace::new("3", "fcm:quick", false);
-        raced.served_model = Some("a/b".into());
-        raced.attempts = vec![attempt("a/b", Some(200), None), attempt("a/c", None, None)];
-        raced.attempts[1].raced_out = true;
-        let s = summarize(&[raced]);
-        assert_eq!((s.failover_pct, s.avg_attempts), (0.0, 2.0));
     }
 
     #[test]

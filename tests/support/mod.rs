@@ -133,6 +133,11 @@ impl World {
         run_bounded(cmd)
     }
 
+    /// Starts `fcm ARGS` without waiting for it (stdout and stderr piped); [`finish`] waits.
+    pub fn start(&self, args: &[&str]) -> std::process::Child {
+        self.command(args).spawn().expect("fcm binary runs")
+    }
+
     /// Runs `fcm ARGS` with `input` on its stdin (a pipe, not a terminal).
     pub fn fcm_stdin(&self, args: &[&str], input: &str) -> Output {
         let mut cmd = self.command(args);
@@ -160,6 +165,11 @@ impl Drop for World {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Waits (bounded) for an `fcm` from [`World::start`] and takes what it printed.
+pub fn finish(child: std::process::Child) -> Output {
+    wait_bounded(child)
 }
 
 fn run_bounded(mut cmd: Command) -> Output {
@@ -512,4 +522,17 @@ pub fn realwire_dir(what: &str) -> Option<PathBuf> {
         format!("skipping {what}: no samples at {}\n", dir.display()).as_bytes(),
     );
     None
+}
+
+/// Waits (bounded, 20 s) until `done` holds: a test waits on what it can observe (a file, a
+/// line of output, a counter), never on a fixed sleep.
+pub fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{what} within 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -14,6 +14,8 @@ use crate::state::bench_file::{BenchReport, ModelResult};
 
 /// Redraws at most this often: a few a second read as live, without flicker.
 const REDRAW_EVERY: Duration = Duration::from_millis(150);
+/// The elapsed time on the last line moves on this often while nothing finishes.
+const CLOCK_EVERY: Duration = Duration::from_secs(1);
 
 /// The table in progress.
 pub(super) struct LiveTable<'s> {
@@ -25,6 +27,8 @@ pub(super) struct LiveTable<'s> {
     /// Lines of the frame on screen now.
     drawn: u16,
     last_draw: Option<Instant>,
+    /// A model finished since the frame on screen was drawn.
+    behind: bool,
     /// The run's timestamp, for the rows' `measuredAt`.
     started: Instant,
 }
@@ -38,6 +42,7 @@ impl<'s> LiveTable<'s> {
             secrets,
             drawn: 0,
             last_draw: None,
+            behind: false,
             started: Instant::now(),
         };
         t.draw();
@@ -50,6 +55,18 @@ impl<'s> LiveTable<'s> {
         self.done.push(r.clone());
         let due = self.last_draw.is_none_or(|t| t.elapsed() >= REDRAW_EVERY);
         if due || self.pending.is_empty() {
+            self.draw();
+        } else {
+            self.behind = true;
+        }
+    }
+
+    /// Called every few dozen milliseconds while the bench runs: draws what finished since
+    /// the last frame once a redraw is due (so the last rows never wait for another model
+    /// to finish), and the elapsed time once a second.
+    pub(super) fn tick(&mut self) {
+        let since = self.last_draw.map_or(Duration::MAX, |t| t.elapsed());
+        if (self.behind && since >= REDRAW_EVERY) || since >= CLOCK_EVERY {
             self.draw();
         }
     }
@@ -84,6 +101,7 @@ impl<'s> LiveTable<'s> {
         let _ = out.flush();
         self.drawn = text.lines().count() as u16;
         self.last_draw = Some(Instant::now());
+        self.behind = false;
     }
 }
 
@@ -99,8 +117,8 @@ pub(super) fn frame(
     let mut ranked = done.to_vec();
     crate::bench::rank(&mut ranked, policy);
     let report = BenchReport {
-        generated_at: String::new(),
         models: ranked,
+        ..BenchReport::default()
     };
     // Each row is one line of a condensed table; the borders and the header take four,
     // the summary one.

@@ -5,10 +5,9 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use argh::FromArgs;
+use anyhow::Result;
+use argh::{ArgsInfo, FromArgs};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rayon::prelude::*;
 
 use crate::bench::{
     merge, over_budget, probe, questions, rank, summarize, BenchReport, BenchVerdict, ModelResult,
@@ -16,11 +15,13 @@ use crate::bench::{
 use crate::commands::exit::ExitCode;
 use crate::commands::{process_id_token, require_provider, usage, Setup};
 use crate::providers::catalog::{Catalog, KeySource, ModelRef};
+use crate::providers::exchange::Exchange;
 use crate::providers::upstream::Upstream;
 use crate::routing::rank::Policy;
 use live::LiveTable;
 
 mod live;
+mod pool;
 mod rows;
 use crate::routing::{Candidate, Recorder};
 use crate::secrets::Secrets;
@@ -28,7 +29,8 @@ use crate::state::files;
 use crate::state::ledger::{Ledger, Room};
 use crate::time;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "bench")]
 /// Probe models in parallel, measure latency and answer validity, rank them.
 pub(crate) struct BenchArgs {
@@ -75,9 +77,14 @@ pub struct ProbePlan {
     pub live: bool,
     /// The one ordering of models (`router.prefer`, `router.maxTtftMs`).
     pub policy: Policy,
+    /// A Ctrl-C (or SIGTERM) stops the probes and keeps what was measured; the caller has
+    /// routed those signals to `edge::signals`.
+    pub interruptible: bool,
 }
 
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
+    // Ctrl-C stops the probes; what was measured is still printed and saved (partial).
+    crate::edge::signals::install();
     let setup = Setup::load()?;
     let plan = validate(&args, Policy::of(&setup.config.router))?;
     let models = select(&setup.catalog, &args.provider, &args.model)?;
@@ -100,6 +107,22 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     }
     if !args.no_save {
         save(&report, &secrets, plan.policy)?;
+    }
+    if report.partial {
+        let measured = report.models.iter().filter(|m| m.pings > 0).count();
+        eprintln!(
+            "fcm bench: interrupted: {measured} models measured, {} not finished; {}",
+            report.unfinished.len(),
+            if args.no_save {
+                "nothing saved (--no-save)".to_string()
+            } else {
+                format!(
+                    "saved to {} marked partial (the others keep their last results)",
+                    files::state_file("bench.json")?.display()
+                )
+            }
+        );
+        return Ok(ExitCode::Interrupted);
     }
     Ok(exit_code(&report))
 }
@@ -131,6 +154,7 @@ pub fn validate(args: &BenchArgs, policy: Policy) -> Result<ProbePlan> {
         progress: !args.json && std::io::stderr().is_terminal(),
         live: !args.json && std::io::stdout().is_terminal(),
         policy,
+        interruptible: true,
     })
 }
 
@@ -223,45 +247,56 @@ pub fn execute(
     } else {
         ProgressBar::hidden()
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(plan.concurrency.min(targets.len().max(1)))
-        .thread_name(|i| format!("fcm-probe-{i}"))
-        .stack_size(256 * 1024)
-        .build()
-        .context("cannot start the probe threads")?;
-    let mut results: Vec<ModelResult> = pool.install(|| {
-        targets
-            .par_iter()
-            .with_max_len(1)
-            .map(|(m, c)| {
-                let allowed = budget.for_model(&m.key(), asked.len() as u64) as usize;
-                let pings = probe(record, &upstream, c, &asked[..allowed], plan.timeout);
+    // The probes' own client: a Ctrl-C shuts it down, so the pings in flight end at once.
+    let client = upstream.sibling();
+    let done = pool::run_all(
+        &targets,
+        plan.concurrency,
+        |(m, c), stop| {
+            let allowed = budget.for_model(&m.key(), asked.len() as u64) as usize;
+            let pings = probe(record, &*client, c, &asked[..allowed], plan.timeout, stop);
+            let mut result = match pings.is_empty() {
+                // Its budget ran out before its first ping (a request beside the bench).
+                true => over_budget(*m, &now),
+                false => summarize(*m, &pings, &now),
+            };
+            result.budget_capped = allowed < asked.len();
+            if !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 bar.inc(1);
-                let mut result = match pings.is_empty() {
-                    // Its budget ran out before its first ping (a request beside the bench).
-                    true => over_budget(*m, &now),
-                    false => summarize(*m, &pings, &now),
-                };
-                result.budget_capped = allowed < asked.len();
                 if let Some(live) = &live {
                     live.lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .finished(&result);
                 }
-                result
-            })
-            .collect()
-    });
+            }
+            result
+        },
+        || plan.interruptible && crate::edge::signals::stop_requested(),
+        || client.shutdown(),
+        || {
+            if let Some(live) = &live {
+                live.lock().unwrap_or_else(|e| e.into_inner()).tick();
+            }
+        },
+    )?;
     bar.finish_and_clear();
     if let Some(live) = live {
         live.into_inner().unwrap_or_else(|e| e.into_inner()).clear();
     }
+    let mut results = done.results;
+    let unfinished: Vec<String> = done
+        .unfinished
+        .iter()
+        .map(|&i| targets[i].0.key())
+        .collect();
     results.extend(no_key.iter().map(|m| summarize(**m, &[], &now)));
     results.extend(over.iter().map(|(m, _)| over_budget(*m, &now)));
     rank(&mut results, plan.policy);
     Ok(BenchReport {
         generated_at: now,
         models: results,
+        partial: !unfinished.is_empty(),
+        unfinished,
     })
 }
 

@@ -1,5 +1,6 @@
-//! The bench table's rows: one per probed model, in rank order, and the models still being
-//! probed marked as such (the live table shows them while the bench runs).
+//! The bench table's rows: one per probed model, in rank order and numbered 1, 2, 3... as
+//! shown, and the models still being probed marked as such (the live table shows them while
+//! the bench runs).
 
 use crate::state::bench_file::{BenchReport, ModelResult};
 use crate::table;
@@ -14,7 +15,7 @@ pub(super) fn table(
     report: &BenchReport,
     pending: &[String],
     limit: Option<usize>,
-) -> comfy_table::Table {
+) -> table::Table {
     let tools = report.models.iter().any(|m| m.tool_pings.is_some());
     let mut header = vec!["#", "Model", "Verdict", "OK"];
     if tools {
@@ -22,8 +23,13 @@ pub(super) fn table(
     }
     header.extend(["TTFT p50", "p50", "p95", "Jitter", "Tok/s", "Last failure"]);
     let mut t = table::new(&header);
+    // `#` is the place among the rows shown: the report ranks the models not contacted (no
+    // key, over budget) too, and their numbers would leave gaps here.
     let probed = report.models.iter().filter(|m| m.pings > 0);
-    let mut rows: Vec<Vec<String>> = probed.map(|m| row(m, tools)).collect();
+    let mut rows: Vec<Vec<String>> = probed
+        .enumerate()
+        .map(|(i, m)| row(i + 1, m, tools))
+        .collect();
     for key in pending {
         let mut r = vec![
             "…".to_string(),
@@ -40,8 +46,8 @@ pub(super) fn table(
     t
 }
 
-/// One probed model's row.
-fn row(m: &ModelResult, tools: bool) -> Vec<String> {
+/// One probed model's row, at `place` in the table.
+fn row(place: usize, m: &ModelResult, tools: bool) -> Vec<String> {
     let failure = match (&m.last_failure_kind, m.last_failure_status) {
         (Some(k), Some(s)) if !(200..300).contains(&s) => format!("{k} (HTTP {s})"),
         (Some(k), _) => k.to_string(),
@@ -53,7 +59,7 @@ fn row(m: &ModelResult, tools: bool) -> Vec<String> {
             .unwrap_or_default(),
     };
     let mut row = vec![
-        m.rank.to_string(),
+        place.to_string(),
         m.model.clone(),
         m.verdict.label().to_string(),
         format!(

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 
 use crate::commands::exit::ExitCode;
 use crate::commands::{process_id_token, usage, Setup};
@@ -25,7 +25,8 @@ use crate::state::persist::{self, Flusher, StatePaths, WriteCounts};
 use crate::state::serve_info::{self, ServeInfo};
 use crate::state::trace::{History, HistoryFile};
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "serve")]
 /// Run the routing proxy (OpenAI-compatible) on 127.0.0.1:19280.
 pub(crate) struct ServeArgs {
@@ -75,10 +76,10 @@ fn detach(args: &ServeArgs) -> Result<ExitCode> {
     let log = files::state_file("serve.log")?;
     let info = crate::commands::serve::detach::start(&forwarded, &env, &log)?;
     println!(
-        "fcm serve: running in the background at http://{}/v1 (pid {}); log: {}; `fcm stop` stops it",
-        info.address,
+        "fcm serve: running in the background at http://{address}/v1 (pid {}); dashboard: http://{address}/; log: {}; `fcm stop` stops it",
         info.pid,
-        log.display()
+        log.display(),
+        address = info.address,
     );
     Ok(ExitCode::Ok)
 }
@@ -298,6 +299,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         },
     )?;
     eprintln!("fcm serve: listening on http://{address}/v1 ({routable} routable models; model \"fcm\" routes automatically, \"fcm:provider/modelId\" pins one)");
+    eprintln!("fcm serve: dashboard: http://{address}/ (in a browser; `fcm top` in a terminal)");
     if routable == 0 {
         eprintln!("fcm serve: warning: no provider key is set, so every request will fail; `fcm models` lists the variables");
     }

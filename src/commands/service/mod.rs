@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 use serde::{Deserialize, Serialize};
 
 use crate::commands::exit::ExitCode;
@@ -17,7 +17,8 @@ use crate::commands::service::unit::{Manager, MARK};
 use crate::commands::Setup;
 use crate::state::files;
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "service")]
 /// Run fcm serve at login (systemd user unit on Linux, launchd agent on macOS).
 pub(crate) struct ServiceArgs {
@@ -25,7 +26,7 @@ pub(crate) struct ServiceArgs {
     pub(crate) action: ServiceAction,
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
 #[argh(subcommand)]
 pub(crate) enum ServiceAction {
     Install(InstallArgs),
@@ -33,7 +34,8 @@ pub(crate) enum ServiceAction {
     Status(StatusArgs),
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "install")]
 /// Write the service file and start it (idempotent).
 pub(crate) struct InstallArgs {
@@ -42,15 +44,21 @@ pub(crate) struct InstallArgs {
     pub(crate) port: Option<u16>,
 }
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "uninstall")]
 /// Stop the service and remove exactly the file install wrote.
 pub(crate) struct UninstallArgs {}
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "status")]
 /// Whether the service file is in place, unchanged, and running.
-pub(crate) struct StatusArgs {}
+pub(crate) struct StatusArgs {
+    /// print one JSON document instead of the lines
+    #[argh(switch)]
+    pub(crate) json: bool,
+}
 
 /// `$FCM_HOME/service.json`: what install wrote, so uninstall removes that and nothing else.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -72,7 +80,7 @@ pub(crate) fn run(args: ServiceArgs) -> Result<ExitCode> {
     match args.action {
         ServiceAction::Install(a) => install(manager, &home, a),
         ServiceAction::Uninstall(_) => uninstall(manager, &home),
-        ServiceAction::Status(_) => status(manager, &home),
+        ServiceAction::Status(a) => status(manager, &home, a.json),
     }
 }
 
@@ -168,45 +176,106 @@ fn uninstall(manager: Manager, home: &Path) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-fn status(manager: Manager, home: &Path) -> Result<ExitCode> {
+/// The service file as `fcm service status` finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum FileState {
+    NotInstalled,
+    /// What fcm wrote, byte for byte.
+    Unchanged,
+    /// fcm's, edited since.
+    Changed,
+    /// A file of that name that fcm did not write.
+    NotFcms,
+}
+
+/// `fcm service status --json`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ServiceStatus {
+    file: PathBuf,
+    file_state: FileState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    installed_at: Option<String>,
+    /// The service manager's own status command, whether it could be asked, what it said.
+    manager_command: String,
+    manager_reachable: bool,
+    manager_said: String,
+    server_running: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_address: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_pid: Option<u32>,
+}
+
+fn status(manager: Manager, home: &Path, json: bool) -> Result<ExitCode> {
     let file = manager.file(home);
     let record = load_record()?;
-    match std::fs::read_to_string(&file) {
-        Err(_) => println!("service file: not installed ({})", file.display()),
-        Ok(text) => {
-            let how = match &record {
-                Some(r) if r.fingerprint == fingerprint(&text) => {
-                    format!("installed by fcm at {}, unchanged", r.installed_at)
-                }
-                _ if text.contains(MARK) => "installed by fcm, changed since".to_string(),
-                _ => "present, not fcm's".to_string(),
-            };
-            println!("service file: {} ({how})", file.display());
-        }
-    }
+    let (file_state, installed_at) = match std::fs::read_to_string(&file) {
+        Err(_) => (FileState::NotInstalled, None),
+        Ok(text) => match &record {
+            Some(r) if r.fingerprint == fingerprint(&text) => {
+                (FileState::Unchanged, Some(r.installed_at.clone()))
+            }
+            _ if text.contains(MARK) => (FileState::Changed, None),
+            _ => (FileState::NotFcms, None),
+        },
+    };
     let cmd = manager.status_command();
-    if available(manager) {
-        let out = Command::new(&cmd[0]).args(&cmd[1..]).output();
-        let said = out
+    let reachable = available(manager);
+    let said = if reachable {
+        Command::new(&cmd[0])
+            .args(&cmd[1..])
+            .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default();
-        println!(
-            "{}: {}",
-            cmd.join(" "),
-            if said.is_empty() { "-" } else { &said }
-        );
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let server = crate::state::serve_info::live_server();
+    let s = ServiceStatus {
+        file,
+        file_state,
+        installed_at,
+        manager_command: cmd.join(" "),
+        manager_reachable: reachable,
+        manager_said: said,
+        server_running: server.is_some(),
+        server_address: server.as_ref().map(|i| i.address.clone()),
+        server_pid: server.as_ref().map(|i| i.pid),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(ExitCode::Ok);
+    }
+    let shown = s.file.display();
+    match s.file_state {
+        FileState::NotInstalled => println!("service file: not installed ({shown})"),
+        FileState::Unchanged => println!(
+            "service file: {shown} (installed by fcm at {}, unchanged)",
+            s.installed_at.as_deref().unwrap_or("?")
+        ),
+        FileState::Changed => println!("service file: {shown} (installed by fcm, changed since)"),
+        FileState::NotFcms => println!("service file: {shown} (present, not fcm's)"),
+    }
+    if s.manager_reachable {
+        let said = if s.manager_said.is_empty() {
+            "-"
+        } else {
+            &s.manager_said
+        };
+        println!("{}: {said}", s.manager_command);
     } else {
         println!(
             "{}: the service manager cannot be reached from here",
-            cmd.join(" ")
+            s.manager_command
         );
     }
-    match crate::state::serve_info::live_server() {
-        Some(info) => println!(
-            "fcm serve: running at http://{}/v1 (pid {})",
-            info.address, info.pid
-        ),
-        None => println!("fcm serve: not running"),
+    match (&s.server_address, s.server_pid) {
+        (Some(address), Some(pid)) => {
+            println!("fcm serve: running at http://{address}/v1 (pid {pid})")
+        }
+        _ => println!("fcm serve: not running"),
     }
     Ok(ExitCode::Ok)
 }

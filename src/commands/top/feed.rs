@@ -251,6 +251,7 @@ fn offline(setup: &Setup, note: String, server_recorded: bool) -> Snapshot {
             });
         }
     }
+    close_rank_gaps(&mut models);
     let history: HistoryFile = path("history.json")
         .and_then(|p| read_json(&p))
         .unwrap_or_default();
@@ -273,5 +274,61 @@ fn offline(setup: &Setup, note: String, server_recorded: bool) -> Snapshot {
         note: Some(note),
         server_recorded,
         replace_decisions: true,
+    }
+}
+
+/// Numbers the models shown 1, 2, 3... in the order of the ranks they carry. The last bench
+/// ranked every model it knew, those without a key too, and those are not shown here.
+fn close_rank_gaps(models: &mut [LiveModel]) {
+    let mut ranked: Vec<&mut LiveModel> = models
+        .iter_mut()
+        .filter(|m| m.status.rank.is_some())
+        .collect();
+    ranked.sort_by_key(|m| m.status.rank);
+    for (place, m) in ranked.into_iter().enumerate() {
+        m.status.rank = Some(place + 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_of_the_models_shown_run_without_gaps() {
+        let model = |key: &str, rank: Option<usize>| LiveModel {
+            status: ModelStatus {
+                rank,
+                ..ModelStatus::of(
+                    key.into(),
+                    "p".into(),
+                    None,
+                    Evidence::Unknown,
+                    EvidenceFrom::None,
+                )
+            },
+            tier: "A".into(),
+            label: key.into(),
+        };
+        let mut models = vec![
+            model("p/c", Some(14)),
+            model("p/never-benched", None),
+            model("p/a", Some(2)),
+            model("p/b", Some(5)),
+        ];
+        close_rank_gaps(&mut models);
+        let ranks: Vec<(&str, Option<usize>)> = models
+            .iter()
+            .map(|m| (m.status.model.as_str(), m.status.rank))
+            .collect();
+        assert_eq!(
+            ranks,
+            [
+                ("p/c", Some(3)),
+                ("p/never-benched", None),
+                ("p/a", Some(1)),
+                ("p/b", Some(2))
+            ]
+        );
     }
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 use crossterm::event::{self, Event};
 
 use crate::commands::exit::ExitCode;
@@ -23,7 +23,8 @@ use crate::commands::{usage, Setup};
 use board::{Action, Board};
 use feed::{Feed, Update};
 
-#[derive(FromArgs)]
+#[derive(FromArgs, ArgsInfo)]
+#[argh(help_triggers("-h", "--help", "help"))]
 #[argh(subcommand, name = "top")]
 /// Full-screen live view of the running server: every model's breaker, evidence, time to
 /// first token, success rate, budget and conversations, and decisions as they happen.

@@ -24,5 +24,5 @@ mod store;
 
 pub use book::BreakerBook;
 pub use health::{Admission, BreakerState, Pause};
-pub use rows::{rows, BreakerRow, Counts};
+pub use rows::{rows, Answering, BreakerRow, Counts};
 pub use store::Breakers;

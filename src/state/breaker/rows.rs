@@ -1,6 +1,6 @@
 //! What `fcm breakers`, a server's `/health` and `fcm status` show of the breakers: one
 //! [`BreakerRow`] per model (states and time left, worst first) and the [`Counts`] per
-//! state.
+//! state, where a CLOSED model counts as healthy only with evidence that it answers.
 
 use serde::{Deserialize, Serialize};
 
@@ -9,13 +9,30 @@ use super::health::{BreakerState, Health};
 use crate::answers::classify::FailureKind;
 use crate::state::config::BreakerConfig;
 
-/// How many models are in each state, as a server's `/health` and `fcm status` count them:
-/// of the `routable` models, those without a row or with a CLOSED breaker are healthy;
-/// rows of models fcm no longer knows are left out.
+/// What is known of whether a model answers: the evidence that lets `/health` and
+/// `fcm status` call a model with a CLOSED breaker healthy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answering {
+    /// Recent results (or the last bench) show it answers.
+    Proven,
+    /// Recent results (or the last bench) show it does not.
+    Failing,
+    /// Nothing yet: never benched, no traffic.
+    Untried,
+}
+
+/// How many of the routable models are in each state, as a server's `/health` and
+/// `fcm status` count them. A model without a row has a CLOSED breaker; of those, only the
+/// ones with evidence that they answer are `healthy`, the others `failing` or `untried`
+/// (a breaker only opens after real failures, so a bench that found a model broken leaves
+/// it CLOSED). Rows of models that are not routable are left out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Counts {
     pub routable: usize,
     pub closed: usize,
+    pub healthy: usize,
+    pub failing: usize,
+    pub untried: usize,
     pub degraded: usize,
     pub half_open: usize,
     pub open: usize,
@@ -23,27 +40,44 @@ pub struct Counts {
 }
 
 impl Counts {
-    pub fn of(rows: &[BreakerRow], routable: usize, known: impl Fn(&str) -> bool) -> Counts {
-        let count = |s: BreakerState| {
-            rows.iter()
-                .filter(|r| r.state == s && known(&r.model))
-                .count()
+    pub fn of<'m>(
+        rows: &[BreakerRow],
+        routable: impl IntoIterator<Item = (&'m str, Answering)>,
+    ) -> Counts {
+        let by_model: std::collections::HashMap<&str, &BreakerRow> =
+            rows.iter().map(|r| (r.model.as_str(), r)).collect();
+        let mut c = Counts {
+            routable: 0,
+            closed: 0,
+            healthy: 0,
+            failing: 0,
+            untried: 0,
+            degraded: 0,
+            half_open: 0,
+            open: 0,
+            quota_paused: 0,
         };
-        let unhealthy = rows
-            .iter()
-            .filter(|r| r.state != BreakerState::Closed && known(&r.model))
-            .count();
-        Counts {
-            routable,
-            closed: routable.saturating_sub(unhealthy),
-            degraded: count(BreakerState::Degraded),
-            half_open: count(BreakerState::HalfOpen),
-            open: count(BreakerState::Open),
-            quota_paused: rows
-                .iter()
-                .filter(|r| r.quota_pause_ms_left > 0 || r.held_ms_left > 0)
-                .count(),
+        for (model, answering) in routable {
+            c.routable += 1;
+            let row = by_model.get(model);
+            if row.is_some_and(|r| r.quota_pause_ms_left > 0 || r.held_ms_left > 0) {
+                c.quota_paused += 1;
+            }
+            match row.map_or(BreakerState::Closed, |r| r.state) {
+                BreakerState::Closed => {
+                    c.closed += 1;
+                    match answering {
+                        Answering::Proven => c.healthy += 1,
+                        Answering::Failing => c.failing += 1,
+                        Answering::Untried => c.untried += 1,
+                    }
+                }
+                BreakerState::Degraded => c.degraded += 1,
+                BreakerState::HalfOpen => c.half_open += 1,
+                BreakerState::Open => c.open += 1,
+            }
         }
+        c
     }
 }
 
@@ -125,4 +159,51 @@ pub fn rows(book: &BreakerBook, now: u64, cfg: &BreakerConfig) -> Vec<BreakerRow
             .then(a.model.cmp(&b.model))
     });
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(model: &str, state: BreakerState, paused: bool) -> BreakerRow {
+        BreakerRow {
+            state,
+            quota_pause_ms_left: if paused { 1_000 } else { 0 },
+            ..BreakerRow::closed(model, 0)
+        }
+    }
+
+    #[test]
+    fn healthy_needs_a_closed_breaker_and_evidence_of_answers() {
+        let rows = [
+            row("p/open", BreakerState::Open, false),
+            row("p/degraded", BreakerState::Degraded, false),
+            row("p/paused", BreakerState::Closed, true),
+            // Not routable (its key is gone): not counted.
+            row("q/open", BreakerState::Open, false),
+        ];
+        let routable = [
+            ("p/proven", Answering::Proven),
+            ("p/failing", Answering::Failing),
+            ("p/untried", Answering::Untried),
+            ("p/open", Answering::Proven),
+            ("p/degraded", Answering::Proven),
+            ("p/paused", Answering::Proven),
+        ];
+        let c = Counts::of(&rows, routable);
+        assert_eq!(
+            c,
+            Counts {
+                routable: 6,
+                closed: 4,
+                healthy: 2,
+                failing: 1,
+                untried: 1,
+                degraded: 1,
+                half_open: 0,
+                open: 1,
+                quota_paused: 1,
+            }
+        );
+    }
 }
