@@ -76,6 +76,26 @@ struct Node<'i> {
     subcommands: Vec<(&'i str, String)>,
 }
 
+impl Node<'_> {
+    /// The command path after `word`, a subcommand of this one.
+    fn child(&self, word: &str) -> String {
+        if self.path.is_empty() {
+            word.to_string()
+        } else {
+            format!("{} {word}", self.path)
+        }
+    }
+
+    /// `"path:--flag"` for each flag that takes a value: the patterns a script matches to
+    /// skip the value that follows.
+    fn valued_patterns(&self) -> Vec<String> {
+        self.valued
+            .iter()
+            .map(|f| format!("\"{}:{f}\"", self.path))
+            .collect()
+    }
+}
+
 fn flatten(root: &CommandInfoWithArgs) -> Vec<Node<'static>> {
     let mut out = Vec::new();
     walk(root, String::new(), &mut out);
@@ -135,11 +155,7 @@ fn walk_arms(commands: &[Node<'_>], indent: &str) -> String {
     let mut out = String::new();
     for node in commands {
         for (word, _) in node.words.iter().filter(|(w, _)| !w.starts_with('-')) {
-            let next = if node.path.is_empty() {
-                word.clone()
-            } else {
-                format!("{} {word}", node.path)
-            };
+            let next = node.child(word);
             let _ = writeln!(
                 out,
                 "{indent}\"{}:{word}\") cmdpath=\"{next}\" ;;",
@@ -147,11 +163,7 @@ fn walk_arms(commands: &[Node<'_>], indent: &str) -> String {
             );
         }
         if !node.valued.is_empty() {
-            let pats: Vec<String> = node
-                .valued
-                .iter()
-                .map(|f| format!("\"{}:{f}\"", node.path))
-                .collect();
+            let pats = node.valued_patterns();
             let _ = writeln!(out, "{indent}{}) skip=1 ;;", pats.join(" | "));
         }
     }
@@ -264,11 +276,7 @@ fn fish(name: &str, commands: &[Node<'_>]) -> String {
     );
     for node in commands {
         for (sub, _) in &node.subcommands {
-            let next = if node.path.is_empty() {
-                sub.to_string()
-            } else {
-                format!("{} {sub}", node.path)
-            };
+            let next = node.child(sub);
             let _ = writeln!(
                 out,
                 "            case \"{}:{sub}\"\n                set cmdpath \"{next}\"",
@@ -276,11 +284,7 @@ fn fish(name: &str, commands: &[Node<'_>]) -> String {
             );
         }
         if !node.valued.is_empty() {
-            let pats: Vec<String> = node
-                .valued
-                .iter()
-                .map(|f| format!("\"{}:{f}\"", node.path))
-                .collect();
+            let pats = node.valued_patterns();
             let _ = writeln!(
                 out,
                 "            case {}\n                set skip 1",

@@ -73,18 +73,7 @@ pub(crate) fn summarize(entries: &[Trace]) -> Summary {
 mod tests {
     use super::*;
     use crate::answers::classify::FailureKind;
-    use crate::state::trace::AttemptRecord;
-
-    fn attempt(model: &str, status: Option<u16>, kind: Option<FailureKind>) -> AttemptRecord {
-        AttemptRecord {
-            model: model.into(),
-            status,
-            kind,
-            latency_ms: 5,
-            key: None,
-            raced_out: false,
-        }
-    }
+    use crate::state::trace::test_attempt as attempt;
 
     #[test]
     fn summary_figures() {

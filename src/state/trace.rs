@@ -474,20 +474,28 @@ pub(crate) fn new_request_id() -> String {
     id
 }
 
+/// An attempt of `model` for tests: 5 ms, no key.
+#[cfg(test)]
+pub(crate) fn test_attempt(
+    model: &str,
+    status: Option<u16>,
+    kind: Option<FailureKind>,
+) -> AttemptRecord {
+    AttemptRecord {
+        model: model.into(),
+        status,
+        kind,
+        latency_ms: 5,
+        key: None,
+        raced_out: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn attempt(model: &str, status: Option<u16>, kind: Option<FailureKind>) -> AttemptRecord {
-        AttemptRecord {
-            model: model.into(),
-            status,
-            kind,
-            latency_ms: 5,
-            key: None,
-            raced_out: false,
-        }
-    }
+    use super::test_attempt as attempt;
 
     #[test]
     fn redaction_cleans_what_the_client_wrote() {
