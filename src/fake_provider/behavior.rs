@@ -86,6 +86,9 @@ pub enum Behavior {
     Continues,
     /// Waits this long, then answers 500.
     SlowFail(Duration),
+    /// The first this many requests are answered like `ok`; later ones get 400, as a model
+    /// answers a request it will not take (a conversation that grew past what it accepts).
+    BadRequestAfter(u64),
     /// An agent's turn: calls the client's shell tool (`Bash`, `exec_command`,
     /// `run_commands`, ...) to echo `fcm-tool-ok`, then answers with what the tool returned.
     ToolRoundTrip,
@@ -267,6 +270,7 @@ impl Behavior {
             "signed_tool_turns" => Behavior::SignedToolTurns,
             "continues" => Behavior::Continues,
             "slow_fail" => Behavior::SlowFail(ms(300)),
+            "bad_request_after" => Behavior::BadRequestAfter(param.unwrap_or(1)),
             "long_stream" => Behavior::LongStream(ms(10_000)),
             "tool_round_trip" => Behavior::ToolRoundTrip,
             "noisy_tool_round_trip" => Behavior::NoisyToolRoundTrip,

@@ -250,6 +250,13 @@ pub(super) fn respond(
         ),
         Behavior::Auth401 => send_fixed(out, 401, json_ct, &[], error("Invalid API key", "authentication_error").as_bytes()),
         Behavior::BadRequest400 => send_fixed(out, 400, json_ct, &[], error("unsupported parameter: foo", "invalid_request_error").as_bytes()),
+        Behavior::BadRequestAfter(answered) => {
+            if shared.count_seen(&model) <= answered {
+                ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO)
+            } else {
+                send_fixed(out, 400, json_ct, &[], error("unsupported parameter: foo", "invalid_request_error").as_bytes())
+            }
+        }
         Behavior::Server500 => send_fixed(out, 500, json_ct, &[], error("internal error", "server_error").as_bytes()),
         Behavior::Hang => {
             let start = Instant::now();
