@@ -282,6 +282,104 @@ fn with_no_model_to_finish_it_the_client_is_told_in_its_protocol() {
     }
 }
 
+/// The answer's text in a whole (not streamed) answer of `proto`.
+fn whole_text(proto: &str, v: &Value) -> String {
+    let pointer = match proto {
+        "chat" => "/choices/0/message/content",
+        "anthropic" => "/content/0/text",
+        _ => "/output/0/content/0/text",
+    };
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn a_finished_answer_is_whole_whatever_its_connection_does_after() {
+    let fake = fake();
+    let said = "Hello from finish_then_drop#top.";
+    for model in ["fcm", "fcm:p/finish_then_drop#top"] {
+        // A server each: the first is not to learn from the second.
+        let w = World::new();
+        ordered(
+            &w,
+            &fake.base_url(),
+            &["finish_then_drop#top", "continues#next"],
+        );
+        let s = w.serve(&["--quiet"]);
+        for proto in PROTOCOLS {
+            for stream in [true, false] {
+                let (path, body) = request(proto, model, stream);
+                let r = s.post(path, &body.to_string());
+                let case = format!("{model} {proto} stream={stream}");
+                assert_eq!(r.status, 200, "{case}: {}", r.body);
+                if stream {
+                    assert_eq!(text(proto, &r.body), said, "{case}: once: {}", r.body);
+                    let names: Vec<String> = events(&r.body).into_iter().map(|(n, _)| n).collect();
+                    let last = names.last().map(String::as_str);
+                    match proto {
+                        "chat" => {
+                            // As the provider ended it: its finish, no error.
+                            let finish = data(&r.body).iter().find_map(|c| {
+                                c["choices"][0]["finish_reason"].as_str().map(String::from)
+                            });
+                            assert_eq!(finish.as_deref(), Some("stop"), "{case}");
+                            assert!(!r.body.contains("\"error\""), "{case}: {}", r.body);
+                        }
+                        "anthropic" => assert_eq!(last, Some("message_stop"), "{case}"),
+                        _ => {
+                            assert_eq!(last, Some("response.completed"), "{case}");
+                            assert!(!r.body.contains("\"incomplete\""), "{case}");
+                        }
+                    }
+                } else {
+                    let v = r.json();
+                    assert_eq!(whole_text(proto, &v), said, "{case}: {v}");
+                    if proto == "responses" {
+                        assert_eq!(v["status"], "completed", "{case}");
+                    }
+                }
+                let h = s.history();
+                let entry = h.last().unwrap();
+                assert_eq!(entry["outcome"], "served", "{case}: {entry}");
+                assert_eq!(entry["attempts"].as_array().unwrap().len(), 1, "{case}");
+            }
+        }
+        assert!(
+            fake.requests_for("continues#next").is_empty(),
+            "{model}: nobody was asked to go on with a finished answer"
+        );
+        let row = s.breaker("p/finish_then_drop#top");
+        assert!(
+            row.as_ref().is_none_or(|r| r["lastFailureKind"].is_null()),
+            "{model}: {row:?}"
+        );
+        assert_eq!(s.stop(), 0);
+    }
+}
+
+#[test]
+fn a_finished_answer_whose_connection_goes_silent_ends_whole_at_the_stall_timeout() {
+    let fake = fake();
+    let w = World::new();
+    let top = "finish_then_drop:4000#top";
+    ordered(&w, &fake.base_url(), &[top, "continues#next"]);
+    w.write_config(&json!({"router": {"failover": {"streamStallTimeoutMs": 1000}}}));
+    let s = w.serve(&["--quiet"]);
+    let (path, body) = request("anthropic", "fcm", true);
+    let r = s.post(path, &body.to_string());
+    assert_eq!(text("anthropic", &r.body), format!("Hello from {top}."));
+    let names: Vec<String> = events(&r.body).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names.last().map(String::as_str),
+        Some("message_stop"),
+        "{names:?}"
+    );
+    assert_eq!(s.history().last().unwrap()["outcome"], "served");
+    assert!(fake.requests_for("continues#next").is_empty());
+}
+
 #[test]
 fn a_continuation_that_no_model_can_give_ends_as_broken() {
     let fake = fake();

@@ -78,6 +78,11 @@ pub enum Behavior {
     /// Streams some content and ends the body cleanly, but never says the answer is over
     /// (no `finish_reason`, no `[DONE]`).
     EndsWithoutFinish,
+    /// The whole answer (`Hello from <model>.`) with `finish_reason: stop`, then the
+    /// connection drops before the body ends: streamed, in the middle of the usage chunk
+    /// and without `[DONE]`; whole, short of the length its head declared. With a time
+    /// (`finish_then_drop:3000`), a stream is held open and silent that long first.
+    FinishThenDrop(Option<Duration>),
     /// Gemini 3's tool calls: each carries a thought signature that must come back on the
     /// next turn, or the request is refused (400). See `signatures`.
     SignedToolTurns,
@@ -267,6 +272,7 @@ impl Behavior {
             "drop_after_content" => Behavior::DropAfterContent,
             "cut_at_length" => Behavior::CutAtLength,
             "ends_without_finish" => Behavior::EndsWithoutFinish,
+            "finish_then_drop" => Behavior::FinishThenDrop(param.map(Duration::from_millis)),
             "signed_tool_turns" => Behavior::SignedToolTurns,
             "continues" => Behavior::Continues,
             "slow_fail" => Behavior::SlowFail(ms(300)),

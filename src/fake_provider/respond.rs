@@ -416,6 +416,9 @@ pub(super) fn respond(
             }
             w.end_body()
         }
+        Behavior::FinishThenDrop(silence) => {
+            awkward_streams::finish_then_drop(out, &id, &model, stream, silence)
+        }
         Behavior::CutAtLength if !stream => completion(
             out,
             &id,
