@@ -268,6 +268,7 @@ fn with_no_model_to_finish_it_the_client_is_told_in_its_protocol() {
                     assert_eq!(last_name, "response.failed", "{model}: {}", r.body);
                     assert_eq!(last["response"]["status"], "failed");
                     assert!(!r.body.contains("response.completed"), "{model}");
+                    assert_broken_responses(&r.body, said);
                 }
             }
             let h = s.history();
@@ -378,6 +379,51 @@ fn a_finished_answer_whose_connection_goes_silent_ends_whole_at_the_stall_timeou
     );
     assert_eq!(s.history().last().unwrap()["outcome"], "served");
     assert!(fake.requests_for("continues#next").is_empty());
+}
+
+/// A Responses stream that broke: nothing in it is completed (a client keeps a done item as
+/// a finished reply, and would send it back on its retry); the failed response lists the
+/// message it broke in as incomplete, with the text so far, and says why.
+fn assert_broken_responses(body: &str, said: &str) {
+    assert!(!body.contains("\"completed\""), "never completed: {body}");
+    assert!(
+        !events(body)
+            .iter()
+            .any(|(name, _)| name == "response.output_item.done"),
+        "{body}"
+    );
+    let failed = data(body).pop().unwrap();
+    assert_eq!(failed["type"], "response.failed", "{body}");
+    let message = &failed["response"]["output"][0];
+    assert_eq!(
+        (message["type"].as_str(), message["status"].as_str()),
+        (Some("message"), Some("incomplete")),
+        "{failed}"
+    );
+    assert_eq!(message["content"][0]["text"], said);
+    let why = failed["response"]["error"]["message"].as_str().unwrap();
+    assert!(why.contains("broke off"), "{why}");
+}
+
+#[test]
+fn with_one_model_a_broken_responses_stream_is_never_completed() {
+    let fake = fake();
+    for (model, kind, said, failover) in breaks() {
+        let w = World::new();
+        ordered(&w, &fake.base_url(), &[&format!("{model}#only")]);
+        w.write_config(&json!({"router": {"failover": failover}}));
+        let s = w.serve(&["--quiet"]);
+        let (path, body) = request("responses", "fcm", true);
+        let r = s.post(path, &body.to_string());
+        assert_eq!(r.status, 200, "{model}");
+        let said = said.replace("#top", "#only");
+        assert_eq!(text("responses", &r.body), said, "{model}");
+        assert_broken_responses(&r.body, &said);
+        let h = s.history();
+        let entry = h.last().unwrap();
+        assert_eq!(entry["outcome"], "stream_failed_after_content", "{model}");
+        assert_eq!(entry["attempts"][0]["kind"], kind, "{model}");
+    }
 }
 
 #[test]
