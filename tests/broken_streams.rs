@@ -9,66 +9,6 @@ mod support;
 use serde_json::{json, Value};
 use support::*;
 
-/// The events of an SSE body: (event name, data), `[DONE]` as data `[DONE]`.
-fn events(body: &str) -> Vec<(String, String)> {
-    body.replace("\r\n", "\n")
-        .split("\n\n")
-        .filter_map(|event| {
-            let mut name = String::new();
-            let mut data = Vec::new();
-            for line in event.lines() {
-                if let Some(n) = line.strip_prefix("event:") {
-                    name = n.trim().to_string();
-                } else if let Some(d) = line.strip_prefix("data:") {
-                    data.push(d.trim_start());
-                }
-            }
-            (!data.is_empty()).then(|| (name, data.join("\n")))
-        })
-        .collect()
-}
-
-fn data(body: &str) -> Vec<Value> {
-    events(body)
-        .into_iter()
-        .filter(|(_, d)| d != "[DONE]")
-        .map(|(_, d)| serde_json::from_str(&d).unwrap())
-        .collect()
-}
-
-/// The answer's text as the client reads it, in its protocol.
-fn text(proto: &str, body: &str) -> String {
-    let pointer = match proto {
-        "chat" => "/choices/0/delta/content",
-        "anthropic" => "/delta/text",
-        _ => "/delta",
-    };
-    data(body)
-        .iter()
-        .filter(|v| proto != "responses" || v["type"] == "response.output_text.delta")
-        .filter_map(|v| v.pointer(pointer).and_then(Value::as_str))
-        .collect()
-}
-
-fn request(proto: &str, model: &str, stream: bool) -> (&'static str, Value) {
-    match proto {
-        "chat" => (
-            "/v1/chat/completions",
-            json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": "Plan the change."}]}),
-        ),
-        "anthropic" => (
-            "/v1/messages",
-            json!({"model": model, "stream": stream, "max_tokens": 256, "messages": [{"role": "user", "content": "Plan the change."}]}),
-        ),
-        _ => (
-            "/v1/responses",
-            json!({"model": model, "stream": stream, "input": "Plan the change."}),
-        ),
-    }
-}
-
-const PROTOCOLS: [&str; 3] = ["chat", "anthropic", "responses"];
-
 /// Each way a stream breaks after content: the model, how the failure is named, the text
 /// the client had before the break, and the config it needs.
 fn breaks() -> [(&'static str, &'static str, &'static str, Value); 4] {
@@ -281,19 +221,6 @@ fn with_no_model_to_finish_it_the_client_is_told_in_its_protocol() {
         }
         assert_eq!(s.stop(), 0);
     }
-}
-
-/// The answer's text in a whole (not streamed) answer of `proto`.
-fn whole_text(proto: &str, v: &Value) -> String {
-    let pointer = match proto {
-        "chat" => "/choices/0/message/content",
-        "anthropic" => "/content/0/text",
-        _ => "/output/0/content/0/text",
-    };
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
 }
 
 #[test]

@@ -200,6 +200,13 @@ impl OpenStream {
         Some(self.target.gate_failure(reject, self.started))
     }
 
+    /// The stream judged unusable by what it said rather than by the gate (a continuation
+    /// that does not fit what the client has): a failure of this attempt all the same.
+    pub(crate) fn failure_of(&self, kind: FailureKind, detail: &str) -> Failure {
+        let verdict = Verdict::of(kind, None);
+        failure(verdict, Some(self.status), detail.to_string(), self.started)
+    }
+
     /// The secrets the stream's events must not carry to a client.
     pub(crate) fn secrets(&self) -> &std::sync::Arc<crate::secrets::Secrets> {
         &self.target.secrets

@@ -20,7 +20,8 @@
 //! `client` (one connection's request loop), `endpoints` (the table of paths), `completion`
 //! (the completion flow) or `local` (what fcm answers itself; with `live`, the snapshot
 //! `fcm top` polls, and `metrics`, the Prometheus text), `reply` (writing the answer) and
-//! `request_log` (its line on stderr); `forward` carries a committed stream to the client. The files of this folder import each other in that direction only, and this file
+//! `request_log` (its line on stderr); `forward` carries a committed stream to the client
+//! (`joining`: a continuation's first events, until its seam is decided). The files of this folder import each other in that direction only, and this file
 //! only declares and re-exports them.
 
 pub(crate) mod access;
@@ -32,6 +33,7 @@ pub(crate) mod dashboard;
 mod endpoints;
 mod forward;
 pub(crate) mod http;
+mod joining;
 mod listener;
 pub(crate) mod live;
 mod local;

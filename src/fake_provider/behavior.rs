@@ -1,7 +1,8 @@
 //! The fake provider's repertoire: what each model name makes it do ([`Behavior`]), and
 //! the shapes some behaviours take: whose reasoning ([`Thinker`]), whose rate-limit
-//! headers ([`LimitStyle`]). Names and values only: the answers are written by `respond`
-//! and the answer files beside it (`tools`, `thinking`, `rate_limits`, `awkward_streams`).
+//! headers ([`LimitStyle`]), how another model's answer is finished ([`Finishing`]). Names
+//! and values only: the answers are written by `respond` and the answer files beside it
+//! (`tools`, `thinking`, `rate_limits`, `awkward_streams`, `continuations`).
 
 use std::time::Duration;
 
@@ -86,9 +87,11 @@ pub enum Behavior {
     /// Gemini 3's tool calls: each carries a thought signature that must come back on the
     /// next turn, or the request is refused (400). See `signatures`.
     SignedToolTurns,
-    /// Answers the rest of an answer another model began: the text it was given as the
-    /// assistant's turn, said back after `continued: `, so a test can see what it got.
-    Continues,
+    /// Finishes an answer another model began (the text it was given as the assistant's
+    /// turn), in one of the ways models do: `continues` goes on (and says how much it was
+    /// given), `restarts` says all of it again first, `repeats_last:N` its last N words,
+    /// `starts_over` begins it again and departs from it (see `continuations`).
+    Finishes(Finishing),
     /// Waits this long, then answers 500.
     SlowFail(Duration),
     /// The first this many requests are answered like `ok`; later ones get 400, as a model
@@ -177,6 +180,19 @@ impl CacheStyle {
     /// Prompt tokens of every cached answer, and how many of them the cache served.
     pub const PROMPT: u64 = 1200;
     pub const CACHED: u64 = 1024;
+}
+
+/// How a model finishes another model's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finishing {
+    /// Goes on from the last word: ` and the rest (continued: N chars)`.
+    GoesOn,
+    /// Says the whole answer again, then goes on: `<given> and the rest (restarted)`.
+    StartsOver,
+    /// Says the answer's last this many words again, then goes on.
+    RepeatsLast(usize),
+    /// Says the answer's first three words again, then something else: it does not fit.
+    DepartsFromIt,
 }
 
 /// Where a provider puts its model's reasoning.
@@ -274,7 +290,12 @@ impl Behavior {
             "ends_without_finish" => Behavior::EndsWithoutFinish,
             "finish_then_drop" => Behavior::FinishThenDrop(param.map(Duration::from_millis)),
             "signed_tool_turns" => Behavior::SignedToolTurns,
-            "continues" => Behavior::Continues,
+            "continues" => Behavior::Finishes(Finishing::GoesOn),
+            "restarts" => Behavior::Finishes(Finishing::StartsOver),
+            "repeats_last" => {
+                Behavior::Finishes(Finishing::RepeatsLast(param.unwrap_or(2) as usize))
+            }
+            "starts_over" => Behavior::Finishes(Finishing::DepartsFromIt),
             "slow_fail" => Behavior::SlowFail(ms(300)),
             "bad_request_after" => Behavior::BadRequestAfter(param.unwrap_or(1)),
             "long_stream" => Behavior::LongStream(ms(10_000)),
@@ -340,6 +361,14 @@ mod tests {
         assert_eq!(
             Behavior::parse("overloaded_200"),
             Some(Behavior::Overloaded200(None))
+        );
+        assert_eq!(
+            Behavior::parse("repeats_last:3#next"),
+            Some(Behavior::Finishes(Finishing::RepeatsLast(3)))
+        );
+        assert_eq!(
+            Behavior::parse("finish_then_drop"),
+            Some(Behavior::FinishThenDrop(None))
         );
     }
 
