@@ -191,7 +191,8 @@ pub enum Finishing {
     StartsOver,
     /// Says the answer's last this many words again, then goes on.
     RepeatsLast(usize),
-    /// Says the answer's first three words again, then something else: it does not fit.
+    /// Says the answer's first words again (five, or all but the last of a shorter one),
+    /// then something else: it does not fit.
     DepartsFromIt,
 }
 

@@ -24,7 +24,7 @@ fn given(body: &Value) -> &str {
 }
 
 /// What a model finishing `given` this way says.
-pub fn finishing_text(how: Finishing, given: &str) -> String {
+fn finishing_text(how: Finishing, given: &str) -> String {
     let words: Vec<&str> = given.split_whitespace().collect();
     match how {
         Finishing::GoesOn => {
@@ -36,7 +36,8 @@ pub fn finishing_text(how: Finishing, given: &str) -> String {
             format!("{again} and the rest (repeated {n} words)")
         }
         Finishing::DepartsFromIt => {
-            let again = words[..words.len().min(3)].join(" ");
+            let n = words.len().saturating_sub(1).clamp(1, 5);
+            let again = words[..n.min(words.len())].join(" ");
             format!("{again} a different answer altogether.")
         }
     }

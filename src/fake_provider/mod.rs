@@ -24,7 +24,6 @@ mod wire;
 
 pub use awkward_streams::huge_text;
 pub use behavior::{Behavior, CacheStyle, Finishing, LimitStyle, Thinker};
-pub use continuations::finishing_text;
 pub use rate_limits::WINDOW as COUNTDOWN_WINDOW;
 pub use respond::LATENCY_PATH;
 pub use server::FakeProvider;

@@ -19,11 +19,14 @@ const REPEAT_WINDOW: usize = 2048;
 const MIN_REPEAT_WORDS: usize = 2;
 /// See [`MIN_REPEAT_WORDS`]: non-whitespace characters (a long word said twice).
 const MIN_REPEAT_CHARS: usize = 8;
-/// A continuation that says this many words of the answer's beginning again, and then
-/// something else, started the answer over: it does not fit. Fewer may be chance (two list
-/// items that begin alike), so they pass.
-const MISFIT_WORDS: usize = 3;
-/// See [`MISFIT_WORDS`]: non-whitespace characters.
+/// A continuation that says this many whole words of the answer's beginning again (all but
+/// the last, of a shorter answer), and then something else, started the answer over: it
+/// does not fit. Fewer may be chance: two sentences or list items that begin alike ("I'll
+/// update the parser. I'll update the docs"), so they pass.
+const MISFIT_WORDS: usize = 5;
+/// However short the answer, a start over says at least this many whole words again...
+const MISFIT_MIN_WORDS: usize = 3;
+/// ...and this many non-whitespace characters.
 const MISFIT_CHARS: usize = 12;
 
 /// How a continuation joins what the client has.
@@ -63,16 +66,10 @@ struct Candidate {
     /// The next byte of what was given to match.
     at: usize,
     state: State,
-    /// Word boundaries (whitespace runs) matched.
+    /// Word boundaries (whitespace runs) matched: the whole words said again.
     spaces: usize,
     /// Non-whitespace characters matched.
     chars: usize,
-}
-
-impl Candidate {
-    fn words(&self) -> usize {
-        self.spaces + usize::from(self.chars > 0)
-    }
 }
 
 /// Reads a continuation's first text and decides its [`Join`] with what was given.
@@ -83,13 +80,17 @@ pub(crate) struct Seam {
     end: usize,
     /// Where what was given begins (its first word): a repeat from here started over.
     first: usize,
+    /// Whole words a start over says again before it departs, to be refused (see
+    /// [`MISFIT_WORDS`]).
+    misfit_words: usize,
     candidates: Vec<Candidate>,
     /// The continuation's text so far.
     text: String,
     /// Still in the continuation's leading whitespace.
     leading: bool,
-    /// That leading whitespace broke a line: a new line or list item, not a start over.
-    leading_newline: bool,
+    /// The continuation begins a line (what was given ended with a line break, or its own
+    /// leading whitespace holds one): a new line or list item, not a start over.
+    new_line: bool,
     /// The last character was whitespace (a run is one token).
     in_space: bool,
 }
@@ -112,14 +113,18 @@ impl Seam {
         if first < end && candidates.first().is_none_or(|c| c.start != first) {
             candidates.insert(0, Candidate::at(first));
         }
+        let words = given.split_whitespace().count();
         Seam {
+            misfit_words: MISFIT_WORDS
+                .min(words.saturating_sub(1))
+                .max(MISFIT_MIN_WORDS),
             given: given.to_string(),
             end,
             first,
             candidates,
             text: String::new(),
             leading: true,
-            leading_newline: false,
+            new_line: given[end..].contains('\n'),
             in_space: false,
         }
     }
@@ -132,7 +137,7 @@ impl Seam {
             let after = base + i + c.len_utf8();
             let token = if c.is_whitespace() {
                 if self.leading {
-                    self.leading_newline |= c == '\n';
+                    self.new_line |= c == '\n';
                     continue;
                 }
                 if std::mem::replace(&mut self.in_space, true) {
@@ -189,9 +194,13 @@ impl Seam {
         // No repeat: one that said the answer's beginning again far enough, then departed
         // from it (or stopped), started over.
         let restarted = self.candidates.first().is_some_and(|c| {
-            c.start == self.first && c.words() >= MISFIT_WORDS && c.chars >= MISFIT_CHARS
+            // Stopped at the end of one of the answer's words: a whole word too.
+            let at_word_end =
+                c.state == State::Running && self.given[c.at..].starts_with(char::is_whitespace);
+            let words = c.spaces + usize::from(at_word_end);
+            c.start == self.first && words >= self.misfit_words && c.chars >= MISFIT_CHARS
         });
-        if restarted && !self.leading_newline {
+        if restarted && !self.new_line {
             return Some(Join::Misfit);
         }
         Some(Join::Fresh)
@@ -199,7 +208,9 @@ impl Seam {
 
     /// Whether a repeat that matched to the end of what was given is left out.
     fn counts(&self, c: &Candidate) -> bool {
-        c.start == self.first || c.words() >= MIN_REPEAT_WORDS || c.chars >= MIN_REPEAT_CHARS
+        // It matched to the end of a word: its words are its whole words and that one.
+        let words = c.spaces + 1;
+        c.start == self.first || words >= MIN_REPEAT_WORDS || c.chars >= MIN_REPEAT_CHARS
     }
 }
 
@@ -358,13 +369,34 @@ mod tests {
             // Starts over and departs from it: it does not fit.
             (
                 "The quick brown fox jumps over the dog",
-                "The quick brown cat sleeps",
+                "The quick brown fox jumps under it",
                 None,
             ),
             (
                 "The quick brown fox jumps over the dog",
-                "The quick brown fox",
+                "The quick brown fox jumps",
                 None,
+            ),
+            (
+                "Partial answer from the",
+                "Partial answer from a new angle",
+                None,
+            ),
+            // A sentence or a line that begins like the answer is new text.
+            (
+                "The quick brown fox jumps over the dog",
+                "The quick brown cat sleeps",
+                Some("The quick brown fox jumps over the dogThe quick brown cat sleeps"),
+            ),
+            (
+                "I'll update the parser and its tests. ",
+                "I'll update the docs too.",
+                Some("I'll update the parser and its tests. I'll update the docs too."),
+            ),
+            (
+                "The quick brown fox jumps over the dog.\n",
+                "The quick brown fox jumps again.",
+                Some("The quick brown fox jumps over the dog.\nThe quick brown fox jumps again."),
             ),
             // Nothing given: anything goes on.
             ("", "Hello", Some("Hello")),
