@@ -1,7 +1,8 @@
 //! An upstream stream's life: hold its bytes until the gate sees useful content (nothing
 //! of a failed attempt reaches a client), commit, then hand out whole events one by one
 //! (with the chunks the gate already parsed) until it ends, breaks or stalls, and say how
-//! it ended ([`StreamEnd`]).
+//! it ended ([`StreamEnd`]). Once the answer has said it is done (a `finish_reason` or
+//! `[DONE]`), a connection that breaks or falls silent ends it as finished: it is whole.
 //!
 //! The upstream side is a reader thread (reused, see `readers`) feeding a channel, so stall
 //! and first-token timeouts are plain `recv_timeout`s. Who reads the events is not this
