@@ -284,3 +284,38 @@ fn affinity_can_be_turned_off() {
     let h: Vec<Value> = s.history();
     assert!(h[0].get("session").is_none());
 }
+
+#[test]
+fn an_answer_no_model_served_says_nothing_of_affinity() {
+    let fake = fake();
+    let w = World::new();
+    catalog(
+        &w,
+        &fake.base_url(),
+        &[("bad_request_after:1#a", "S", 60.0)],
+    );
+    let s = w.serve(&[]);
+    let session = [("x-fcm-session", "turned-down")];
+    let first = s.post_with("/v1/chat/completions", &turn("chat", "t", 1), &session);
+    assert_eq!(first.status, 200, "{first:?}");
+    assert_eq!(first.header("x-fcm-v2-affinity"), Some("new"));
+    // The model that holds the conversation turns its next turn down: nothing is served,
+    // and nothing moved.
+    let second = s.post_with("/v1/chat/completions", &turn("chat", "t", 2), &session);
+    assert_eq!(second.status, 400, "{second:?}");
+    assert_eq!(
+        second.header("x-fcm-v2-affinity"),
+        None,
+        "{}",
+        second.decision()
+    );
+    let history = s.history();
+    let last = history.last().unwrap();
+    assert!(last.get("affinity").is_none(), "{last}");
+    assert!(last["session"].is_string(), "still named: {last}");
+    // A new conversation that no model serves neither.
+    let other = [("x-fcm-session", "never-served")];
+    let r = s.post_with("/v1/messages", &turn("messages", "u", 1), &other);
+    assert_eq!(r.status, 400, "{r:?}");
+    assert_eq!(r.header("x-fcm-v2-affinity"), None);
+}

@@ -9,66 +9,6 @@ mod support;
 use serde_json::{json, Value};
 use support::*;
 
-/// The events of an SSE body: (event name, data), `[DONE]` as data `[DONE]`.
-fn events(body: &str) -> Vec<(String, String)> {
-    body.replace("\r\n", "\n")
-        .split("\n\n")
-        .filter_map(|event| {
-            let mut name = String::new();
-            let mut data = Vec::new();
-            for line in event.lines() {
-                if let Some(n) = line.strip_prefix("event:") {
-                    name = n.trim().to_string();
-                } else if let Some(d) = line.strip_prefix("data:") {
-                    data.push(d.trim_start());
-                }
-            }
-            (!data.is_empty()).then(|| (name, data.join("\n")))
-        })
-        .collect()
-}
-
-fn data(body: &str) -> Vec<Value> {
-    events(body)
-        .into_iter()
-        .filter(|(_, d)| d != "[DONE]")
-        .map(|(_, d)| serde_json::from_str(&d).unwrap())
-        .collect()
-}
-
-/// The answer's text as the client reads it, in its protocol.
-fn text(proto: &str, body: &str) -> String {
-    let pointer = match proto {
-        "chat" => "/choices/0/delta/content",
-        "anthropic" => "/delta/text",
-        _ => "/delta",
-    };
-    data(body)
-        .iter()
-        .filter(|v| proto != "responses" || v["type"] == "response.output_text.delta")
-        .filter_map(|v| v.pointer(pointer).and_then(Value::as_str))
-        .collect()
-}
-
-fn request(proto: &str, model: &str, stream: bool) -> (&'static str, Value) {
-    match proto {
-        "chat" => (
-            "/v1/chat/completions",
-            json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": "Plan the change."}]}),
-        ),
-        "anthropic" => (
-            "/v1/messages",
-            json!({"model": model, "stream": stream, "max_tokens": 256, "messages": [{"role": "user", "content": "Plan the change."}]}),
-        ),
-        _ => (
-            "/v1/responses",
-            json!({"model": model, "stream": stream, "input": "Plan the change."}),
-        ),
-    }
-}
-
-const PROTOCOLS: [&str; 3] = ["chat", "anthropic", "responses"];
-
 /// Each way a stream breaks after content: the model, how the failure is named, the text
 /// the client had before the break, and the config it needs.
 fn breaks() -> [(&'static str, &'static str, &'static str, Value); 4] {
@@ -268,6 +208,7 @@ fn with_no_model_to_finish_it_the_client_is_told_in_its_protocol() {
                     assert_eq!(last_name, "response.failed", "{model}: {}", r.body);
                     assert_eq!(last["response"]["status"], "failed");
                     assert!(!r.body.contains("response.completed"), "{model}");
+                    assert_broken_responses(&r.body, said);
                 }
             }
             let h = s.history();
@@ -279,6 +220,136 @@ fn with_no_model_to_finish_it_the_client_is_told_in_its_protocol() {
             assert_eq!(entry["attempts"][0]["kind"], kind, "{model} {proto}");
         }
         assert_eq!(s.stop(), 0);
+    }
+}
+
+#[test]
+fn a_finished_answer_is_whole_whatever_its_connection_does_after() {
+    let fake = fake();
+    let said = "Hello from finish_then_drop#top.";
+    for model in ["fcm", "fcm:p/finish_then_drop#top"] {
+        // A server each: the first is not to learn from the second.
+        let w = World::new();
+        ordered(
+            &w,
+            &fake.base_url(),
+            &["finish_then_drop#top", "continues#next"],
+        );
+        let s = w.serve(&["--quiet"]);
+        for proto in PROTOCOLS {
+            for stream in [true, false] {
+                let (path, body) = request(proto, model, stream);
+                let r = s.post(path, &body.to_string());
+                let case = format!("{model} {proto} stream={stream}");
+                assert_eq!(r.status, 200, "{case}: {}", r.body);
+                if stream {
+                    assert_eq!(text(proto, &r.body), said, "{case}: once: {}", r.body);
+                    let names: Vec<String> = events(&r.body).into_iter().map(|(n, _)| n).collect();
+                    let last = names.last().map(String::as_str);
+                    match proto {
+                        "chat" => {
+                            // As the provider ended it: its finish, no error.
+                            let finish = data(&r.body).iter().find_map(|c| {
+                                c["choices"][0]["finish_reason"].as_str().map(String::from)
+                            });
+                            assert_eq!(finish.as_deref(), Some("stop"), "{case}");
+                            assert!(!r.body.contains("\"error\""), "{case}: {}", r.body);
+                        }
+                        "anthropic" => assert_eq!(last, Some("message_stop"), "{case}"),
+                        _ => {
+                            assert_eq!(last, Some("response.completed"), "{case}");
+                            assert!(!r.body.contains("\"incomplete\""), "{case}");
+                        }
+                    }
+                } else {
+                    let v = r.json();
+                    assert_eq!(whole_text(proto, &v), said, "{case}: {v}");
+                    if proto == "responses" {
+                        assert_eq!(v["status"], "completed", "{case}");
+                    }
+                }
+                let h = s.history();
+                let entry = h.last().unwrap();
+                assert_eq!(entry["outcome"], "served", "{case}: {entry}");
+                assert_eq!(entry["attempts"].as_array().unwrap().len(), 1, "{case}");
+            }
+        }
+        assert!(
+            fake.requests_for("continues#next").is_empty(),
+            "{model}: nobody was asked to go on with a finished answer"
+        );
+        let row = s.breaker("p/finish_then_drop#top");
+        assert!(
+            row.as_ref().is_none_or(|r| r["lastFailureKind"].is_null()),
+            "{model}: {row:?}"
+        );
+        assert_eq!(s.stop(), 0);
+    }
+}
+
+#[test]
+fn a_finished_answer_whose_connection_goes_silent_ends_whole_at_the_stall_timeout() {
+    let fake = fake();
+    let w = World::new();
+    let top = "finish_then_drop:4000#top";
+    ordered(&w, &fake.base_url(), &[top, "continues#next"]);
+    w.write_config(&json!({"router": {"failover": {"streamStallTimeoutMs": 1000}}}));
+    let s = w.serve(&["--quiet"]);
+    let (path, body) = request("anthropic", "fcm", true);
+    let r = s.post(path, &body.to_string());
+    assert_eq!(text("anthropic", &r.body), format!("Hello from {top}."));
+    let names: Vec<String> = events(&r.body).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names.last().map(String::as_str),
+        Some("message_stop"),
+        "{names:?}"
+    );
+    assert_eq!(s.history().last().unwrap()["outcome"], "served");
+    assert!(fake.requests_for("continues#next").is_empty());
+}
+
+/// A Responses stream that broke: nothing in it is completed (a client keeps a done item as
+/// a finished reply, and would send it back on its retry); the failed response lists the
+/// message it broke in as incomplete, with the text so far, and says why.
+fn assert_broken_responses(body: &str, said: &str) {
+    assert!(!body.contains("\"completed\""), "never completed: {body}");
+    assert!(
+        !events(body)
+            .iter()
+            .any(|(name, _)| name == "response.output_item.done"),
+        "{body}"
+    );
+    let failed = data(body).pop().unwrap();
+    assert_eq!(failed["type"], "response.failed", "{body}");
+    let message = &failed["response"]["output"][0];
+    assert_eq!(
+        (message["type"].as_str(), message["status"].as_str()),
+        (Some("message"), Some("incomplete")),
+        "{failed}"
+    );
+    assert_eq!(message["content"][0]["text"], said);
+    let why = failed["response"]["error"]["message"].as_str().unwrap();
+    assert!(why.contains("broke off"), "{why}");
+}
+
+#[test]
+fn with_one_model_a_broken_responses_stream_is_never_completed() {
+    let fake = fake();
+    for (model, kind, said, failover) in breaks() {
+        let w = World::new();
+        ordered(&w, &fake.base_url(), &[&format!("{model}#only")]);
+        w.write_config(&json!({"router": {"failover": failover}}));
+        let s = w.serve(&["--quiet"]);
+        let (path, body) = request("responses", "fcm", true);
+        let r = s.post(path, &body.to_string());
+        assert_eq!(r.status, 200, "{model}");
+        let said = said.replace("#top", "#only");
+        assert_eq!(text("responses", &r.body), said, "{model}");
+        assert_broken_responses(&r.body, &said);
+        let h = s.history();
+        let entry = h.last().unwrap();
+        assert_eq!(entry["outcome"], "stream_failed_after_content", "{model}");
+        assert_eq!(entry["attempts"][0]["kind"], kind, "{model}");
     }
 }
 

@@ -245,8 +245,13 @@ fn read_full(
     started: Instant,
 ) -> Result<Answer, Failure> {
     let status = incoming.status;
-    let (mut body, truncated) = read_limited(&mut incoming.body, limits.max_body)
-        .map_err(|e| target.io_error(&e, started))?;
+    let (mut body, truncated) = match read_limited(&mut incoming.body, limits.max_body) {
+        Ok(read) => read,
+        // The answer said it was done: what happened to the connection after it does not
+        // undo it (a body cut before its declared end, or a chunked one never ended).
+        Err((_, body)) if says_done(&body) => (body, false),
+        Err((e, _)) => return Err(target.io_error(&e, started)),
+    };
     // Before the gate parses it: the parsed answer the protocols reuse is clean too.
     if let std::borrow::Cow::Owned(clean) = target.secrets.redact_bytes(&body) {
         body = clean;
@@ -290,10 +295,39 @@ fn read_full(
     }
 }
 
+/// Whether `body` is a whole chat answer that says it is done: JSON whose every choice
+/// has its `finish_reason`. Read only when its connection broke before the body's end.
+fn says_done(body: &[u8]) -> bool {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return false;
+    };
+    let choices = v.get("choices").and_then(Value::as_array);
+    choices.is_some_and(|c| {
+        !c.is_empty()
+            && c.iter()
+                .all(|choice| choice.get("finish_reason").is_some_and(|f| !f.is_null()))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::providers::target::tests::target;
+
+    #[test]
+    fn an_answer_says_it_is_done_by_the_finish_of_every_choice() {
+        let done = r#"{"choices":[{"message":{"content":"Hi"},"finish_reason":"stop"}]}"#;
+        assert!(says_done(done.as_bytes()));
+        for not in [
+            r#"{"choices":[{"message":{"content":"Hi"},"finish_reason":null}]}"#,
+            r#"{"choices":[{"message":{"content":"Hi"}}]}"#,
+            r#"{"choices":[]}"#,
+            r#"{"choices":[{"message":{"content":"Hi"},"finish_reason":"stop"}"#,
+            "",
+        ] {
+            assert!(!says_done(not.as_bytes()), "{not}");
+        }
+    }
 
     #[test]
     fn keys_are_redacted_before_the_detail_is_cut() {

@@ -58,10 +58,13 @@ pub enum FailureKind {
     /// An HTTP 200 whose whole answer is the provider's notice (a paid plan, credits, a
     /// quota, sign up), not the model's reply.
     ProviderNotice,
+    /// Asked to finish another model's answer, it started the answer over and departed
+    /// from it: nothing of it can follow what the client has.
+    ContinuationMisfit,
 }
 
 impl FailureKind {
-    pub const ALL: [FailureKind; 20] = [
+    pub const ALL: [FailureKind; 21] = [
         FailureKind::AuthError,
         FailureKind::RateLimit,
         FailureKind::QuotaExhausted,
@@ -82,6 +85,7 @@ impl FailureKind {
         FailureKind::InvalidToolCall,
         FailureKind::ModelNotFound,
         FailureKind::ProviderNotice,
+        FailureKind::ContinuationMisfit,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -106,6 +110,7 @@ impl FailureKind {
             FailureKind::InvalidToolCall => "invalid_tool_call",
             FailureKind::ModelNotFound => "model_not_found",
             FailureKind::ProviderNotice => "provider_notice",
+            FailureKind::ContinuationMisfit => "continuation_misfit",
         }
     }
 
@@ -209,6 +214,8 @@ impl Verdict {
             ModelNotFound => (Blame::Model, false),
             // Gone paid (or out of credit), not unhealthy: out of rotation for a while.
             ProviderNotice => (Blame::Model, false),
+            // It answered, only not as asked: its own answers are not in doubt.
+            ContinuationMisfit => (Blame::Model, false),
             NetworkError | ProviderUrlUnresolvable | ProviderServerError | HtmlMaintenance => {
                 (Blame::Provider, true)
             }

@@ -224,11 +224,19 @@ impl HoldBuffer {
             return self.fail(self.tracker.empty_reject());
         }
         if self.tracker.ended_mid_event() {
-            let reject = GateReject {
-                kind: FailureKind::NetworkError,
-                detail: "stream ended in the middle of an event".into(),
-            };
-            return self.fail(reject);
+            if !self.tracker.is_finished() {
+                let reject = GateReject {
+                    kind: FailureKind::NetworkError,
+                    detail: "stream ended in the middle of an event".into(),
+                };
+                return self.fail(reject);
+            }
+            // The answer had said it was done: the event cut after it (a usage chunk, say)
+            // is left out, and the answer is whole.
+            match self.state {
+                HoldState::Holding => self.held.truncate(self.cut),
+                _ => self.held.clear(),
+            }
         }
         if self.tracker.ended_unfinished() {
             let reject = GateReject {
@@ -656,6 +664,18 @@ mod tests {
             matches!(st.last(), Some(HoldStep::Fail { reject, .. }) if reject.kind == FailureKind::NetworkError),
             "{st:?}"
         );
+        // After the answer said it was done, a cut event is left out and the answer is whole.
+        let stop = "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n";
+        for size in [8, 16, 4096] {
+            let mut b = HoldBuffer::new(Strict);
+            let st = steps(
+                &mut b,
+                &format!("{TEXT}{stop}data: {{\"usage\":{{\"pro"),
+                size,
+            );
+            assert_eq!(sent(&st), format!("{TEXT}{stop}"), "size {size}");
+            assert_eq!(st.last(), Some(&HoldStep::End), "size {size}: {st:?}");
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! An upstream stream's life: hold its bytes until the gate sees useful content (nothing
 //! of a failed attempt reaches a client), commit, then hand out whole events one by one
 //! (with the chunks the gate already parsed) until it ends, breaks or stalls, and say how
-//! it ended ([`StreamEnd`]).
+//! it ended ([`StreamEnd`]). Once the answer has said it is done (a `finish_reason` or
+//! `[DONE]`), a connection that breaks or falls silent ends it as finished: it is whole.
 //!
 //! The upstream side is a reader thread (reused, see `readers`) feeding a channel, so stall
 //! and first-token timeouts are plain `recv_timeout`s. Who reads the events is not this
@@ -154,6 +155,12 @@ pub(crate) fn open(
                 open.ended = true;
                 open.hold.on_end()
             }
+            // The answer said it was done: what happens to the connection after it does
+            // not undo it.
+            Ok(Chunk::Error(_)) if open.hold.tracker().is_finished() => {
+                open.ended = true;
+                open.hold.on_end()
+            }
             Ok(Chunk::Error(e)) => return Err(target.io_error(&e, started)),
             Err(RecvTimeoutError::Timeout) if open.hold.is_peeking() => open.hold.commit_now(),
             Err(RecvTimeoutError::Timeout) => {
@@ -192,6 +199,13 @@ impl OpenStream {
     pub(crate) fn tool_failure(&self) -> Option<Failure> {
         let reject = self.hold.tracker().tool_failure()?.clone();
         Some(self.target.gate_failure(reject, self.started))
+    }
+
+    /// The stream judged unusable by what it said rather than by the gate (a continuation
+    /// that does not fit what the client has): a failure of this attempt all the same.
+    pub(crate) fn failure_of(&self, kind: FailureKind, detail: &str) -> Failure {
+        let verdict = Verdict::of(kind, None);
+        failure(verdict, Some(self.status), detail.to_string(), self.started)
     }
 
     /// The secrets the stream's events must not carry to a client.
@@ -236,14 +250,25 @@ impl OpenStream {
         // for the stall timeout: bytes that never finish one do not count.
         let left = self.stall.saturating_sub(self.last_event.elapsed());
         if left.is_zero() {
-            return StreamItem::Failed(self.stalled(self.stall), Vec::new());
+            return self.stalled(self.stall);
         }
         let wait = left.min(max);
         match self.chunks.recv_timeout(wait) {
             Ok(chunk) => self.on_chunk(chunk),
             Err(RecvTimeoutError::Disconnected) => self.on_chunk(Chunk::End),
-            Err(RecvTimeoutError::Timeout) => StreamItem::Failed(self.stalled(wait), Vec::new()),
+            Err(RecvTimeoutError::Timeout) => self.stalled(wait),
         }
+    }
+
+    /// The connection ended, failed or went silent after the answer said it was done (a
+    /// `finish_reason` or `[DONE]`): the answer is whole all the same, and ends here.
+    fn cut_after_finish(&mut self) -> Option<StreamItem> {
+        if !self.hold.tracker().is_finished() {
+            return None;
+        }
+        self.ended = true;
+        let step = self.hold.on_end();
+        Some(self.step(step))
     }
 
     /// What one chunk from the reader makes of the stream.
@@ -262,14 +287,21 @@ impl OpenStream {
                 let step = self.hold.on_end();
                 self.step(step)
             }
-            Chunk::Error(e) => {
+            Chunk::Error(e) => self.cut_after_finish().unwrap_or_else(|| {
                 StreamItem::Failed(self.target.io_error(&e, self.started), Vec::new())
-            }
+            }),
         }
     }
 
+    /// No whole event for `waited`: the end of an answer that said it was done, else a
+    /// failure.
+    fn stalled(&mut self, waited: Duration) -> StreamItem {
+        self.cut_after_finish()
+            .unwrap_or_else(|| StreamItem::Failed(self.stall_failure(waited), Vec::new()))
+    }
+
     /// No whole event for `waited`: a stall after useful content, else a timeout.
-    fn stalled(&self, waited: Duration) -> Failure {
+    fn stall_failure(&self, waited: Duration) -> Failure {
         let kind = if self.hold.tracker().is_useful() {
             FailureKind::StreamStall
         } else {

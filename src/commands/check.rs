@@ -63,9 +63,8 @@ pub fn exit_code_for(kind: FailureKind) -> ExitCode {
         AuthError => ExitCode::KeyRejected,
         RateLimit | QuotaExhausted => ExitCode::RateLimited,
         InvalidRequest | HtmlMaintenance | InvalidJson | EmptyChoices | EmptyContent
-        | ErrorPayload | EmptyStream | ContextOverflow | InvalidToolCall | ModelNotFound => {
-            ExitCode::Unusable
-        }
+        | ErrorPayload | EmptyStream | ContextOverflow | InvalidToolCall | ModelNotFound
+        | ContinuationMisfit => ExitCode::Unusable,
         ProviderUrlUnresolvable => ExitCode::NoKey,
         ModelOverloaded | Timeout | StreamStall | NetworkError | ProviderServerError => {
             ExitCode::Unreachable
@@ -89,6 +88,7 @@ fn what(kind: FailureKind) -> &'static str {
         InvalidToolCall => "answered with a tool call that cannot run",
         ModelNotFound => "the provider does not serve this model (retired? `fcm models --refresh`)",
         ProviderNotice => "a provider notice instead of an answer (gone paid? out of credits?)",
+        ContinuationMisfit => "started an answer over instead of finishing it",
         ProviderUrlUnresolvable => "URL incomplete",
         ModelOverloaded => "model overloaded",
         Timeout => "timed out",

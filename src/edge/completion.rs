@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+use crate::answers::classify::FailureKind;
 use crate::answers::stream::StreamEnd;
 use crate::edge::app::App;
 use crate::edge::forward;
@@ -211,6 +212,7 @@ fn deliver(conn: &mut Conn, app: &App, served: Served<'_>, asked: &Asked<'_>) {
             let v = parsed.unwrap_or_else(|| serde_json::from_slice(&body).unwrap_or(Value::Null));
             let mut client = StreamReply::new(conn, &trace);
             let mut relay = forward::Relay::new(&mut client, asked.shape(app));
+            // Not a continuation: nothing to join, always sent.
             relay.whole(&v, app.router.secrets());
             trace.completion_tokens = stats.completion_tokens;
             keep_carried(app, &trace, &relay.take_carried());
@@ -227,7 +229,8 @@ fn deliver(conn: &mut Conn, app: &App, served: Served<'_>, asked: &Asked<'_>) {
 }
 
 /// Forwards a committed stream; when it breaks after content, the router says whether
-/// another model finishes the answer in the same client stream (`Router::continue_broken`);
+/// another model finishes the answer in the same client stream (`Router::continue_broken`),
+/// joined to what the client has (a repeat left out; one that started over refused);
 /// otherwise the client is told the answer broke off, in its own protocol. The trace comes
 /// back with every attempt; a finished continuation is [`Outcome::Continued`].
 fn relay_stream(
@@ -239,8 +242,12 @@ fn relay_stream(
 ) -> Trace {
     let mut committed = first;
     let mut continued = 0;
+    // Why the answer broke: what the client is told when it cannot be finished.
+    let mut why = Box::<str>::default();
     loop {
-        let broke = match relay.pump(&mut committed.stream) {
+        let pumped = relay.pump(&mut committed.stream);
+        note_left_out(relay, &mut trace);
+        let broke = match pumped {
             forward::Pumped::Done(end) => {
                 committed.finish(&end, &mut trace);
                 if continued > 0 && trace.outcome == Outcome::Served {
@@ -253,6 +260,12 @@ fn relay_stream(
         let secrets = committed.stream.secrets().clone();
         let model = trace.served_model.clone().unwrap_or_default();
         committed.finish(&StreamEnd::Failed(broke.clone()), &mut trace);
+        let misfit = broke.kind() == FailureKind::ContinuationMisfit;
+        if misfit {
+            why = format!("{why}; {MISFIT}").into();
+        } else {
+            why = broke.detail.clone();
+        }
         let given = relay.given();
         let broken = Broken {
             model: &model,
@@ -260,18 +273,20 @@ fn relay_stream(
             call_begun: given.call_begun,
             client_here: relay.client_here(),
             continued,
+            misfit,
         };
         match app
             .router
             .continue_broken(asked.route, asked.ask, &broken, trace)
         {
             Continued::Not(kept) => {
-                relay.fail(&broke.detail, secrets);
+                relay.fail(&why, secrets);
                 return kept;
             }
             Continued::Served(served) => {
                 continued += 1;
                 trace = served.trace;
+                relay.join_next();
                 match served.delivery {
                     Delivery::Stream(c) => committed = *c,
                     Delivery::Full {
@@ -283,8 +298,16 @@ fn relay_stream(
                         let v = parsed.unwrap_or_else(|| {
                             serde_json::from_slice(&body).unwrap_or(Value::Null)
                         });
-                        relay.whole(&v, app.router.secrets());
                         trace.completion_tokens = stats.completion_tokens;
+                        if !relay.whole(&v, app.router.secrets()) {
+                            // Recorded as served already: the trace says why it was not.
+                            let model = trace.served_model.clone().unwrap_or_default();
+                            trace.notes.push(format!("continuation_misfit:{model}"));
+                            trace.outcome = Outcome::StreamFailedAfterContent;
+                            relay.fail(&format!("{why}; {MISFIT}"), secrets);
+                            return trace;
+                        }
+                        note_left_out(relay, &mut trace);
                         trace.outcome = Outcome::Continued;
                         return trace;
                     }
@@ -293,11 +316,23 @@ fn relay_stream(
             Continued::Refused(refused) => {
                 let mut trace = refused.trace;
                 trace.outcome = Outcome::StreamFailedAfterContent;
-                let detail = format!("{}; no other model could finish it", broke.detail);
+                let detail = format!("{why}; no other model could finish it");
                 relay.fail(&detail, secrets);
                 return trace;
             }
         }
+    }
+}
+
+/// What the client is told of a continuation that started the answer over.
+const MISFIT: &str = "the next model started the answer over instead of finishing it";
+
+/// Notes in the trace how much of a continuation repeated what the client had, and was
+/// left out (`overlap_dropped:<characters>`).
+fn note_left_out(relay: &mut forward::Relay<'_>, trace: &mut Trace) {
+    let n = relay.take_left_out();
+    if n > 0 {
+        trace.notes.push(format!("overlap_dropped:{n}"));
     }
 }
 

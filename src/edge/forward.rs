@@ -4,11 +4,15 @@
 //! the client; one that breaks after content is left open ([`Pumped::Broke`]), so that
 //! another model's continuation can follow in the same answer, or the client can be told
 //! in its own protocol that the answer broke off ([`Relay::fail`]): never a clean finish.
+//! A continuation's first events are held until its seam with what the client has is
+//! decided (`joining`): the client reads each word once.
 
 use serde_json::Value;
 
+use crate::answers::classify::FailureKind;
 use crate::answers::failure::Failure;
 use crate::answers::stream::{OpenStream, StreamEnd, StreamItem};
+use crate::edge::joining::{Joining, Step};
 use crate::protocol::{self, StreamShape};
 use crate::routing::carry::Carried;
 
@@ -55,6 +59,10 @@ pub(crate) struct Relay<'c> {
     given: Given,
     /// Provider state the answer's calls carry, for the conversation's next turn.
     carried: Carried,
+    /// A continuation's seam not decided yet.
+    joining: Option<Joining>,
+    /// Characters of continuations' repeats of what the client had, left out.
+    left_out: usize,
     started: bool,
     gone: bool,
 }
@@ -66,9 +74,22 @@ impl<'c> Relay<'c> {
             shape,
             given: Given::default(),
             carried: Carried::default(),
+            joining: None,
+            left_out: 0,
             started: false,
             gone: false,
         }
+    }
+
+    /// The next stream (or whole answer) continues this one: its first text is compared
+    /// with what the client has, and joined (see `joining`).
+    pub(crate) fn join_next(&mut self) {
+        self.joining = Joining::after(&self.given.text);
+    }
+
+    /// Characters of continuations' repeats left out since the last call.
+    pub(crate) fn take_left_out(&mut self) -> usize {
+        std::mem::take(&mut self.left_out)
     }
 
     pub(crate) fn given(&self) -> &Given {
@@ -87,6 +108,11 @@ impl<'c> Relay<'c> {
         let secrets = stream.secrets().clone();
         let held = std::mem::take(&mut stream.held);
         let chunks = stream.take_chunks();
+        let Some((held, chunks)) =
+            joined(&mut self.joining, &mut self.left_out, held, chunks, false)
+        else {
+            return Pumped::Broke(misfit(stream));
+        };
         self.observe(&chunks);
         let shape = &mut self.shape.redacted(secrets);
         let mut first = if self.started {
@@ -109,44 +135,71 @@ impl<'c> Relay<'c> {
                 continue;
             };
             let chunks = stream.take_chunks();
-            observe(&mut self.given, &mut self.carried, &chunks);
-            match item {
-                StreamItem::Data(bytes) => {
-                    let out = shape.shape(bytes, chunks);
-                    if !out.is_empty() && !self.client.send(&out) {
-                        self.gone = true;
-                        return Pumped::Done(StreamEnd::ClientGone);
-                    }
-                }
-                StreamItem::End => {
-                    self.client.end(&shape.finish(None));
-                    if let Some(f) = stream.tool_failure() {
-                        return Pumped::Done(StreamEnd::Failed(f));
-                    }
-                    return Pumped::Done(StreamEnd::Complete {
-                        completion_tokens: stream.stats().completion_tokens,
-                    });
-                }
-                StreamItem::Failed(f, tail) => {
+            if let StreamItem::Failed(f, tail) = item {
+                // Broken while its seam was open: what it held was never the client's.
+                if self.joining.take().is_none() {
+                    observe(&mut self.given, &mut self.carried, &chunks);
                     let out = shape.shape(tail, chunks);
                     if !out.is_empty() && !self.client.send(&out) {
                         self.gone = true;
                     }
-                    return Pumped::Broke(f);
                 }
+                return Pumped::Broke(f);
             }
+            let end = matches!(item, StreamItem::End);
+            let bytes = match item {
+                StreamItem::Data(bytes) => bytes,
+                _ => Vec::new(),
+            };
+            let seamed = joined(&mut self.joining, &mut self.left_out, bytes, chunks, end);
+            let Some((bytes, chunks)) = seamed else {
+                return Pumped::Broke(misfit(stream));
+            };
+            observe(&mut self.given, &mut self.carried, &chunks);
+            let mut out = shape.shape(bytes, chunks);
+            if !end {
+                if !out.is_empty() && !self.client.send(&out) {
+                    self.gone = true;
+                    return Pumped::Done(StreamEnd::ClientGone);
+                }
+                continue;
+            }
+            out.extend(shape.finish(None));
+            self.client.end(&out);
+            if let Some(f) = stream.tool_failure() {
+                return Pumped::Done(StreamEnd::Failed(f));
+            }
+            return Pumped::Done(StreamEnd::Complete {
+                completion_tokens: stream.stats().completion_tokens,
+            });
         }
     }
 
-    /// A continuation that came as a whole answer (its provider ignored `stream: true`):
-    /// its chunks go out, and the client's stream ends.
-    pub(crate) fn whole(&mut self, v: &Value, secrets: std::sync::Arc<crate::secrets::Secrets>) {
+    /// An answer that came whole (its provider ignored `stream: true`): its chunks go out,
+    /// and the client's stream ends. False, with nothing sent, for a continuation that does
+    /// not fit what the client has.
+    pub(crate) fn whole(
+        &mut self,
+        v: &Value,
+        secrets: std::sync::Arc<crate::secrets::Secrets>,
+    ) -> bool {
         let chunks = protocol::chunks_from_completion(v);
+        let seamed = joined(
+            &mut self.joining,
+            &mut self.left_out,
+            Vec::new(),
+            chunks,
+            true,
+        );
+        let Some((_, chunks)) = seamed else {
+            return false;
+        };
         self.carried = Carried::of_answer(v);
         let shape = &mut self.shape.redacted(secrets);
         let mut bytes = shape.shape(protocol::chat_events(&chunks), chunks);
         bytes.extend(shape.finish(None));
         self.client.end(&bytes);
+        true
     }
 
     /// The client still reads the answer.
@@ -165,6 +218,51 @@ impl<'c> Relay<'c> {
     fn observe(&mut self, chunks: &[Value]) {
         observe(&mut self.given, &mut self.carried, chunks);
     }
+}
+
+/// `bytes` and their `chunks` as they go to the client: as they came, unless a
+/// continuation's seam is open (`joining`); then the chunks it lets go, as chat events, or
+/// `None` when the continuation does not fit. `end`: the stream ended.
+fn joined(
+    joining: &mut Option<Joining>,
+    left_out: &mut usize,
+    bytes: Vec<u8>,
+    chunks: Vec<Value>,
+    end: bool,
+) -> Option<(Vec<u8>, Vec<Value>)> {
+    let Some(j) = joining else {
+        return Some((bytes, chunks));
+    };
+    let done = memchr::memmem::find(&bytes, b"data: [DONE]").is_some();
+    let chunks = match j.take(chunks, end || done) {
+        Step::Holding(chunks) => chunks,
+        Step::Joined {
+            chunks,
+            left_out: n,
+        } => {
+            *left_out += n;
+            *joining = None;
+            chunks
+        }
+        Step::Misfit => {
+            *joining = None;
+            return None;
+        }
+    };
+    let mut bytes = Vec::new();
+    protocol::chat_frames(&chunks, &mut bytes);
+    if done {
+        bytes.extend_from_slice(b"data: [DONE]\n\n");
+    }
+    Some((bytes, chunks))
+}
+
+/// The failure of a continuation that started the answer over and departed from it.
+fn misfit(stream: &OpenStream) -> Failure {
+    stream.failure_of(
+        FailureKind::ContinuationMisfit,
+        "asked to finish an answer, it started it over and departed from it",
+    )
 }
 
 /// Notes what `chunks` give the client: text, the start of a call, provider state.

@@ -21,7 +21,9 @@
 //! (the completion flow) or `local` (what fcm answers itself; with `live`, the snapshot
 //! `fcm top` polls, and `metrics`, the Prometheus text, written by `exposition`, with
 //! `process_metrics` and gzipped by `encoding`), `reply` (writing the answer) and
-//! `request_log` (its line on stderr); `forward` carries a committed stream to the client. The files of this folder import each other in that direction only, and this file
+//! `request_log` (its line on stderr); `forward` carries a committed stream to the client
+//! (`joining`: a continuation's first events, until its seam is decided). The files of this
+//! folder import each other in that direction only, and this file
 //! only declares and re-exports them.
 
 pub(crate) mod access;
@@ -35,6 +37,7 @@ mod endpoints;
 mod exposition;
 mod forward;
 pub(crate) mod http;
+mod joining;
 mod listener;
 pub(crate) mod live;
 mod local;

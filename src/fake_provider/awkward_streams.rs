@@ -1,7 +1,8 @@
 //! Streams that try how fcm reads a provider: writes cut at awkward points so that each
-//! arrives as its own read, and one event longer than fcm holds at once.
+//! arrives as its own read, one event longer than fcm holds at once, and a whole answer
+//! whose connection drops before its body ends.
 
-use std::io;
+use std::io::{self, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -87,4 +88,46 @@ pub fn huge_text(len: usize) -> String {
     (0..len)
         .map(|i| if i % 1000 == 999 { '<' } else { 'x' })
         .collect()
+}
+
+/// See [`Behavior::FinishThenDrop`](super::behavior::Behavior::FinishThenDrop).
+pub(super) fn finish_then_drop(
+    out: &mut TcpStream,
+    id: &str,
+    model: &str,
+    stream: bool,
+    silence: Option<Duration>,
+) -> io::Result<bool> {
+    let text = format!("Hello from {model}.");
+    if !stream {
+        let body = json!({"id": id, "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
+        .to_string();
+        // The head promises more than comes: the connection closes before the body's end.
+        let headers = [("content-type".to_string(), "application/json".to_string())];
+        let mut msg = crate::edge::http::head(200, &headers, Some(body.len() + 64), true);
+        msg.extend_from_slice(body.as_bytes());
+        out.write_all(&msg)?;
+        return Ok(false);
+    }
+    let mut w = SseWriter::start(out);
+    w.data(&chunk(
+        id,
+        model,
+        json!({"role": "assistant", "content": "Hello "}),
+        None,
+    ))?;
+    w.data(&chunk(
+        id,
+        model,
+        json!({"content": format!("from {model}.")}),
+        None,
+    ))?;
+    w.data(&chunk(id, model, json!({}), Some("stop")))?;
+    if let Some(d) = silence {
+        std::thread::sleep(d);
+    }
+    // The usage chunk is cut, and the chunked body never ends.
+    w.raw("data: {\"id\":\"usage\",\"choices\":[],\"usage\":{\"prompt_tok")?;
+    Ok(false)
 }

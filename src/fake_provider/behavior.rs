@@ -1,7 +1,8 @@
 //! The fake provider's repertoire: what each model name makes it do ([`Behavior`]), and
 //! the shapes some behaviours take: whose reasoning ([`Thinker`]), whose rate-limit
-//! headers ([`LimitStyle`]). Names and values only: the answers are written by `respond`
-//! and the answer files beside it (`tools`, `thinking`, `rate_limits`, `awkward_streams`).
+//! headers ([`LimitStyle`]), how another model's answer is finished ([`Finishing`]). Names
+//! and values only: the answers are written by `respond` and the answer files beside it
+//! (`tools`, `thinking`, `rate_limits`, `awkward_streams`, `continuations`).
 
 use std::time::Duration;
 
@@ -78,14 +79,24 @@ pub enum Behavior {
     /// Streams some content and ends the body cleanly, but never says the answer is over
     /// (no `finish_reason`, no `[DONE]`).
     EndsWithoutFinish,
+    /// The whole answer (`Hello from <model>.`) with `finish_reason: stop`, then the
+    /// connection drops before the body ends: streamed, in the middle of the usage chunk
+    /// and without `[DONE]`; whole, short of the length its head declared. With a time
+    /// (`finish_then_drop:3000`), a stream is held open and silent that long first.
+    FinishThenDrop(Option<Duration>),
     /// Gemini 3's tool calls: each carries a thought signature that must come back on the
     /// next turn, or the request is refused (400). See `signatures`.
     SignedToolTurns,
-    /// Answers the rest of an answer another model began: the text it was given as the
-    /// assistant's turn, said back after `continued: `, so a test can see what it got.
-    Continues,
+    /// Finishes an answer another model began (the text it was given as the assistant's
+    /// turn), in one of the ways models do: `continues` goes on (and says how much it was
+    /// given), `restarts` says all of it again first, `repeats_last:N` its last N words,
+    /// `starts_over` begins it again and departs from it (see `continuations`).
+    Finishes(Finishing),
     /// Waits this long, then answers 500.
     SlowFail(Duration),
+    /// The first this many requests are answered like `ok`; later ones get 400, as a model
+    /// answers a request it will not take (a conversation that grew past what it accepts).
+    BadRequestAfter(u64),
     /// An agent's turn: calls the client's shell tool (`Bash`, `exec_command`,
     /// `run_commands`, ...) to echo `fcm-tool-ok`, then answers with what the tool returned.
     ToolRoundTrip,
@@ -169,6 +180,20 @@ impl CacheStyle {
     /// Prompt tokens of every cached answer, and how many of them the cache served.
     pub const PROMPT: u64 = 1200;
     pub const CACHED: u64 = 1024;
+}
+
+/// How a model finishes another model's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finishing {
+    /// Goes on from the last word: ` and the rest (continued: N chars)`.
+    GoesOn,
+    /// Says the whole answer again, then goes on: `<given> and the rest (restarted)`.
+    StartsOver,
+    /// Says the answer's last this many words again, then goes on.
+    RepeatsLast(usize),
+    /// Says the answer's first words again (five, or all but the last of a shorter one),
+    /// then something else: it does not fit.
+    DepartsFromIt,
 }
 
 /// Where a provider puts its model's reasoning.
@@ -264,9 +289,16 @@ impl Behavior {
             "drop_after_content" => Behavior::DropAfterContent,
             "cut_at_length" => Behavior::CutAtLength,
             "ends_without_finish" => Behavior::EndsWithoutFinish,
+            "finish_then_drop" => Behavior::FinishThenDrop(param.map(Duration::from_millis)),
             "signed_tool_turns" => Behavior::SignedToolTurns,
-            "continues" => Behavior::Continues,
+            "continues" => Behavior::Finishes(Finishing::GoesOn),
+            "restarts" => Behavior::Finishes(Finishing::StartsOver),
+            "repeats_last" => {
+                Behavior::Finishes(Finishing::RepeatsLast(param.unwrap_or(2) as usize))
+            }
+            "starts_over" => Behavior::Finishes(Finishing::DepartsFromIt),
             "slow_fail" => Behavior::SlowFail(ms(300)),
+            "bad_request_after" => Behavior::BadRequestAfter(param.unwrap_or(1)),
             "long_stream" => Behavior::LongStream(ms(10_000)),
             "tool_round_trip" => Behavior::ToolRoundTrip,
             "noisy_tool_round_trip" => Behavior::NoisyToolRoundTrip,
@@ -330,6 +362,14 @@ mod tests {
         assert_eq!(
             Behavior::parse("overloaded_200"),
             Some(Behavior::Overloaded200(None))
+        );
+        assert_eq!(
+            Behavior::parse("repeats_last:3#next"),
+            Some(Behavior::Finishes(Finishing::RepeatsLast(3)))
+        );
+        assert_eq!(
+            Behavior::parse("finish_then_drop"),
+            Some(Behavior::FinishThenDrop(None))
         );
     }
 

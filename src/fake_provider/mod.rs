@@ -7,11 +7,12 @@
 //!
 //! The files, each using only those after it: `server` (the listener and its connections),
 //! `respond` (which answer a request gets), the answer files `tools`, `thinking`,
-//! `rate_limits` and `awkward_streams`, `state` (what the connections share), `behavior`
-//! (the repertoire, by name) and `wire` (how any answer is written).
+//! `rate_limits`, `awkward_streams` and `continuations`, `state` (what the connections
+//! share), `behavior` (the repertoire, by name) and `wire` (how any answer is written).
 
 mod awkward_streams;
 mod behavior;
+mod continuations;
 mod rate_limits;
 mod respond;
 mod server;
@@ -22,7 +23,7 @@ mod tools;
 mod wire;
 
 pub use awkward_streams::huge_text;
-pub use behavior::{Behavior, CacheStyle, LimitStyle, Thinker};
+pub use behavior::{Behavior, CacheStyle, Finishing, LimitStyle, Thinker};
 pub use rate_limits::WINDOW as COUNTDOWN_WINDOW;
 pub use respond::LATENCY_PATH;
 pub use server::FakeProvider;

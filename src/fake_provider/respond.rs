@@ -20,7 +20,7 @@ use super::wire::{
     chunk, completion, ok_answer, ok_answer_with, send_fixed, stream_deltas, stream_words, Said,
     SseWriter,
 };
-use super::{awkward_streams, rate_limits, thinking};
+use super::{awkward_streams, continuations, rate_limits, thinking};
 
 /// How long a stream that breaks after content pauses after it: the content has reached
 /// the client by then (fcm holds a short text for up to a second to tell a notice).
@@ -250,6 +250,13 @@ pub(super) fn respond(
         ),
         Behavior::Auth401 => send_fixed(out, 401, json_ct, &[], error("Invalid API key", "authentication_error").as_bytes()),
         Behavior::BadRequest400 => send_fixed(out, 400, json_ct, &[], error("unsupported parameter: foo", "invalid_request_error").as_bytes()),
+        Behavior::BadRequestAfter(answered) => {
+            if shared.count_seen(&model) <= answered {
+                ok_answer(out, &id, &model, &answer, stream, usage, Duration::ZERO)
+            } else {
+                send_fixed(out, 400, json_ct, &[], error("unsupported parameter: foo", "invalid_request_error").as_bytes())
+            }
+        }
         Behavior::Server500 => send_fixed(out, 500, json_ct, &[], error("internal error", "server_error").as_bytes()),
         Behavior::Hang => {
             let start = Instant::now();
@@ -409,6 +416,9 @@ pub(super) fn respond(
             }
             w.end_body()
         }
+        Behavior::FinishThenDrop(silence) => {
+            awkward_streams::finish_then_drop(out, &id, &model, stream, silence)
+        }
         Behavior::CutAtLength if !stream => completion(
             out,
             &id,
@@ -435,16 +445,7 @@ pub(super) fn respond(
             };
             ok_answer(out, &id, &model, text, stream, usage, Duration::ZERO)
         }
-        Behavior::Continues => {
-            let messages = body.get("messages").and_then(Value::as_array);
-            let before = messages
-                .and_then(|m| m.iter().rev().nth(1))
-                .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
-                .and_then(|m| m.get("content").and_then(Value::as_str))
-                .unwrap_or("");
-            let text = format!(" and the rest (continued: {} chars)", before.chars().count());
-            ok_answer(out, &id, &model, &text, stream, usage, Duration::ZERO)
-        }
+        Behavior::Finishes(how) => continuations::finish(out, &id, &model, &body, how, (stream, usage)),
         Behavior::CallsOfferedTool => offered_tool_answer(out, &said_ok, &body, ToolMove::Call),
         Behavior::DescribesOfferedTool => offered_tool_answer(out, &said_ok, &body, ToolMove::Describe),
         Behavior::BreaksOfferedTool => offered_tool_answer(out, &said_ok, &body, ToolMove::Break),

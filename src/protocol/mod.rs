@@ -29,7 +29,7 @@ mod wire;
 pub(crate) use dispatch::Protocol;
 pub(crate) use errors::{BadRequest, ErrorReport};
 pub(crate) use shape::StreamShape;
-pub(crate) use wire::{chat_events, chunks_from_completion, CallIds};
+pub(crate) use wire::{chat_events, chat_frames, chunks_from_completion, CallIds};
 
 /// Test support: raw chat SSE bytes (split anywhere) as the parsed chunks a translator reads.
 #[cfg(test)]

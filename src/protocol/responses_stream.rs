@@ -83,7 +83,13 @@ impl Translator {
             "part": {"type": "output_text", "text": text, "annotations": []}}),
             out,
         );
-        let done = message_item(&id, &text, "completed");
+        // A message cut at the length limit is incomplete, as OpenAI marks it.
+        let status = if self.incomplete {
+            "incomplete"
+        } else {
+            "completed"
+        };
+        let done = message_item(&id, &text, status);
         self.emit(
             "response.output_item.done",
             json!({"output_index": index, "item": done}),
@@ -225,22 +231,27 @@ impl StreamTranslator for Translator {
         self.finished = true;
         let held = self.content.finish();
         self.emit_parts(&held, &mut out);
-        self.close_reasoning(&mut out);
-        self.close_message(&mut out);
         let usage = usage(self.input_tokens, self.output_tokens, self.cached_tokens);
         if let Some(message) = error {
-            // The answer broke off: say so, and never hand over a half-received call.
-            let mut r = response(
-                &self.id,
-                &self.model,
-                "failed",
-                self.done_items.clone(),
-                usage,
-            );
+            // The answer broke off: the item it broke in is never done (a client keeps a
+            // done item as a finished one, and a retry would repeat it); the failed response
+            // lists it as incomplete. Never a half-received call.
+            let mut output = self.done_items.clone();
+            if let Some((_, id, text)) = self.reasoning.take() {
+                let mut item = reasoning_item(&id, &text);
+                item["status"] = json!("incomplete");
+                output.push(item);
+            }
+            if let Some((_, id, text)) = self.message.take() {
+                output.push(message_item(&id, &text, "incomplete"));
+            }
+            let mut r = response(&self.id, &self.model, "failed", output, usage);
             r["error"] = json!({"code": "server_error", "message": format!("the model's answer broke off: {message}")});
             self.emit("response.failed", json!({"response": r}), &mut out);
             return out;
         }
+        self.close_reasoning(&mut out);
+        self.close_message(&mut out);
         let (calls, _) = runnable(self.calls.take(), self.tools.as_deref());
         for call in calls {
             let index = self.done_items.len();
@@ -373,6 +384,20 @@ mod tests {
             !text.contains("function_call"),
             "no half-received call: {text}"
         );
+        assert!(
+            !text.contains("response.output_item.done") && !text.contains("\"completed\""),
+            "the message it broke in is not done: {text}"
+        );
+        let failed: Value =
+            serde_json::from_str(text.rsplit("data: ").next().unwrap().trim()).unwrap();
+        assert_eq!(
+            failed["response"]["output"][0]["status"], "incomplete",
+            "{failed}"
+        );
+        assert_eq!(
+            failed["response"]["output"][0]["content"][0]["text"],
+            "Let me"
+        );
     }
 
     #[test]
@@ -385,6 +410,10 @@ mod tests {
         assert!(
             text.contains("event: response.incomplete") && text.contains("max_output_tokens"),
             "{text}"
+        );
+        assert!(
+            !text.contains("\"completed\""),
+            "the cut message is incomplete too: {text}"
         );
     }
 }
@@ -452,10 +481,19 @@ mod properties {
                 }
             }
         }
-        prop_assert_eq!(open, None, "every item is done before the end");
         let response = events[events.len() - 1].1["response"].clone();
         let output = response["output"].as_array().map_or(0, Vec::len);
         prop_assert_eq!(output as u64, items);
+        if let Some(index) = open {
+            // Only a break leaves an item open, never done: the failed response lists it
+            // as incomplete.
+            prop_assert_eq!(
+                &response["status"],
+                "failed",
+                "every item is done before the end"
+            );
+            prop_assert_eq!(&response["output"][index as usize]["status"], "incomplete");
+        }
         Ok(response)
     }
 
@@ -511,6 +549,11 @@ mod properties {
             let response = well_formed(&events)?;
             prop_assert_eq!(events.last().map(|e| e.0.as_str()), Some("response.failed"));
             prop_assert_eq!(output_text(&response, "message", "/content/0/text"), stream.content());
+            // The item the stream broke in is never marked completed.
+            let last = response["output"].as_array().and_then(|o| o.last()).cloned();
+            if let Some(item) = last {
+                prop_assert_eq!(&item["status"], "incomplete", "{}", item);
+            }
             prop_assert_eq!(output_text(&response, "function_call", "/name"), "");
         }
 

@@ -41,13 +41,18 @@ pub(crate) fn chunks_from_completion(v: &Value) -> Vec<Value> {
 /// Chat chunks as a chat SSE stream (`data:` events, then `[DONE]`).
 pub(crate) fn chat_events(chunks: &[Value]) -> Vec<u8> {
     let mut out = Vec::new();
+    chat_frames(chunks, &mut out);
+    out.extend_from_slice(b"data: [DONE]\n\n");
+    out
+}
+
+/// Chat chunks as SSE `data:` frames, appended to `out`.
+pub(crate) fn chat_frames(chunks: &[Value], out: &mut Vec<u8>) {
     for chunk in chunks {
         out.extend_from_slice(b"data: ");
         out.extend(chunk.to_string().into_bytes());
         out.extend_from_slice(b"\n\n");
     }
-    out.extend_from_slice(b"data: [DONE]\n\n");
-    out
 }
 
 /// Moves `key`'s value out of a JSON object (`null` when absent): requests are translated

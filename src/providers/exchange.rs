@@ -118,8 +118,12 @@ pub fn io_failure(e: &io::Error) -> (TransportFailure, String) {
     (kind, e.to_string())
 }
 
+/// A read that failed, with the bytes it had read before (an answer may be whole though
+/// its connection broke before the body's end).
+pub type CutShort = (io::Error, Vec<u8>);
+
 /// Reads at most `limit` bytes; `Ok((bytes, truncated))`.
-pub fn read_limited(r: &mut dyn Read, limit: usize) -> io::Result<(Vec<u8>, bool)> {
+pub fn read_limited(r: &mut dyn Read, limit: usize) -> Result<(Vec<u8>, bool), CutShort> {
     // An answer that fits in [`SMALL_BODY`] is read on the stack and kept at its size: an
     // 8 KiB buffer for every answer was glibc's one large allocation a request, and each
     // large allocation sweeps the allocator's fast bins first (3% of the proxy's CPU).
@@ -135,7 +139,7 @@ pub fn read_limited(r: &mut dyn Read, limit: usize) -> io::Result<(Vec<u8>, bool
             }
             Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => return Err((e, first[..filled].to_vec())),
         }
     }
     let mut buf = if ended || filled == cap {
@@ -144,7 +148,11 @@ pub fn read_limited(r: &mut dyn Read, limit: usize) -> io::Result<(Vec<u8>, bool
         // Larger answers: a few KiB more, rather than growing from the first part.
         let mut buf = Vec::with_capacity(limit.min(2 * SMALL_BODY));
         buf.extend_from_slice(&first[..filled]);
-        r.take((cap - filled) as u64).read_to_end(&mut buf)?;
+        // On an error, what was read so far is in `buf` (`read_to_end` keeps it).
+        if let Err(e) = r.take((cap - filled) as u64).read_to_end(&mut buf) {
+            buf.truncate(limit);
+            return Err((e, buf));
+        }
         buf
     };
     let truncated = buf.len() > limit;
@@ -159,14 +167,18 @@ const SMALL_BODY: usize = 4 * 1024;
 mod tests {
     use super::*;
 
-    /// Hands out its bytes `step` at a time.
+    /// Hands out its bytes `step` at a time, then the end (or, `broken`, an error).
     struct Trickle<'a> {
         bytes: &'a [u8],
         step: usize,
+        broken: bool,
     }
 
     impl Read for Trickle<'_> {
         fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.bytes.is_empty() && self.broken {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
             let n = self.step.min(buf.len()).min(self.bytes.len());
             buf[..n].copy_from_slice(&self.bytes[..n]);
             self.bytes = &self.bytes[n..];
@@ -192,11 +204,28 @@ mod tests {
                     let mut r = Trickle {
                         bytes: &body[..len],
                         step,
+                        broken: false,
                     };
                     let (got, cut) = read_limited(&mut r, limit).unwrap();
                     let kept = len.min(limit);
                     assert_eq!(got, &body[..kept], "len {len} limit {limit} step {step}");
                     assert_eq!(cut, len > limit, "len {len} limit {limit} step {step}");
+                    // A connection that breaks after the bytes: they come with the error.
+                    let mut r = Trickle {
+                        bytes: &body[..len],
+                        step,
+                        broken: true,
+                    };
+                    match read_limited(&mut r, limit) {
+                        Err((e, got)) => {
+                            assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+                            assert_eq!(got, &body[..kept], "len {len} limit {limit} step {step}");
+                        }
+                        Ok((got, cut)) => assert!(
+                            cut && got == body[..limit],
+                            "only a read past the limit ends before the break"
+                        ),
+                    }
                 }
             }
         }

@@ -404,18 +404,21 @@ pub(super) fn least_loaded_peer(
 }
 
 /// What affinity came to, for the trace: `new`, `kept` or `moved:<why>`; and holds the
-/// conversation for its next turn when a model served it.
+/// conversation for its next turn. Only for an answer a model served: when none did, the
+/// conversation stays where it was and no answer says it moved (the trace keeps what an
+/// earlier part of the answer said, when a continuation of it found no model).
 pub(super) fn settle(router: &Router, turn: &mut Turn<'_>, served: Option<(usize, Option<&str>)>) {
     let Some(k) = &turn.keeping else { return };
+    turn.trace.session = Some(k.conversation.id().to_string());
+    let Some((i, key)) = served else { return };
     let word = match (&k.held, k.kept) {
         (None, _) => "new".to_string(),
         (Some(_), None) => "moved:gone".to_string(),
-        (Some(_), Some((held, _))) if served.map(|s| s.0) == Some(held) => "kept".to_string(),
+        (Some(_), Some((held, _))) if held == i => "kept".to_string(),
         (Some(h), Some(_)) => format!("moved:{}", why_moved(turn, &h.model)),
     };
-    turn.trace.session = Some(k.conversation.id().to_string());
     turn.trace.affinity = Some(word);
-    if let (Some((i, key)), Some(affinity)) = (served, &router.affinity) {
+    if let Some(affinity) = &router.affinity {
         let model = router.pool.get(i).key();
         affinity.hold(k.conversation.id(), model, key, crate::time::now_ms());
     }

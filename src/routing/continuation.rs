@@ -31,12 +31,15 @@ pub(crate) struct Broken<'a> {
     pub client_here: bool,
     /// Continuations this answer has had already.
     pub continued: usize,
+    /// The last continuation did not fit: it started the answer over (see `seam`).
+    pub misfit: bool,
 }
 
 /// What an answer that broke off comes to.
 pub(crate) enum Continued<'r> {
-    /// Not continued (a pinned model, a call begun, the client gone, or continued enough
-    /// already): the trace as it was; the answer ends as broken off.
+    /// Not continued (a pinned model, a call begun, the client gone, continued enough
+    /// already, or a continuation that did not fit): the trace as it was; the answer ends
+    /// as broken off.
     Not(Trace),
     /// Another model finishes it.
     Served(Served<'r>),
@@ -57,7 +60,8 @@ impl Router {
         mut trace: Trace,
     ) -> Continued<'r> {
         let pinned = matches!(route, Route::Pinned(_));
-        if broken.continued >= CONTINUATIONS || broken.call_begun || pinned || !broken.client_here {
+        let enough = broken.continued >= CONTINUATIONS || broken.misfit;
+        if enough || broken.call_begun || pinned || !broken.client_here {
             return Continued::Not(trace);
         }
         trace

@@ -18,7 +18,8 @@
 //! - [`trim`]: a conversation's middle dropped to fit the largest window left;
 //! - [`refusal`]: the status and message when no model could serve;
 //! - [`continuation`]: the request that asks another model to finish an answer whose
-//!   stream broke off after content;
+//!   stream broke off after content, and [`seam`]: how its text joins what the client has
+//!   (a repeat left out, a start over refused);
 //! - [`carry`]: provider state a later turn needs (thought signatures, reasoning
 //!   details), kept per call id and put back on requests to the provider that made it;
 //! - [`status`]: each routable model as the router sees it now (rank, breaker, evidence,
@@ -45,6 +46,7 @@ mod racers;
 pub(crate) mod rank;
 mod refusal;
 mod router;
+pub(crate) mod seam;
 mod silence;
 mod status;
 pub(crate) mod trim;

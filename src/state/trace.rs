@@ -328,7 +328,7 @@ impl Trace {
 
     /// Appends the trace headers to a response head, as `name: value` lines: the four
     /// always, `x-fcm-v2-trimmed` when history was trimmed, `x-fcm-v2-affinity` when the
-    /// request belongs to a conversation, `x-fcm-v2-compressed` (tokens saved) when its tool
+    /// request belongs to a conversation and a model served it, `x-fcm-v2-compressed` (tokens saved) when its tool
     /// results were compressed, `x-fcm-v2-max-tokens` when the answer budget was lowered. Written straight into the head: every answer carries them.
     pub(crate) fn write_headers(&self, out: &mut String) {
         use std::fmt::Write;

@@ -10,6 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 pub use fcm::fake_provider::{Behavior, FakeProvider, RecordedRequest};
+
+mod client_answers;
+pub use client_answers::*;
 use serde_json::{json, Value};
 
 pub mod scrape;
