@@ -84,7 +84,9 @@ cat > "$work/catalog.json" <<JSON
   {"id":"ok#panel","tier":"S","context":131072},{"id":"ok#judge","tier":"S","context":131072},
   {"id":"signed_tool_turns","tier":"S","context":131072},{"id":"sse_error_after_content","tier":"S","context":131072},
   {"id":"continues","tier":"S","context":131072},{"id":"paid_notice_streamed","tier":"S","context":131072},
-  {"id":"free_tier_exhausted","tier":"S","context":131072},{"id":"aider_edit","tier":"S","context":131072}]},
+  {"id":"free_tier_exhausted","tier":"S","context":131072},{"id":"aider_edit","tier":"S","context":131072},
+  {"id":"finish_then_drop","tier":"S","context":131072},{"id":"restarts","tier":"S","context":131072},
+  {"id":"sse_error_after_content#again","tier":"S","context":131072}]},
  {"id":"small","name":"Small","baseUrl":"$url","keyRequired":false,"models":[{"id":"ok","tier":"S","context":32768}]},
  {"id":"keyed","name":"Keyed","baseUrl":"$url","apiKeyEnv":["FAKE_KEYED_KEY"],"keyRequired":true,
   "models":[{"id":"echo_masked_key","tier":"S","context":131072}]},
@@ -107,6 +109,10 @@ export FCM_CATALOG="$work/catalog.json"
 "$fcm" sets add fused --strategy fusion --judge fake/ok#judge fake/ok#panel fake/ok > /dev/null
 # A set whose first model's stream breaks after its first words: the next one finishes it.
 "$fcm" sets add broken-stream fake/sse_error_after_content fake/continues > /dev/null
+# The same break finished by a model that starts the answer over; and a model that sends its
+# whole answer with its finish reason, then drops the connection before the body's end.
+"$fcm" sets add broken-restarts fake/sse_error_after_content#again fake/restarts > /dev/null
+"$fcm" sets add finished-cut fake/finish_then_drop fake/continues > /dev/null
 # A set whose first model went paid and streams the provider's notice as its answer, and one
 # whose first model's free grant is used up (DashScope's 403).
 "$fcm" sets add gone-paid fake/paid_notice_streamed fake/ok > /dev/null
@@ -217,6 +223,17 @@ try:
     print('finished cleanly:', text)
 except openai.APIError as e:
     print('raised:', e.message)"
+
+# The model that finishes a broken answer starts it over: the tool shows its beginning once
+# (fcm drops what the client already has), never "...againPartial answer from...". (A model
+# of its own breaks here: the one above is behind its open breaker by now.)
+configure broken-restarts
+each_tool "gets a broken answer finished without a repeat" "Partial answer from sse_error_after_content#again and the rest (restarted)" "againPartial" "say hi"
+
+# A whole answer with its finish reason whose connection drops before the body's end is
+# finished: shown once, never handed to another model to continue.
+configure finished-cut
+each_tool "keeps a finished answer whose connection dropped" "Hello from finish_then_drop." "(continued" "say hi"
 
 # A model gone paid streams the provider's notice a few words at a time: fcm sees it before
 # the tool gets a word of it and the next model answers.
