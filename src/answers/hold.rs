@@ -138,6 +138,7 @@ impl HoldBuffer {
         match self.state {
             HoldState::Finished => HoldStep::Hold,
             HoldState::Committed => {
+                self.tracker.keep_as_text(false);
                 let fed = self.tracker.feed(chunk);
                 self.events += u64::from(fed.cut.is_some());
                 if let StreamSignal::Failed(r) = fed.signal {
@@ -160,6 +161,7 @@ impl HoldBuffer {
             }
             HoldState::Holding => {
                 let base = self.held.len();
+                self.tracker.keep_as_text(true);
                 let Fed { signal, cut, .. } = self.tracker.feed(chunk);
                 self.events += u64::from(cut.is_some());
                 self.held.extend_from_slice(chunk);
