@@ -33,7 +33,7 @@ use crate::tokens;
 
 use super::candidates::{BreakerSays, Candidate, Candidates};
 use super::conversation::Keeping;
-use super::live::Evidence;
+use super::live::LiveEvidence;
 use super::refusal::FailedAttempt;
 use super::router::Router;
 
@@ -149,7 +149,7 @@ pub(crate) struct Recorder<'a> {
 pub(crate) struct Health<'a> {
     pub breakers: &'a Breakers,
     pub outages: &'a Outages,
-    pub evidence: &'a Evidence,
+    pub evidence: &'a LiveEvidence,
     /// The `/metrics` counters (tokens spent per model).
     pub metrics: &'a Metrics,
     /// Every candidate: an account-wide quota pauses all of a provider's models.

@@ -16,7 +16,7 @@ use crate::state::ledger::{Blocked, Ledger, Metered, Why};
 use crate::state::outages::{Outages, Reachable};
 use crate::state::trace::{Skip, SkipReason, Trace};
 
-use super::live::Evidence;
+use super::live::LiveEvidence;
 use crate::routing::rank::{Policy, Standing};
 
 /// A model the router can call.
@@ -207,7 +207,7 @@ pub(crate) struct Known<'a> {
     pub breakers: &'a Breakers,
     pub outages: &'a Outages,
     pub ledger: &'a Ledger,
-    pub evidence: &'a Evidence,
+    pub evidence: &'a LiveEvidence,
     pub policy: Policy,
     pub now_ms: u64,
 }
@@ -392,7 +392,7 @@ impl Candidates {
         order: &mut [usize],
         needs: Needs,
         set: &[String],
-        evidence: &Evidence,
+        evidence: &LiveEvidence,
         pools: &BTreeMap<String, Vec<String>>,
         trace: &mut Trace,
     ) {

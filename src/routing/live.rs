@@ -1,7 +1,7 @@
 //! What the router knows of each model's recent performance: a rolling window of real
 //! results per model, and the last bench run (`bench.json`) as the prior until there is
 //! enough real traffic, and the one word on which models call tools. The bench file is read
-//! by [`Evidence::refresh_bench`], which the server calls from a timer thread: nothing here
+//! by [`LiveEvidence::refresh_bench`], which the server calls from a timer thread: nothing here
 //! touches the disk on a request's path.
 
 use std::collections::{HashMap, VecDeque};
@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::state::bench_file::BenchReport;
 
-use crate::routing::rank::{FAILING, PROVEN, UNKNOWN};
+use crate::routing::rank::{Evidence, FAILING, PROVEN, UNKNOWN};
 
 use super::silence::Silence;
 
@@ -27,7 +27,7 @@ pub(crate) const LIVE_MIN: usize = 3;
 #[derive(Debug, Default, Clone)]
 pub(crate) struct LiveWindow {
     results: VecDeque<Option<u64>>,
-    rank: Option<(u8, Option<u64>)>,
+    rank: Option<(Evidence, Option<u64>)>,
 }
 
 impl LiveWindow {
@@ -42,7 +42,7 @@ impl LiveWindow {
     /// (evidence, median ttft) for ranking, as for bench results: proven when at least 80%
     /// of recent requests succeeded, unknown from half, else failing. `None` until there are
     /// enough results.
-    pub(crate) fn rank(&self) -> Option<(u8, Option<u64>)> {
+    pub(crate) fn rank(&self) -> Option<(Evidence, Option<u64>)> {
         self.rank
     }
 
@@ -55,7 +55,7 @@ impl LiveWindow {
             .flatten()
     }
 
-    fn compute_rank(&self) -> Option<(u8, Option<u64>)> {
+    fn compute_rank(&self) -> Option<(Evidence, Option<u64>)> {
         if self.results.len() < LIVE_MIN {
             return None;
         }
@@ -82,22 +82,27 @@ impl LiveWindow {
 
 /// A window's ranking packed into one word, so requests read it without a lock:
 /// 0 is "not enough results", else `(evidence + 1) << 56 | (ttft + 1)` (ttft 0: none).
-fn pack(rank: Option<(u8, Option<u64>)>) -> u64 {
+fn pack(rank: Option<(Evidence, Option<u64>)>) -> u64 {
     match rank {
         None => 0,
         Some((evidence, ttft)) => {
             let ttft = ttft.map_or(0, |t| t.min(TTFT_MASK - 1) + 1);
-            (u64::from(evidence) + 1) << 56 | ttft
+            (evidence as u64 + 1) << 56 | ttft
         }
     }
 }
 
-fn unpack(word: u64) -> Option<(u8, Option<u64>)> {
+fn unpack(word: u64) -> Option<(Evidence, Option<u64>)> {
     if word == 0 {
         return None;
     }
     let ttft = word & TTFT_MASK;
-    Some((((word >> 56) - 1) as u8, ttft.checked_sub(1)))
+    let evidence = match (word >> 56) - 1 {
+        0 => Evidence::Proven,
+        1 => Evidence::Unknown,
+        _ => Evidence::Failing,
+    };
+    Some((evidence, ttft.checked_sub(1)))
 }
 
 const TTFT_MASK: u64 = (1 << 56) - 1;
@@ -115,7 +120,7 @@ struct BenchEntry {
 type BenchPrior = HashMap<String, BenchEntry>;
 
 /// Live windows and the bench prior, shared by every request.
-pub(crate) struct Evidence {
+pub(crate) struct LiveEvidence {
     /// Each model's position in `windows` and `ranks`.
     index: HashMap<String, usize>,
     windows: Vec<Mutex<LiveWindow>>,
@@ -128,17 +133,17 @@ pub(crate) struct Evidence {
     bench_file: Mutex<(Option<PathBuf>, Option<SystemTime>)>,
 }
 
-impl Evidence {
+impl LiveEvidence {
     /// Windows for `models`; loads `bench.json` once (before the server takes requests).
     pub(crate) fn new<'a>(
         models: impl Iterator<Item = &'a str>,
         bench_path: Option<PathBuf>,
-    ) -> Evidence {
+    ) -> LiveEvidence {
         let index: HashMap<String, usize> = models
             .enumerate()
             .map(|(i, m)| (m.to_string(), i))
             .collect();
-        let evidence = Evidence {
+        let evidence = LiveEvidence {
             windows: (0..index.len()).map(|_| Mutex::default()).collect(),
             ranks: (0..index.len()).map(|_| AtomicU64::new(0)).collect(),
             silence: Silence::new(index.len()),
@@ -262,14 +267,14 @@ impl Evidence {
 
 /// What one request's ranking reads.
 pub(crate) struct EvidenceView<'a> {
-    evidence: &'a Evidence,
+    evidence: &'a LiveEvidence,
     bench: Arc<BenchPrior>,
 }
 
 impl EvidenceView<'_> {
     /// (evidence, median ttft): real traffic first; the last bench run is the prior until
     /// there is enough of it; a model never benched is unknown.
-    pub(crate) fn of(&self, model: &str) -> (u8, Option<u64>) {
+    pub(crate) fn of(&self, model: &str) -> (Evidence, Option<u64>) {
         let at = self.evidence.index.get(model).copied();
         // Silent: behind every model that answers, until it is heard again.
         if at.is_some_and(|i| self.evidence.silence.is_silent(i)) {
@@ -339,7 +344,7 @@ mod tests {
 
     #[test]
     fn forgetting_a_model_gives_it_back_to_the_bench_prior() {
-        let e = Evidence::new(["p/a", "p/b"].into_iter(), None);
+        let e = LiveEvidence::new(["p/a", "p/b"].into_iter(), None);
         for _ in 0..3 {
             e.observe("p/a", None);
             e.observe("p/b", None);
@@ -386,7 +391,7 @@ mod tests {
             std::fs::write(&path, report.to_string()).unwrap();
         };
         write(true);
-        let e = Evidence::new(["p/m"].into_iter(), Some(path.clone()));
+        let e = LiveEvidence::new(["p/m"].into_iter(), Some(path.clone()));
         assert_eq!(e.view().of("p/m"), (PROVEN, Some(40)));
         assert_eq!(e.view().of("p/other"), (UNKNOWN, None));
         assert!(e.view().proves_tool_calls("p/m"));

@@ -13,14 +13,27 @@
 
 use std::cmp::Ordering;
 
+use serde::{Deserialize, Serialize};
+
 use crate::state::breaker::BreakerState;
 use crate::state::config::Prefer;
 use crate::state::ledger::Headroom;
 
-/// Evidence that a model works: proven by recent results, not known, or failing.
-pub(crate) const PROVEN: u8 = 0;
-pub(crate) const UNKNOWN: u8 = 1;
-pub(crate) const FAILING: u8 = 2;
+/// Evidence that a model works: proven by recent results, not known, or failing, in the
+/// order ranking puts them. The one type for it: the ranking, the live windows (packed into
+/// a word), `fcm status`, `/fcm/admin/live` and `fcm top` all read this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Evidence {
+    Proven,
+    Unknown,
+    Failing,
+}
+
+/// The variants by the names the ranking code reads best.
+pub(crate) const PROVEN: Evidence = Evidence::Proven;
+pub(crate) const UNKNOWN: Evidence = Evidence::Unknown;
+pub(crate) const FAILING: Evidence = Evidence::Failing;
 
 /// Where one model stands, for [`compare`].
 #[derive(Debug, Clone)]
@@ -28,7 +41,7 @@ pub(crate) struct Standing<'a> {
     /// Breaker state (CLOSED first). The bench and check use CLOSED for every model.
     pub state: BreakerState,
     /// [`PROVEN`], [`UNKNOWN`] or [`FAILING`].
-    pub evidence: u8,
+    pub evidence: Evidence,
     /// Finer order within the evidence class (the bench's verdict); 0 where unknown.
     pub verdict: u8,
     /// Share of recent probes that succeeded, higher first; equal where unknown.
@@ -130,7 +143,7 @@ mod tests {
     fn standing(
         key: &str,
         state: BreakerState,
-        evidence: u8,
+        evidence: Evidence,
         ttft: Option<u64>,
         tier: usize,
         swe: f64,

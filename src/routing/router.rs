@@ -19,7 +19,7 @@ use crate::state::ledger::Ledger;
 use crate::state::trace::{History, Trace};
 
 use super::candidates::{Candidate, Candidates, Known};
-use super::live::Evidence;
+use super::live::LiveEvidence;
 use super::racers::RaceClients;
 use super::rank::Policy;
 
@@ -80,7 +80,7 @@ pub(crate) struct Router {
     pub(super) active_set: Option<String>,
     /// Requests served per round-robin set.
     pub(super) set_counters: Mutex<HashMap<String, u64>>,
-    pub(super) evidence: Evidence,
+    pub(super) evidence: LiveEvidence,
     pub breakers: Breakers,
     /// Providers whose connections fail right now: all their models wait.
     pub outages: crate::state::outages::Outages,
@@ -146,7 +146,7 @@ impl Router {
     /// [`Router::refresh_bench`]).
     pub fn new(p: Parts<'_>) -> Router {
         let pool = Candidates::new(p.catalog, p.keys, p.session_id, &p.secrets);
-        let evidence = Evidence::new(pool.all().map(Candidate::key), p.bench);
+        let evidence = LiveEvidence::new(pool.all().map(Candidate::key), p.bench);
         let metrics = crate::state::metrics::Metrics::new(pool.all().map(Candidate::key));
         let in_flight = pool.all().map(|_| Default::default()).collect();
         let cfg = p.config;

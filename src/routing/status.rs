@@ -16,17 +16,10 @@ use crate::state::ledger::report::{UsageLine, UsageReport};
 use crate::state::trace::{SkipReason, Trace};
 
 use super::live::LIVE_MIN;
-use super::rank::{FAILING, PROVEN};
 use super::Router;
 
-/// What ranks a model now: proven by recent results, not known, or failing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Evidence {
-    Proven,
-    Unknown,
-    Failing,
-}
+/// What ranks a model now (the ranking's own type).
+pub(crate) use super::rank::Evidence;
 
 /// Where that evidence comes from: this server's recent traffic, the last bench, or
 /// nowhere yet.
@@ -219,8 +212,8 @@ impl Router {
             .map(|c| {
                 let key = c.key();
                 let answering = match view.of(key).0 {
-                    PROVEN => Answering::Proven,
-                    FAILING => Answering::Failing,
+                    Evidence::Proven => Answering::Proven,
+                    Evidence::Failing => Answering::Failing,
                     _ if self.evidence.has_answered(key) => Answering::Proven,
                     _ => Answering::Untried,
                 };
@@ -274,12 +267,7 @@ impl Router {
                 let recent = self.evidence.recent(key);
                 let mut ok: Vec<u64> = recent.iter().flatten().copied().collect();
                 ok.sort_unstable();
-                let (level, ranked_ttft_ms) = view.of(key);
-                let evidence = match level {
-                    PROVEN => Evidence::Proven,
-                    FAILING => Evidence::Failing,
-                    _ => Evidence::Unknown,
-                };
+                let (evidence, ranked_ttft_ms) = view.of(key);
                 // A bench entry is proven or failing, never unknown: unknown without enough
                 // live results means nothing is known yet.
                 let evidence_from = if recent.len() >= LIVE_MIN {
