@@ -44,6 +44,16 @@ impl crate::state::persist::StateSource for App {
     fn affinity(&self) -> Option<&crate::state::affinity::Affinity> {
         self.router.affinity.as_ref()
     }
+    fn carry_to_save(&self) -> Option<crate::state::carry_file::CarryFile> {
+        let file = self.router.carry.take_dirty()?;
+        Some(file.redacted(&|s: &str| match self.router.redact(s) {
+            std::borrow::Cow::Owned(clean) => Some(clean),
+            std::borrow::Cow::Borrowed(_) => None,
+        }))
+    }
+    fn carry_unsaved(&self) {
+        self.router.carry.mark_dirty();
+    }
     fn writes(&self) -> &crate::state::persist::WriteCounts {
         &self.writes
     }

@@ -37,7 +37,7 @@ pub(super) fn health(app: &App) -> Reply {
             "conversations": conversations(app, now).into_iter().map(|(m, n)| (m, json!(n))).collect::<serde_json::Map<_, _>>(),
             "inFlight": app.in_flight.load(Ordering::Acquire),
             "connections": app.connections.open(),
-            "stateWrites": {"breakers": app.writes.breakers.load(Ordering::Relaxed), "history": app.writes.history.load(Ordering::Relaxed), "usage": app.writes.usage.load(Ordering::Relaxed), "affinity": app.writes.affinity.load(Ordering::Relaxed)},
+            "stateWrites": {"breakers": app.writes.breakers.load(Ordering::Relaxed), "history": app.writes.history.load(Ordering::Relaxed), "usage": app.writes.usage.load(Ordering::Relaxed), "affinity": app.writes.affinity.load(Ordering::Relaxed), "carry": app.writes.carry.load(Ordering::Relaxed)},
         }),
     )
 }

@@ -290,7 +290,8 @@ impl Behavior {
             "cut_at_length" => Behavior::CutAtLength,
             "ends_without_finish" => Behavior::EndsWithoutFinish,
             "finish_then_drop" => Behavior::FinishThenDrop(param.map(Duration::from_millis)),
-            "signed_tool_turns" => Behavior::SignedToolTurns,
+            // Named like Google's models too, so fcm treats it as Gemini.
+            "signed_tool_turns" | "gemini_signed_tool_turns" => Behavior::SignedToolTurns,
             "continues" => Behavior::Finishes(Finishing::GoesOn),
             "restarts" => Behavior::Finishes(Finishing::StartsOver),
             "repeats_last" => {

@@ -400,9 +400,15 @@ impl Router {
         let c = self.pool.get(i);
         let api_key = grant.api_key(&c.target.keys);
         // What the provider's earlier answers carried goes back to it (see `carry`).
-        let restored = self
-            .carry
-            .restore(&job.body, &c.target.provider_id, crate::time::now_ms());
+        let mut restored =
+            self.carry
+                .restore(&job.body, &c.target.provider_id, crate::time::now_ms());
+        // A Gemini model is given Google's placeholder for a signature still missing.
+        if super::placeholder::checks_signatures(&c.target.wire_model) {
+            if let Some(filled) = super::placeholder::fill(restored.as_ref().unwrap_or(&job.body)) {
+                restored = Some(filled);
+            }
+        }
         let mut limits = job.limits.clone();
         if !patient {
             limits.first_token =

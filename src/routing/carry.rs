@@ -9,8 +9,11 @@
 //! keyed by the call id the client was given (the translators hand out the provider's own
 //! call ids), and puts it back on the request that continues the conversation
 //! ([`CarryStore::restore`]), only when it goes to the provider that made it: another
-//! provider may refuse a field it does not know. Bounded: the newest [`CAPACITY`] calls,
-//! each for the life of a conversation ([`KEEP_MS`] after it was last used).
+//! provider may refuse a field it does not know. Bounded: the newest [`CAPACITY`] calls
+//! and [`MAX_BYTES`] of their values, each for as long as its conversation is kept (the
+//! affinity idle time after it was last used). The store is saved as `carry.json`
+//! ([`CarryFile`]) by the flusher and loaded at start, so a restart between two turns
+//! loses nothing; what to send when a signature is lost all the same is `placeholder`'s.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,11 +21,17 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 
+use crate::state::carry_file::{CarryFile, KeptCall};
+
 /// Calls remembered at most: a long agent session makes a few hundred.
 pub(crate) const CAPACITY: usize = 4096;
-/// How long a call's state is kept after it was last given or restored: longer than a
-/// conversation idles (the affinity window, 30 minutes by default).
-pub(crate) const KEEP_MS: u64 = 6 * 3600 * 1000;
+/// Bytes of kept values at most (their JSON), oldest dropped first: a Gemini signature is
+/// a few KiB, so thousands fit, while a reasoning model's long `reasoning_details` (kept
+/// with each of its message's calls) cannot grow the file without end.
+pub(crate) const MAX_BYTES: usize = 16 << 20;
+/// How long a call's state is kept after it was last given or restored when nothing else
+/// is said: the affinity idle time's default (30 minutes).
+pub(crate) const KEEP_MS: u64 = 30 * 60_000;
 
 /// The provider state of one answer, gathered chunk by chunk (or from a whole message).
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -135,23 +144,115 @@ struct Entry {
     extra: Option<Value>,
     reasoning: Option<Value>,
     used_ms: u64,
+    /// The JSON size of `extra` and `reasoning`, for [`MAX_BYTES`].
+    bytes: usize,
+}
+
+impl Entry {
+    fn new(
+        provider: String,
+        extra: Option<Value>,
+        reasoning: Option<Value>,
+        used_ms: u64,
+    ) -> Entry {
+        let size = |v: &Option<Value>| v.as_ref().map_or(0, |v| v.to_string().len());
+        let bytes = size(&extra) + size(&reasoning);
+        Entry {
+            provider,
+            extra,
+            reasoning,
+            used_ms,
+            bytes,
+        }
+    }
 }
 
 /// The calls' state of every conversation served, bounded and shared by all requests.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct CarryStore {
     any: AtomicBool,
+    /// Changed since it was last saved.
+    dirty: AtomicBool,
+    /// A call unused this long is forgotten (ms).
+    keep_ms: u64,
     inner: Mutex<Inner>,
+}
+
+impl Default for CarryStore {
+    fn default() -> CarryStore {
+        CarryStore::new(CarryFile::default(), KEEP_MS, 0)
+    }
 }
 
 #[derive(Debug, Default)]
 struct Inner {
     calls: HashMap<String, Entry>,
-    /// Call ids, oldest first, for the capacity bound.
+    /// Call ids, oldest first, for the bounds (an id may stay after its call expired).
     order: VecDeque<String>,
+    /// The sum of the kept calls' `bytes`.
+    bytes: usize,
+}
+
+impl Inner {
+    fn insert(&mut self, id: &str, entry: Entry) {
+        self.bytes += entry.bytes;
+        match self.calls.insert(id.to_string(), entry) {
+            Some(old) => self.bytes -= old.bytes,
+            None => self.order.push_back(id.to_string()),
+        }
+    }
+
+    /// Drops the oldest calls past [`CAPACITY`] or [`MAX_BYTES`].
+    fn bound(&mut self) {
+        while self.order.len() > CAPACITY || self.bytes > MAX_BYTES {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(e) = self.calls.remove(&old) {
+                self.bytes -= e.bytes;
+            }
+        }
+    }
+
+    /// Forgets calls unused for `keep_ms`.
+    fn expire(&mut self, now_ms: u64, keep_ms: u64) {
+        let before = self.calls.len();
+        self.calls
+            .retain(|_, e| now_ms.saturating_sub(e.used_ms) < keep_ms);
+        if self.calls.len() != before {
+            let calls = &self.calls;
+            self.order.retain(|id| calls.contains_key(id));
+            self.bytes = calls.values().map(|e| e.bytes).sum();
+        }
+    }
 }
 
 impl CarryStore {
+    /// The store from its file, without the calls unused for `keep_ms` (the conversation's
+    /// idle time) at `now_ms`.
+    pub(crate) fn new(file: CarryFile, keep_ms: u64, now_ms: u64) -> CarryStore {
+        let mut inner = Inner::default();
+        for c in file.calls {
+            if now_ms.saturating_sub(c.used_ms) < keep_ms {
+                inner.insert(
+                    &c.id,
+                    Entry::new(c.provider, c.extra, c.reasoning, c.used_ms),
+                );
+            }
+        }
+        inner.bound();
+        CarryStore {
+            any: AtomicBool::new(!inner.calls.is_empty()),
+            dirty: AtomicBool::new(false),
+            keep_ms,
+            inner: Mutex::new(inner),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Keeps what `provider`'s answer carried, under the ids the client was given: `given`
     /// pairs each id handed out with the provider's (a call not in it kept its own id, as
     /// chat clients get it).
@@ -167,7 +268,7 @@ impl CarryStore {
         }
         let reasoning =
             (!carried.reasoning.is_empty()).then(|| Value::Array(carried.reasoning.clone()));
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut inner = self.lock();
         for (upstream, extra) in &carried.calls {
             if extra.is_none() && reasoning.is_none() {
                 continue;
@@ -181,23 +282,50 @@ impl CarryStore {
                 ids.push(upstream);
             }
             for id in ids {
-                let entry = Entry {
-                    provider: provider.to_string(),
-                    extra: extra.clone(),
-                    reasoning: reasoning.clone(),
-                    used_ms: now_ms,
-                };
-                if inner.calls.insert(id.to_string(), entry).is_none() {
-                    inner.order.push_back(id.to_string());
-                }
+                let entry = Entry::new(
+                    provider.to_string(),
+                    extra.clone(),
+                    reasoning.clone(),
+                    now_ms,
+                );
+                inner.insert(id, entry);
             }
         }
-        while inner.order.len() > CAPACITY {
-            if let Some(old) = inner.order.pop_front() {
-                inner.calls.remove(&old);
-            }
-        }
+        inner.bound();
         self.any.store(!inner.calls.is_empty(), Ordering::Relaxed);
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// A copy to save when something changed since the last one.
+    pub(crate) fn take_dirty(&self) -> Option<CarryFile> {
+        self.dirty
+            .swap(false, Ordering::AcqRel)
+            .then(|| self.file())
+    }
+
+    /// A save failed: try again next time.
+    pub(crate) fn mark_dirty(&self) {
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// The store as its file holds it, oldest first.
+    pub(crate) fn file(&self) -> CarryFile {
+        let inner = self.lock();
+        let calls = inner
+            .order
+            .iter()
+            .filter_map(|id| {
+                let e = inner.calls.get(id)?;
+                Some(KeptCall {
+                    id: id.clone(),
+                    provider: e.provider.clone(),
+                    extra: e.extra.clone(),
+                    reasoning: e.reasoning.clone(),
+                    used_ms: e.used_ms,
+                })
+            })
+            .collect();
+        CarryFile { version: 1, calls }
     }
 
     /// `body` with the kept state put back on the assistant messages' calls that
@@ -208,10 +336,8 @@ impl CarryStore {
             return None;
         }
         let messages = body.get("messages")?.as_array()?;
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        inner
-            .calls
-            .retain(|_, e| now_ms.saturating_sub(e.used_ms) < KEEP_MS);
+        let mut inner = self.lock();
+        inner.expire(now_ms, self.keep_ms);
         let mut patches: Vec<(usize, usize, Entry)> = Vec::new();
         for (m, msg) in messages.iter().enumerate() {
             if msg.get("role").and_then(Value::as_str) != Some("assistant") {
@@ -223,7 +349,10 @@ impl CarryStore {
                     continue;
                 };
                 if let Some(e) = inner.calls.get_mut(id).filter(|e| e.provider == provider) {
-                    e.used_ms = now_ms;
+                    if e.used_ms != now_ms {
+                        e.used_ms = now_ms;
+                        self.dirty.store(true, Ordering::Release);
+                    }
                     let adds_extra = e.extra.is_some() && absent(call.get("extra_content"));
                     let adds_reasoning =
                         e.reasoning.is_some() && absent(msg.get("reasoning_details"));
@@ -373,5 +502,78 @@ mod tests {
         let inner = store.inner.lock().unwrap();
         assert_eq!(inner.calls.len(), CAPACITY);
         assert!(!inner.calls.contains_key("c0") && inner.calls.contains_key("c10"));
+    }
+
+    fn one_call(id: &str, sig: &str) -> Carried {
+        Carried::of_answer(&json!({"choices": [{"message": {"tool_calls": [
+            {"id": id, "extra_content": signature(sig), "function": {"name": "f", "arguments": "{}"}}]}}]}))
+    }
+
+    fn turn_with(id: &str) -> Value {
+        json!({"messages": [{"role": "assistant", "tool_calls": [{"id": id, "function": {"name": "f", "arguments": "{}"}}]}]})
+    }
+
+    #[test]
+    fn the_file_round_trip_keeps_what_is_not_expired() {
+        let store = CarryStore::new(CarryFile::default(), 60_000, 0);
+        assert!(store.take_dirty().is_none(), "nothing kept yet");
+        store.keep("gemini", &one_call("old", "A"), &[], 1_000);
+        store.keep("gemini", &one_call("new", "B"), &[], 50_000);
+        let file = store.take_dirty().expect("changed");
+        assert!(store.take_dirty().is_none(), "saved once");
+        assert_eq!(file.calls.len(), 2);
+        assert_eq!(file.calls[0].id, "old", "oldest first");
+        let text = serde_json::to_string(&file).unwrap();
+        let back: CarryFile = serde_json::from_str(&text).unwrap();
+        // At 70 s, "old" (used at 1 s) is past the minute it is kept; "new" is not.
+        let again = CarryStore::new(back, 60_000, 70_000);
+        assert_eq!(again.restore(&turn_with("old"), "gemini", 70_000), None);
+        let restored = again.restore(&turn_with("new"), "gemini", 70_000).unwrap();
+        assert_eq!(
+            restored["messages"][0]["tool_calls"][0]["extra_content"],
+            signature("B")
+        );
+        assert!(again.take_dirty().is_some(), "its use moved its expiry");
+        assert!(
+            again
+                .restore(&turn_with("new"), "gemini", 125_000)
+                .is_some(),
+            "kept a minute from its last use"
+        );
+    }
+
+    #[test]
+    fn the_store_is_bounded_in_bytes_oldest_first() {
+        let big = "x".repeat(MAX_BYTES / 4);
+        let store = CarryStore::default();
+        for n in 0..6 {
+            store.keep("gemini", &one_call(&format!("c{n}"), &big), &[], 0);
+        }
+        let file = store.file();
+        let ids: Vec<&str> = file.calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["c3", "c4", "c5"], "four would pass the bound");
+        let inner = store.lock();
+        assert!(inner.bytes <= MAX_BYTES);
+        assert_eq!(
+            inner.bytes,
+            inner.calls.values().map(|e| e.bytes).sum::<usize>()
+        );
+    }
+
+    #[test]
+    fn a_loaded_file_keeps_its_bounds() {
+        let calls = (0..CAPACITY + 5)
+            .map(|n| KeptCall {
+                id: format!("c{n}"),
+                provider: "gemini".into(),
+                extra: Some(signature("S")),
+                reasoning: None,
+                used_ms: 10,
+            })
+            .collect();
+        let store = CarryStore::new(CarryFile { version: 1, calls }, KEEP_MS, 20);
+        let inner = store.lock();
+        assert_eq!(inner.calls.len(), CAPACITY);
+        assert!(!inner.calls.contains_key("c4") && inner.calls.contains_key("c5"));
     }
 }

@@ -21,7 +21,9 @@
 //!   stream broke off after content, and [`seam`]: how its text joins what the client has
 //!   (a repeat left out, a start over refused);
 //! - [`carry`]: provider state a later turn needs (thought signatures, reasoning
-//!   details), kept per call id and put back on requests to the provider that made it;
+//!   details), kept per call id (and in `carry.json`) and put back on requests to the
+//!   provider that made it, and [`placeholder`]: Google's stand-in for a thought signature
+//!   that was lost all the same;
 //! - [`status`]: each routable model as the router sees it now (rank, breaker, evidence,
 //!   budget, conversations), for `fcm top` and `/metrics`, read off the request path;
 //! - [`ping`] and [`probe`]: small real questions (the bench's, `fcm check`'s, and opt-in
@@ -40,6 +42,7 @@ mod failover;
 mod fusion;
 mod live;
 pub(crate) mod ping;
+mod placeholder;
 mod probe;
 mod race;
 mod racers;

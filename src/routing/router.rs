@@ -124,6 +124,8 @@ pub(crate) struct Parts<'a> {
     pub history: History,
     /// Conversations held from earlier (`affinity.json`); `None` turns affinity off.
     pub affinity: Option<Affinity>,
+    /// Provider state kept from earlier (`carry.json`).
+    pub carry: crate::state::carry_file::CarryFile,
     /// `bench.json`: the only file the router reads itself (see [`Router::refresh_bench`]).
     pub bench: Option<PathBuf>,
     /// Sent to providers that ask for a session id.
@@ -173,7 +175,12 @@ impl Router {
             secrets: p.secrets,
             compress: cfg.compress,
             memo: crate::compress::Memo::new(MEMO_BYTES),
-            carry: super::carry::CarryStore::default(),
+            // Kept as long as the conversation it belongs to.
+            carry: super::carry::CarryStore::new(
+                p.carry,
+                cfg.affinity.idle_minutes * 60_000,
+                crate::time::now_ms(),
+            ),
         }
     }
 

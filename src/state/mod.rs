@@ -4,13 +4,15 @@
 //! `$FCM_HOME` (`files`: paths, atomic writes, tolerant loads), a running server's debounced writes (`persist`) and its
 //! `serve.json` record (`serve_info`); conversations and the model each keeps
 //! (`affinity`), model sets (`sets`), the last bench (`bench_file`) and the counters behind
-//! `/metrics` (`metrics`, with `histogram`); providers down right now (`outages`).
+//! `/metrics` (`metrics`, with `histogram`); providers down right now (`outages`); the provider state later turns need
+//! (`carry_file`).
 //!
 //! Nothing here decides which model to try (`routing`) or talks to a provider.
 
 pub(crate) mod affinity;
 pub(crate) mod bench_file;
 pub(crate) mod breaker;
+pub(crate) mod carry_file;
 pub(crate) mod config;
 pub(crate) mod files;
 pub(crate) mod histogram;

@@ -1,4 +1,5 @@
-//! Saving a running server's state: breakers, history, conversations and the usage ledger reach the disk
+//! Saving a running server's state: breakers, history, conversations, the provider state
+//! they carry and the usage ledger reach the disk
 //! debounced (at most one write per file every 2 s, within 3 s of the last change even
 //! when traffic stops, and once more at shutdown).
 //!
@@ -14,6 +15,7 @@ use serde::Serialize;
 
 use crate::state::affinity::Affinity;
 use crate::state::breaker::Breakers;
+use crate::state::carry_file::CarryFile;
 use crate::state::files;
 use crate::state::ledger::Ledger;
 use crate::state::trace::History;
@@ -30,6 +32,7 @@ pub struct WriteCounts {
     pub history: AtomicU64,
     pub usage: AtomicU64,
     pub affinity: AtomicU64,
+    pub carry: AtomicU64,
 }
 
 /// Where a server's state files are.
@@ -39,6 +42,7 @@ pub struct StatePaths {
     pub history: PathBuf,
     pub usage: PathBuf,
     pub affinity: PathBuf,
+    pub carry: PathBuf,
 }
 
 /// Writes one snapshot; on failure warns and calls `retry` so the change is saved later.
@@ -113,7 +117,10 @@ pub fn flush(app: &impl StateSource, paths: &StatePaths) -> bool {
         ),
         None => true,
     };
-    b && h && a && usage
+    let c = save(app.carry_to_save(), &paths.carry, &counts.carry, || {
+        app.carry_unsaved()
+    });
+    b && h && a && c && usage
 }
 
 /// How often freed heap memory is handed back to the system.
@@ -136,6 +143,11 @@ pub(crate) trait StateSource: Send + Sync + 'static {
     fn ledger(&self) -> &Ledger;
     /// The conversations held (`None`: affinity is off).
     fn affinity(&self) -> Option<&Affinity>;
+    /// The provider state conversations carry, when it changed since the last save, its
+    /// secrets taken out.
+    fn carry_to_save(&self) -> Option<CarryFile>;
+    /// That save failed: try again next time.
+    fn carry_unsaved(&self);
     fn writes(&self) -> &WriteCounts;
 }
 
@@ -169,6 +181,7 @@ impl Flusher {
                             + writes.history.load(Ordering::Relaxed)
                             + writes.usage.load(Ordering::Relaxed)
                             + writes.affinity.load(Ordering::Relaxed)
+                            + writes.carry.load(Ordering::Relaxed)
                     };
                     let before = total();
                     flush(&*app, &paths);

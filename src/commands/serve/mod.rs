@@ -232,6 +232,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         history: files::state_file("history.json")?,
         usage: files::state_file("usage.json")?,
         affinity: files::state_file("affinity.json")?,
+        carry: files::state_file("carry.json")?,
     };
     let now = crate::time::now_ms();
     let book: BreakerBook = files::load_json(&paths.breakers)?;
@@ -255,6 +256,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         ledger,
         history: History::new(history),
         affinity,
+        carry: files::load_json(&paths.carry)?,
         bench: Some(files::state_file("bench.json")?),
         session_id: &process_id_token(),
         secrets: setup.secrets(args.token.as_deref()),

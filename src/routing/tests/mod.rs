@@ -137,6 +137,7 @@ impl Setup<'_> {
             breakers: Breakers::new(BreakerBook::default(), config.breaker.clone(), now),
             ledger: Ledger::new(UsageBook::default(), now, config.keys.sticky),
             history: History::new(HistoryFile::default()),
+            carry: Default::default(),
             affinity: config.affinity.enabled.then(|| {
                 Affinity::new(
                     AffinityFile::default(),
