@@ -208,6 +208,16 @@ each_tool "tool round trip after a broken call" "The tool said fcm-tool-ok." "" 
 # next turn, or the provider refuses it (400). None of the tools keeps it; fcm puts it back.
 configure fake/signed_tool_turns
 each_tool "two tool turns with thought signatures" "Both tool turns kept their thought signatures" "" "run the marker command twice" "Bash(echo:*)"
+# The same conversation goes on after fcm serve restarts: Claude Code keeps no signature,
+# fcm kept them in carry.json and puts them back (this model is not named as Gemini, so no
+# placeholder would get it through: without them the next turn is refused).
+check "claude-code two tool turns before a restart" "Both tool turns kept their thought signatures" "$bin/claude" -p "run the marker command twice" --allowedTools "Bash(echo:*)"
+kill "$serve_pid"
+wait "$serve_pid" 2>/dev/null || true
+"$fcm" serve --port "$port" 2>> "$work/serve.log" &
+serve_pid=$!
+for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.05; done
+check "claude-code the tool conversation goes on after fcm serve restarts" "Both tool turns kept their thought signatures (2 calls signed)" "$bin/claude" -p --continue "what did the command print?" --allowedTools "Bash(echo:*)"
 
 # A stream that breaks after its first words: the next model finishes the answer, and the
 # tool shows one answer; pinned to the broken model, the client is told it broke (the
