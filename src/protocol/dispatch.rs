@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use crate::answers::toolcall::Offered;
 
 use super::errors::{BadRequest, ErrorReport};
+use super::freeform::ClientTools;
 use super::shape::StreamShape;
 use super::wire::CallIds;
 use super::{anthropic, anthropic_stream, chat, responses, responses_stream};
@@ -65,6 +66,7 @@ impl Protocol {
         split_think_tags: bool,
         tools: Option<&Offered>,
         ids: &mut CallIds,
+        client: &ClientTools,
     ) -> Vec<u8> {
         if self == Protocol::Chat
             && parsed.is_none()
@@ -83,18 +85,29 @@ impl Protocol {
         chat::normalize(&mut chat, true, tools);
         let answer = match self {
             Protocol::Anthropic => anthropic::from_chat_ids(&chat, model, ids),
-            _ => responses::from_chat_ids(&chat, model, ids),
+            _ => responses::from_chat_ids(&chat, model, ids, client),
         };
         answer.to_string().into_bytes()
     }
 
+    /// How a Responses client runs the calls of its tools (custom tools, a bridged
+    /// `apply_patch`); nothing to know for the other protocols.
+    pub(crate) fn client_tools(self, request: &Value) -> ClientTools {
+        match self {
+            Protocol::Responses => ClientTools::of(request),
+            _ => ClientTools::default(),
+        }
+    }
+
     /// What turns a chat stream into this protocol's stream.
     /// `tools`: the request's tools, which every call the client gets must pass.
+    /// `client`: how a Responses client runs each call.
     pub(crate) fn stream_shape(
         self,
         model: &str,
         split_think_tags: bool,
         tools: Option<Arc<Offered>>,
+        client: Arc<ClientTools>,
     ) -> StreamShape {
         match self {
             Protocol::Chat => {
@@ -103,9 +116,9 @@ impl Protocol {
             Protocol::Anthropic => {
                 StreamShape::Events(Box::new(anthropic_stream::Translator::new(model, tools)))
             }
-            Protocol::Responses => {
-                StreamShape::Events(Box::new(responses_stream::Translator::new(model, tools)))
-            }
+            Protocol::Responses => StreamShape::Events(Box::new(
+                responses_stream::Translator::new(model, tools, client),
+            )),
         }
     }
 }

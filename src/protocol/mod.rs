@@ -23,6 +23,7 @@ mod responses_stream;
 mod content;
 mod dispatch;
 mod errors;
+pub(crate) mod freeform;
 mod shape;
 mod wire;
 
