@@ -208,9 +208,11 @@ fn deliver(conn: &mut Conn, app: &App, served: Served<'_>, asked: &Asked<'_>) {
                 parsed,
                 requested,
                 split_think,
-                tools,
+                protocol::RequestTools {
+                    offered: tools,
+                    client: &asked.client,
+                },
                 &mut ids,
-                &asked.client,
             );
             keep_carried(app, &trace, &(carried, ids));
             let reply = Reply::new(status, "application/json", body);

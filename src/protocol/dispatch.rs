@@ -64,10 +64,13 @@ impl Protocol {
         parsed: Option<Value>,
         model: &str,
         split_think_tags: bool,
-        tools: Option<&Offered>,
+        tools: RequestTools<'_>,
         ids: &mut CallIds,
-        client: &ClientTools,
     ) -> Vec<u8> {
+        let RequestTools {
+            offered: tools,
+            client,
+        } = tools;
         if self == Protocol::Chat
             && parsed.is_none()
             && crate::answers::gate::skim::Skim::of(&chat_body)
@@ -121,6 +124,14 @@ impl Protocol {
             )),
         }
     }
+}
+
+/// The request's tools, as an answer needs them: what a call must pass (in strict mode), and
+/// how the client runs each call.
+#[derive(Clone, Copy)]
+pub(crate) struct RequestTools<'a> {
+    pub offered: Option<&'a Offered>,
+    pub client: &'a ClientTools,
 }
 
 /// OpenAI's error envelope (chat completions and Responses clients read `error.message`).

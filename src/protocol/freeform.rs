@@ -38,9 +38,9 @@ enum Form {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shell {
     /// `{"cmd": "..."}`: one command line.
-    ExecCommand,
+    Exec,
     /// `{"command": "..."}`: one command line.
-    ShellCommand,
+    Line,
     /// `{"command": ["apply_patch", "..."]}`: argv.
     Argv,
 }
@@ -131,8 +131,8 @@ impl ClientTools {
         let offers_patch = listed.iter().any(|(_, name)| *name == APPLY_PATCH);
         if !offers_patch && instructions_name_patch(request) {
             let shell = listed.iter().find_map(|(kind, name)| match (*kind, *name) {
-                ("function", "exec_command") => Some(Shell::ExecCommand),
-                ("function", "shell_command") => Some(Shell::ShellCommand),
+                ("function", "exec_command") => Some(Shell::Exec),
+                ("function", "shell_command") => Some(Shell::Line),
                 ("function", "shell") => Some(Shell::Argv),
                 _ => None,
             });
@@ -166,8 +166,8 @@ impl ClientTools {
             Some(Form::Patch(shell)) => {
                 let patch = input_of(arguments);
                 let (tool, args) = match shell {
-                    Shell::ExecCommand => ("exec_command", json!({"cmd": heredoc(&patch)})),
-                    Shell::ShellCommand => ("shell_command", json!({"command": heredoc(&patch)})),
+                    Shell::Exec => ("exec_command", json!({"cmd": heredoc(&patch)})),
+                    Shell::Line => ("shell_command", json!({"command": heredoc(&patch)})),
                     Shell::Argv => ("shell", json!({"command": [APPLY_PATCH, patch]})),
                 };
                 super::responses::call_item(id, call_id, tool, &args.to_string(), "completed")

@@ -1,8 +1,10 @@
 //! OpenAI Responses (Codex; Cursor's chat body) ⇄ chat completions.
 //!
 //! Requests: `instructions`, `input` (a string or items: messages with developer, user and
-//! assistant roles, `function_call`, `function_call_output`), function tools (namespaces
-//! flattened; tools a chat provider cannot run, such as `web_search`, dropped), `tool_choice`
+//! assistant roles, `function_call`, `function_call_output`, their `custom_tool_call`
+//! counterparts), function and custom tools, from `tools` and `additional_tools` items
+//! (namespaces flattened; custom tools as functions of one string, see `freeform`; tools a
+//! chat provider cannot run, such as `web_search`, dropped), `tool_choice`
 //! and `max_output_tokens`. `reasoning`, `include`, `store`, `prompt_cache_key` and the like
 //! are not forwarded. Answers: a Responses object, or the Responses event stream Codex needs
 //! (`output_item.done` and `response.completed` with usage included).
