@@ -103,21 +103,15 @@ fn a_custom_tool_in_additional_tools_is_called_and_its_output_goes_back() {
 
     // Codex sends the call and what applying it printed: the model reads them as a tool turn.
     let call_id = item["call_id"].as_str().unwrap();
-    let follow_up = codex(
+    let mut follow_up = codex(
         "gpt-6.2-sol",
         false,
         json!([]),
-        &[
-            json!({"type": "additional_tools", "tools": [exec_command(), custom_patch()]}),
-            json!({"type": "custom_tool_call", "call_id": call_id, "name": "apply_patch", "input": PATCH}),
-            json!({"type": "custom_tool_call_output", "call_id": call_id, "output": "Success. Updated: A hello.txt"}),
-        ],
+        &[json!({"type": "additional_tools", "tools": [exec_command(), custom_patch()]})],
     );
-    // The user's words come last in `codex`: put the tool turn after them, as Codex does.
-    let mut follow_up = follow_up;
     let input = follow_up["input"].as_array_mut().unwrap();
-    let user = input.pop().unwrap();
-    input.insert(2, user);
+    input.push(json!({"type": "custom_tool_call", "call_id": call_id, "name": "apply_patch", "input": PATCH}));
+    input.push(json!({"type": "custom_tool_call_output", "call_id": call_id, "output": "Success. Updated: A hello.txt"}));
     let r = s.post("/v1/responses", &follow_up.to_string());
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(

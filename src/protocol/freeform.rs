@@ -170,11 +170,17 @@ impl ClientTools {
                     Shell::Line => ("shell_command", json!({"command": heredoc(&patch)})),
                     Shell::Argv => ("shell", json!({"command": [APPLY_PATCH, patch]})),
                 };
-                super::responses::call_item(id, call_id, tool, &args.to_string(), "completed")
+                function_call(id, call_id, tool, &args.to_string())
             }
-            None => super::responses::call_item(id, call_id, name, arguments, "completed"),
+            None => function_call(id, call_id, name, arguments),
         }
     }
+}
+
+/// A finished `function_call` output item.
+fn function_call(id: &str, call_id: &str, name: &str, arguments: &str) -> Value {
+    json!({"type": "function_call", "id": id, "call_id": call_id, "name": name,
+           "arguments": arguments, "status": "completed"})
 }
 
 /// A chat function tool with the one string argument `input`.

@@ -286,16 +286,6 @@ pub(super) fn reasoning_item(id: &str, text: &str) -> Value {
     json!({"type": "reasoning", "id": id, "summary": [{"type": "summary_text", "text": text}]})
 }
 
-pub(super) fn call_item(
-    id: &str,
-    call_id: &str,
-    name: &str,
-    arguments: &str,
-    status: &str,
-) -> Value {
-    json!({"type": "function_call", "id": id, "call_id": call_id, "name": name, "arguments": arguments, "status": status})
-}
-
 /// A chat completion JSON as a Responses object: reasoning (any field, or a leading `<think>`
 /// block) as a `reasoning` item first, then the message, then the function calls.
 #[cfg(test)]
