@@ -265,10 +265,12 @@ fn a_broken_call_after_text_is_dropped_and_the_turn_ends_plainly() {
         s.breaker("p/text_then_cut_tool_args").unwrap()["consecutiveFailures"],
         3
     );
-    // Not streamed, nothing was sent yet: a plain failure (no other model to fail over to).
+    // Not streamed, nothing was sent yet: a plain failure (no other model to fail over to),
+    // and not one to retry: the same request would get the same broken call.
     let (path, req) = body("chat", false, true);
     let r = s.post(&path, &req);
-    assert_eq!(r.status, 503, "{r:?}");
+    assert_eq!(r.status, 422, "{r:?}");
+    assert_eq!(r.header("retry-after"), None, "{r:?}");
     assert!(r.decision().contains("invalid_tool_call"));
 }
 

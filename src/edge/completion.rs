@@ -32,6 +32,7 @@ pub(super) fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Pr
     // cannot take (a PDF document), but the choice of model must still know about it.
     let mut needs = crate::capability::Needs::default();
     let mut session = None;
+    let mut client = Arc::default();
     let chat = serde_json::from_slice::<Value>(&req.body)
         .map_err(|e| BadRequest::NotJson(e.to_string()))
         .and_then(|parsed| {
@@ -45,6 +46,7 @@ pub(super) fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Pr
             }
             needs = crate::capability::detect(&parsed);
             session = SessionName::of(|h| req.head.header(h), &parsed);
+            client = Arc::new(proto.client_tools(&parsed));
             proto.to_chat(parsed)
         });
     let mut chat = match chat {
@@ -94,6 +96,7 @@ pub(super) fn complete(req: &Request, conn: &mut Conn, app: &Arc<App>, proto: Pr
         stream,
         started,
         tools: &tools,
+        client,
         route: &route,
         ask: &ask,
     };
@@ -131,6 +134,8 @@ struct Asked<'a> {
     started: Instant,
     /// The tools it offered: every call handed over must pass the check.
     tools: &'a Option<Arc<crate::answers::toolcall::Offered>>,
+    /// How the client runs the calls of its tools.
+    client: Arc<protocol::freeform::ClientTools>,
     /// Where it was routed, and what was asked: a continuation is routed the same way.
     route: &'a Route,
     ask: &'a Ask<'a>,
@@ -142,6 +147,7 @@ impl Asked<'_> {
             self.requested,
             app.router.reasoning.split_think_tags,
             self.tools.clone(),
+            self.client.clone(),
         )
     }
 }
@@ -197,7 +203,17 @@ fn deliver(conn: &mut Conn, app: &App, served: Served<'_>, asked: &Asked<'_>) {
             };
             let mut ids = protocol::CallIds::default();
             let tools = asked.tools.as_deref();
-            let body = proto.answer(body, parsed, requested, split_think, tools, &mut ids);
+            let body = proto.answer(
+                body,
+                parsed,
+                requested,
+                split_think,
+                protocol::RequestTools {
+                    offered: tools,
+                    client: &asked.client,
+                },
+                &mut ids,
+            );
             keep_carried(app, &trace, &(carried, ids));
             let reply = Reply::new(status, "application/json", body);
             conn.send(reply.with_trace(&trace), false);

@@ -115,6 +115,10 @@ pub enum Behavior {
     CutToolArgs,
     /// A call of a tool no client offers (`launch_rockets`).
     UnknownTool,
+    /// With an `apply_patch` function offered, a call of it adding `hello.txt` (its one
+    /// string argument the patch, as a freeform tool takes it); once the tool answered, or
+    /// with no such tool, says so in text.
+    Patches,
     /// Streams some text, then a call of `Bash` with cut-off arguments.
     TextThenCutToolArgs,
     /// Text with `finish_reason: tool_calls` but no call at all.
@@ -311,6 +315,7 @@ impl Behavior {
             "repeated_call_ids" => Behavior::RepeatedCallIds,
             "cut_tool_args" => Behavior::CutToolArgs,
             "unknown_tool" => Behavior::UnknownTool,
+            "patches" => Behavior::Patches,
             "text_then_cut_tool_args" => Behavior::TextThenCutToolArgs,
             "tool_finish_without_calls" => Behavior::ToolFinishWithoutCalls,
             "hermes_text_call" => Behavior::HermesTextCall,

@@ -28,4 +28,4 @@ pub use rate_limits::WINDOW as COUNTDOWN_WINDOW;
 pub use respond::LATENCY_PATH;
 pub use server::FakeProvider;
 pub use state::RecordedRequest;
-pub use tools::{noisy_verdict, NOISY_COMMAND};
+pub use tools::{noisy_verdict, NOISY_COMMAND, PATCH};

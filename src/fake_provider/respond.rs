@@ -328,6 +328,10 @@ pub(super) fn respond(
         Behavior::RepeatedCallIds => repeated_call_ids(out, &id, &model, stream),
         Behavior::CutToolArgs => call_answer(out, &id, &model, stream, "Bash", r#"{"command":"ec"#),
         Behavior::UnknownTool => call_answer(out, &id, &model, stream, "launch_rockets", "{}"),
+        Behavior::Patches => match super::tools::patch_call(&body) {
+            Some(args) => call_answer(out, &id, &model, stream, "apply_patch", &args),
+            None => ok_answer(out, &id, &model, super::tools::PATCHED, stream, usage, Duration::ZERO),
+        },
         Behavior::TextThenCutToolArgs => text_then_cut_call(out, &id, &model, stream),
         Behavior::HermesTextCall | Behavior::KimiTextCall => {
             let (name, args) = shell_tool(&body).unwrap_or(("Bash".into(), json!({"command": "echo fcm-tool-ok"})));

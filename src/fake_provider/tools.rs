@@ -82,6 +82,29 @@ pub fn noisy_verdict(output: &str) -> String {
     }
 }
 
+/// The patch [`Behavior::Patches`](super::behavior::Behavior::Patches) sends: a new
+/// `hello.txt` holding `fcm-patch-ok`.
+pub const PATCH: &str = "*** Begin Patch\n*** Add File: hello.txt\n+fcm-patch-ok\n*** End Patch\n";
+
+/// What the patching model says once its patch ran, or when it has no patch tool.
+pub(super) const PATCHED: &str = "fcm-patch-done";
+
+/// The arguments of an `apply_patch` call, when the request offers that function and has
+/// not yet answered a call.
+pub(super) fn patch_call(body: &Value) -> Option<String> {
+    let answered = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| m.last())
+        .is_some_and(|m| m["role"] == "tool");
+    let offered = body
+        .get("tools")?
+        .as_array()?
+        .iter()
+        .any(|t| t.pointer("/function/name") == Some(&json!("apply_patch")));
+    (offered && !answered).then(|| json!({ "input": PATCH }).to_string())
+}
+
 /// The shell tool a coding client offers, with arguments that run `command`.
 pub(super) fn shell_tool_running(body: &Value, command: &str) -> Option<(String, Value)> {
     let names: Vec<&str> = body

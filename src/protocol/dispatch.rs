@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use crate::answers::toolcall::Offered;
 
 use super::errors::{BadRequest, ErrorReport};
+use super::freeform::ClientTools;
 use super::shape::StreamShape;
 use super::wire::CallIds;
 use super::{anthropic, anthropic_stream, chat, responses, responses_stream};
@@ -63,9 +64,13 @@ impl Protocol {
         parsed: Option<Value>,
         model: &str,
         split_think_tags: bool,
-        tools: Option<&Offered>,
+        tools: RequestTools<'_>,
         ids: &mut CallIds,
     ) -> Vec<u8> {
+        let RequestTools {
+            offered: tools,
+            client,
+        } = tools;
         if self == Protocol::Chat
             && parsed.is_none()
             && crate::answers::gate::skim::Skim::of(&chat_body)
@@ -83,18 +88,29 @@ impl Protocol {
         chat::normalize(&mut chat, true, tools);
         let answer = match self {
             Protocol::Anthropic => anthropic::from_chat_ids(&chat, model, ids),
-            _ => responses::from_chat_ids(&chat, model, ids),
+            _ => responses::from_chat_ids(&chat, model, ids, client),
         };
         answer.to_string().into_bytes()
     }
 
+    /// How a Responses client runs the calls of its tools (custom tools, a bridged
+    /// `apply_patch`); nothing to know for the other protocols.
+    pub(crate) fn client_tools(self, request: &Value) -> ClientTools {
+        match self {
+            Protocol::Responses => ClientTools::of(request),
+            _ => ClientTools::default(),
+        }
+    }
+
     /// What turns a chat stream into this protocol's stream.
     /// `tools`: the request's tools, which every call the client gets must pass.
+    /// `client`: how a Responses client runs each call.
     pub(crate) fn stream_shape(
         self,
         model: &str,
         split_think_tags: bool,
         tools: Option<Arc<Offered>>,
+        client: Arc<ClientTools>,
     ) -> StreamShape {
         match self {
             Protocol::Chat => {
@@ -103,11 +119,19 @@ impl Protocol {
             Protocol::Anthropic => {
                 StreamShape::Events(Box::new(anthropic_stream::Translator::new(model, tools)))
             }
-            Protocol::Responses => {
-                StreamShape::Events(Box::new(responses_stream::Translator::new(model, tools)))
-            }
+            Protocol::Responses => StreamShape::Events(Box::new(
+                responses_stream::Translator::new(model, tools, client),
+            )),
         }
     }
+}
+
+/// The request's tools, as an answer needs them: what a call must pass (in strict mode), and
+/// how the client runs each call.
+#[derive(Clone, Copy)]
+pub(crate) struct RequestTools<'a> {
+    pub offered: Option<&'a Offered>,
+    pub client: &'a ClientTools,
 }
 
 /// OpenAI's error envelope (chat completions and Responses clients read `error.message`).

@@ -8,7 +8,8 @@
 //! and error answers), `chat` (chat answers repaired where needed), `anthropic` and
 //! `responses` (requests and whole answers), `anthropic_stream` and `responses_stream`
 //! (stream translators), `shape` (a committed stream's shape, `redacted`: without secrets),
-//! `content` (reasoning and text calls taken apart, runnable calls) and `wire` (chat wire
+//! `content` (reasoning and text calls taken apart, runnable calls), `freeform` (Codex's
+//! custom tools as functions and their calls back) and `wire` (chat wire
 //! pieces the others share). This file only declares and re-exports them.
 
 pub(crate) mod anthropic;
@@ -23,10 +24,11 @@ mod responses_stream;
 mod content;
 mod dispatch;
 mod errors;
+pub(crate) mod freeform;
 mod shape;
 mod wire;
 
-pub(crate) use dispatch::Protocol;
+pub(crate) use dispatch::{Protocol, RequestTools};
 pub(crate) use errors::{BadRequest, ErrorReport};
 pub(crate) use shape::StreamShape;
 pub(crate) use wire::{chat_events, chat_frames, chunks_from_completion, CallIds};

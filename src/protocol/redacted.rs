@@ -68,7 +68,7 @@ mod tests {
             "choices": [{"index": 0, "delta": {"role": "assistant", "content": "key sk-SECRE****7890"}, "finish_reason": null}]});
         let bytes = format!("data: {chunk}\n\n").into_bytes();
         for proto in [Protocol::Chat, Protocol::Anthropic, Protocol::Responses] {
-            let mut shape = proto.stream_shape("fcm", false, None);
+            let mut shape = proto.stream_shape("fcm", false, None, Default::default());
             let mut shape = shape.redacted(secrets.clone());
             let mut out = shape.start();
             out.extend(shape.shape(bytes.clone(), vec![chunk.clone()]));

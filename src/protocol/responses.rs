@@ -1,8 +1,10 @@
 //! OpenAI Responses (Codex; Cursor's chat body) ⇄ chat completions.
 //!
 //! Requests: `instructions`, `input` (a string or items: messages with developer, user and
-//! assistant roles, `function_call`, `function_call_output`), function tools (namespaces
-//! flattened; tools a chat provider cannot run, such as `web_search`, dropped), `tool_choice`
+//! assistant roles, `function_call`, `function_call_output`, their `custom_tool_call`
+//! counterparts), function and custom tools, from `tools` and `additional_tools` items
+//! (namespaces flattened; custom tools as functions of one string, see `freeform`; tools a
+//! chat provider cannot run, such as `web_search`, dropped), `tool_choice`
 //! and `max_output_tokens`. `reasoning`, `include`, `store`, `prompt_cache_key` and the like
 //! are not forwarded. Answers: a Responses object, or the Responses event stream Codex needs
 //! (`output_item.done` and `response.completed` with usage included).
@@ -10,6 +12,7 @@
 use serde_json::{json, Map, Value};
 
 use super::errors::BadRequest;
+use super::freeform::{self, ClientTools};
 use super::wire::{chat_cached, chat_usage, new_id, take, take_string, CallIds};
 use crate::answers::path::Lookup;
 
@@ -61,7 +64,8 @@ fn content(c: Value) -> Value {
     }
 }
 
-/// Function tools, with namespaces flattened and tools chat providers cannot run dropped.
+/// Function tools (custom tools as functions of one string), with namespaces flattened and
+/// tools chat providers cannot run dropped.
 fn tools(list: Vec<Value>, out: &mut Vec<Value>) {
     for mut t in list {
         match t.get("type").and_then(Value::as_str) {
@@ -79,6 +83,7 @@ fn tools(list: Vec<Value>, out: &mut Vec<Value>) {
                     "parameters": parameters,
                 }}));
             }
+            Some("custom") => out.extend(super::freeform::custom_as_function(&t)),
             Some("namespace") => {
                 if let Value::Array(inner) = take(&mut t, "tools") {
                     tools(inner, out);
@@ -106,9 +111,11 @@ fn output_text(output: Value) -> String {
 /// Translates a Responses request (or a chat request carrying `input`) into a chat request.
 /// The request is taken apart, not copied: a long history is megabytes.
 pub fn to_chat(req: Value) -> Result<Value, BadRequest> {
+    let client = ClientTools::of(&req);
     let Value::Object(mut obj) = req else {
         return Err(BadRequest::Shape("request body must be a JSON object"));
     };
+    let mut offered = Vec::new();
     let input = obj
         .remove("input")
         .ok_or(BadRequest::Shape("request body must have \"input\""))?;
@@ -142,15 +149,24 @@ pub fn to_chat(req: Value) -> Result<Value, BadRequest> {
                         let content = content(take(&mut item, "content"));
                         messages.push(json!({"role": role, "content": content}));
                     }
-                    "function_call" => {
+                    "function_call" | "custom_tool_call" => {
+                        let custom = kind == "custom_tool_call";
                         let id = match take(&mut item, "call_id") {
                             Value::Null => take(&mut item, "id"),
                             id => id,
                         };
+                        let arguments = match item.get("input").and_then(Value::as_str) {
+                            Some(input) if custom => freeform::arguments_of(input),
+                            _ => item
+                                .get("arguments")
+                                .and_then(Value::as_str)
+                                .unwrap_or("{}")
+                                .to_string(),
+                        };
                         let call = json!({
                             "id": if id.is_null() { json!("") } else { id },
                             "type": "function",
-                            "function": {"name": item.get_mut("name").map_or(json!(""), Value::take), "arguments": item.get("arguments").and_then(Value::as_str).unwrap_or("{}")},
+                            "function": {"name": item.get_mut("name").map_or(json!(""), Value::take), "arguments": arguments},
                         });
                         match messages.last_mut() {
                             // The assistant's text and its calls are one chat turn, and
@@ -164,7 +180,12 @@ pub fn to_chat(req: Value) -> Result<Value, BadRequest> {
                             _ => messages.push(json!({"role": "assistant", "content": Value::Null, "tool_calls": [call]})),
                         }
                     }
-                    "function_call_output" => {
+                    "additional_tools" => {
+                        if let Value::Array(list) = take(&mut item, "tools") {
+                            offered.extend(list);
+                        }
+                    }
+                    "function_call_output" | "custom_tool_call_output" => {
                         let output = output_text(take(&mut item, "output"));
                         let id = item.get_mut("call_id").map_or(json!(""), Value::take);
                         messages
@@ -185,16 +206,34 @@ pub fn to_chat(req: Value) -> Result<Value, BadRequest> {
     out.insert("model".into(), obj.remove("model").unwrap_or(json!("fcm")));
     out.insert("messages".into(), Value::Array(messages));
     let mut chat_tools = Vec::new();
-    if let Some(Value::Array(list)) = obj.remove("tools") {
-        tools(list, &mut chat_tools);
+    if let Some(Value::Array(mut list)) = obj.remove("tools") {
+        list.append(&mut offered);
+        offered = list;
     }
+    tools(offered, &mut chat_tools);
+    chat_tools.extend(client.added());
+    // A tool given twice (in `tools` and an `additional_tools` item) is offered once.
+    let mut seen = std::collections::HashSet::new();
+    chat_tools.retain(|t| {
+        seen.insert(
+            t.at("/function/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+        )
+    });
     if !chat_tools.is_empty() {
         out.insert("tools".into(), Value::Array(chat_tools));
         match obj.get("tool_choice") {
             Some(Value::String(s)) if ["auto", "none", "required"].contains(&s.as_str()) => {
                 out.insert("tool_choice".into(), json!(s));
             }
-            Some(c) if c.get("type").and_then(Value::as_str) == Some("function") => {
+            Some(c)
+                if matches!(
+                    c.get("type").and_then(Value::as_str),
+                    Some("function" | "custom")
+                ) =>
+            {
                 out.insert("tool_choice".into(), json!({"type": "function", "function": {"name": c.get("name").cloned().unwrap_or(json!(""))}}));
             }
             _ => {}
@@ -247,25 +286,26 @@ pub(super) fn reasoning_item(id: &str, text: &str) -> Value {
     json!({"type": "reasoning", "id": id, "summary": [{"type": "summary_text", "text": text}]})
 }
 
-pub(super) fn call_item(
-    id: &str,
-    call_id: &str,
-    name: &str,
-    arguments: &str,
-    status: &str,
-) -> Value {
-    json!({"type": "function_call", "id": id, "call_id": call_id, "name": name, "arguments": arguments, "status": status})
-}
-
 /// A chat completion JSON as a Responses object: reasoning (any field, or a leading `<think>`
 /// block) as a `reasoning` item first, then the message, then the function calls.
 #[cfg(test)]
 pub fn from_chat(chat: &Value, model: &str) -> Value {
-    from_chat_ids(chat, model, &mut CallIds::default())
+    from_chat_ids(
+        chat,
+        model,
+        &mut CallIds::default(),
+        &ClientTools::default(),
+    )
 }
 
-/// [`from_chat`], noting the ids given to the provider's calls in `ids`.
-pub(crate) fn from_chat_ids(chat: &Value, model: &str, ids: &mut CallIds) -> Value {
+/// [`from_chat`], noting the ids given to the provider's calls in `ids`; each call in the
+/// form `client` runs it.
+pub(crate) fn from_chat_ids(
+    chat: &Value,
+    model: &str,
+    ids: &mut CallIds,
+    client: &ClientTools,
+) -> Value {
     let msg = chat
         .at("/choices/0/message")
         .cloned()
@@ -301,7 +341,7 @@ pub(crate) fn from_chat_ids(chat: &Value, model: &str, ids: &mut CallIds) -> Val
             .at("/function/arguments")
             .and_then(Value::as_str)
             .unwrap_or("{}");
-        output.push(call_item(&new_id("fc_"), &call_id, name, args, "completed"));
+        output.push(client.item(&new_id("fc_"), &call_id, name, args));
     }
     let (input, out_tokens) = chat_usage(chat).unwrap_or((0, 0));
     let mut r = response(
@@ -395,6 +435,73 @@ mod tests {
         ] {
             assert!(chat.get(dropped).is_none(), "{dropped} forwarded");
         }
+    }
+
+    /// Codex with a model it knows as GPT: `apply_patch` is a custom tool with a grammar,
+    /// more tools come in an `additional_tools` item, and the history holds a custom call.
+    #[test]
+    fn custom_tools_and_their_history() {
+        let patch = json!({"type": "custom", "name": "apply_patch", "description": "Edit files.",
+            "format": {"type": "grammar", "syntax": "lark", "definition": "start: begin_patch"}});
+        let exec =
+            json!({"type": "function", "name": "exec_command", "parameters": {"type": "object"}});
+        let request = json!({"model": "gpt-5.5", "tools": [patch], "tool_choice": "auto", "input": [
+            {"type": "additional_tools", "tools": [{"type": "namespace", "name": "ns", "tools": [exec]}, {"type": "custom", "name": "apply_patch"}]},
+            {"type": "message", "role": "user", "content": "fix it"},
+            {"type": "custom_tool_call", "call_id": "call_9", "name": "apply_patch", "input": "*** Begin Patch\n*** End Patch"},
+            {"type": "custom_tool_call_output", "call_id": "call_9", "output": "Done!"},
+        ]});
+        let chat = to_chat(request).unwrap();
+        let names: Vec<&str> = chat["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            ["apply_patch", "exec_command"],
+            "given twice, offered once"
+        );
+        let described = chat["tools"][0]["function"]["description"]
+            .as_str()
+            .unwrap();
+        assert!(described.contains("start: begin_patch"), "{described}");
+        let m = chat["messages"].as_array().unwrap();
+        assert_eq!(m.len(), 3, "the additional_tools item is no message: {m:?}");
+        assert_eq!(
+            m[1]["tool_calls"][0]["function"],
+            json!({"name": "apply_patch", "arguments": "{\"input\":\"*** Begin Patch\\n*** End Patch\"}"})
+        );
+        assert_eq!(
+            m[2],
+            json!({"role": "tool", "tool_call_id": "call_9", "content": "Done!"})
+        );
+    }
+
+    /// The model's call of a custom tool goes back as a `custom_tool_call`.
+    #[test]
+    fn custom_calls_answer_as_custom_tool_calls() {
+        let request = json!({"input": "x", "tools": [{"type": "custom", "name": "apply_patch"}]});
+        let chat = json!({"choices": [{"message": {"content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "apply_patch", "arguments": "{\"input\":\"P\"}"}}]},
+            "finish_reason": "tool_calls"}]});
+        let r = from_chat_ids(
+            &chat,
+            "m",
+            &mut CallIds::default(),
+            &ClientTools::of(&request),
+        );
+        let item = &r["output"][0];
+        assert_eq!(
+            (
+                item["type"].as_str(),
+                item["name"].as_str(),
+                item["input"].as_str()
+            ),
+            (Some("custom_tool_call"), Some("apply_patch"), Some("P"))
+        );
+        assert!(item.get("arguments").is_none());
     }
 
     #[test]

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::content::{runnable, ContentParts, ContentSplit};
-use super::responses::{call_item, message_item, reasoning_item, response, usage};
+use super::freeform::ClientTools;
+use super::responses::{message_item, reasoning_item, response, usage};
 use super::shape::StreamTranslator;
 use super::wire::{chat_cached, chat_delta, new_id, sse_event, CallIds};
 use crate::answers::toolcall::Offered;
@@ -31,6 +32,8 @@ pub struct Translator {
     calls: ToolCalls,
     /// The request's tools: only calls that pass the check are handed over.
     tools: Option<Arc<Offered>>,
+    /// How the client runs each call: a custom tool's call goes back as one.
+    client: Arc<ClientTools>,
     done_items: Vec<Value>,
     incomplete: bool,
     input_tokens: u64,
@@ -41,8 +44,9 @@ pub struct Translator {
 }
 
 impl Translator {
-    pub fn new(model: &str, tools: Option<Arc<Offered>>) -> Translator {
+    pub fn new(model: &str, tools: Option<Arc<Offered>>, client: Arc<ClientTools>) -> Translator {
         Translator {
+            client,
             content: ContentSplit::new(true, tools.is_some()),
             tools,
             ids: CallIds::default(),
@@ -256,20 +260,35 @@ impl StreamTranslator for Translator {
         for call in calls {
             let index = self.done_items.len();
             let (id, call_id) = (new_id("fc_"), self.ids.mint("call_", &call.id));
-            self.emit("response.output_item.added", json!({"output_index": index, "item": call_item(&id, &call_id, &call.name, "", "in_progress")}), &mut out);
-            if !call.arguments.is_empty() {
+            let done = self.client.item(&id, &call_id, &call.name, &call.arguments);
+            let (delta_event, done_event, field) = if done["type"] == "custom_tool_call" {
+                let e = "response.custom_tool_call_input";
+                (format!("{e}.delta"), format!("{e}.done"), "input")
+            } else {
+                let e = "response.function_call_arguments";
+                (format!("{e}.delta"), format!("{e}.done"), "arguments")
+            };
+            let text = done[field].as_str().unwrap_or("").to_string();
+            let mut added = done.clone();
+            added[field] = json!("");
+            added["status"] = json!("in_progress");
+            self.emit(
+                "response.output_item.added",
+                json!({"output_index": index, "item": added}),
+                &mut out,
+            );
+            if !text.is_empty() {
                 self.emit(
-                    "response.function_call_arguments.delta",
-                    json!({"item_id": id, "output_index": index, "delta": call.arguments}),
+                    &delta_event,
+                    json!({"item_id": id, "output_index": index, "delta": text}),
                     &mut out,
                 );
             }
             self.emit(
-                "response.function_call_arguments.done",
-                json!({"item_id": id, "output_index": index, "arguments": call.arguments}),
+                &done_event,
+                json!({"item_id": id, "output_index": index, field: text}),
                 &mut out,
             );
-            let done = call_item(&id, &call_id, &call.name, &call.arguments, "completed");
             self.emit(
                 "response.output_item.done",
                 json!({"output_index": index, "item": done}),
@@ -303,7 +322,11 @@ mod tests {
     use crate::protocol::testing::chunks_of;
 
     fn translate(chat_stream: &str, size: usize) -> Vec<(String, Value)> {
-        crate::protocol::testing::translate(&mut Translator::new("gpt-x", None), chat_stream, size)
+        crate::protocol::testing::translate(
+            &mut Translator::new("gpt-x", None, Default::default()),
+            chat_stream,
+            size,
+        )
     }
 
     fn frame(delta: Value) -> String {
@@ -311,6 +334,54 @@ mod tests {
             "data: {}\n\n",
             json!({"choices": [{"index": 0, "delta": delta}]})
         )
+    }
+
+    /// A custom tool's call streams as one: added, input delta, input done, item done.
+    #[test]
+    fn custom_calls_stream_as_custom_tool_calls() {
+        let request = json!({"input": "x", "tools": [{"type": "custom", "name": "apply_patch"}]});
+        let client = Arc::new(ClientTools::of(&request));
+        let stream = [
+            frame(json!({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "apply_patch", "arguments": "{\"input\":"}}]})),
+            frame(json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"*** Begin Patch\\n\"}"}}]})),
+            "data: [DONE]\n\n".to_string(),
+        ]
+        .concat();
+        for size in [1, 7, 100] {
+            let mut t = Translator::new("gpt-x", None, client.clone());
+            let ev = crate::protocol::testing::translate(&mut t, &stream, size);
+            let names: Vec<&str> = ev.iter().map(|(n, _)| n.as_str()).collect();
+            assert_eq!(
+                names,
+                [
+                    "response.created",
+                    "response.in_progress",
+                    "response.output_item.added",
+                    "response.custom_tool_call_input.delta",
+                    "response.custom_tool_call_input.done",
+                    "response.output_item.done",
+                    "response.completed"
+                ]
+            );
+            assert_eq!(ev[2].1["item"]["type"], "custom_tool_call");
+            assert_eq!(ev[2].1["item"]["input"], "");
+            assert_eq!(ev[3].1["delta"], "*** Begin Patch\n");
+            assert_eq!(ev[4].1["input"], "*** Begin Patch\n");
+            let done = &ev[5].1["item"];
+            assert_eq!(
+                (
+                    done["type"].as_str(),
+                    done["input"].as_str(),
+                    done["status"].as_str()
+                ),
+                (
+                    Some("custom_tool_call"),
+                    Some("*** Begin Patch\n"),
+                    Some("completed")
+                )
+            );
+            assert_eq!(ev[6].1["response"]["output"][0], *done);
+        }
     }
 
     #[test]
@@ -370,7 +441,7 @@ mod tests {
 
     #[test]
     fn a_broken_stream_fails_and_drops_unfinished_calls() {
-        let mut t = Translator::new("m", None);
+        let mut t = Translator::new("m", None, Default::default());
         let mut bytes = t.start();
         bytes.extend(t.feed(&chunks_of(frame(json!({"content": "Let me"})).as_bytes())));
         bytes.extend(t.feed(&chunks_of(frame(json!({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "exec_command", "arguments": "{\"cm"}}]})).as_bytes())));
@@ -402,7 +473,7 @@ mod tests {
 
     #[test]
     fn length_finish_is_incomplete() {
-        let mut t = Translator::new("m", None);
+        let mut t = Translator::new("m", None, Default::default());
         let mut bytes = t.start();
         bytes.extend(t.feed(&chunks_of(format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "length"}]})).as_bytes())));
         bytes.extend(t.finish(None));
@@ -438,7 +509,7 @@ mod properties {
         error: Option<&str>,
         tools: Option<Arc<Offered>>,
     ) -> Result<Vec<(String, Value)>, TestCaseError> {
-        let mut t = Translator::new("gpt-x", tools);
+        let mut t = Translator::new("gpt-x", tools, Default::default());
         let mut bytes = t.start();
         for group in split(chunks, cuts) {
             bytes.extend(t.feed(group));

@@ -1,6 +1,7 @@
 //! When no model serves: the HTTP status, `Retry-After` and message the client gets. A
 //! failure blamed on the request answers with its 4xx, a request larger than every window
-//! with 400, everything else with 503 and the earliest moment a model comes back; a pinned
+//! with 400, a request every model answered with a call the client cannot run with 422,
+//! everything else with 503 and the earliest moment a model comes back; a pinned
 //! model's failure with the status that fits its kind.
 
 use std::collections::HashMap;
@@ -12,6 +13,11 @@ use crate::state::ledger::Blocked;
 use crate::state::trace::{Outcome, SkipReason, Trace};
 
 use super::router::Router;
+
+/// The status when every model answered with a call the client cannot run (a tool it did not
+/// offer, arguments that do not fit): well-formed, unprocessable as asked, and not a status
+/// clients retry (Codex retries 429 and 5xx, with backoff, without end).
+const UNRUNNABLE_CALLS: u16 = 422;
 
 /// One failed attempt, as error bodies list it.
 #[derive(Debug, Clone)]
@@ -92,6 +98,8 @@ impl Refused {
                 None,
             ),
             Timeout | StreamStall => (504, None),
+            // The same request gets the same call again: a retry cannot help.
+            InvalidToolCall => (UNRUNNABLE_CALLS, None),
             ModelOverloaded => (503, Some(5)),
             _ => (502, None),
         };
@@ -158,6 +166,24 @@ impl Refused {
             };
         }
         trace.outcome = Outcome::AllFailed;
+        if !details.is_empty()
+            && details
+                .iter()
+                .all(|a| a.kind == FailureKind::InvalidToolCall)
+        {
+            let message = format!(
+                "every model answered with a tool call the client cannot run, so the same request \
+                 would get the same answer again; first: {} (offer the tool, or ask without it)",
+                details[0].detail
+            );
+            return Refused {
+                trace,
+                status: UNRUNNABLE_CALLS,
+                retry_after_secs: None,
+                message,
+                details,
+            };
+        }
         let now = crate::time::now_ms();
         let retry = earliest_return_ms(router, now)
             .map(|t| t.saturating_sub(now).div_ceil(1000).max(1))

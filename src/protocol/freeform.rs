@@ -1,0 +1,422 @@
+//! Codex's freeform tools for chat models, and the way their calls go back to Codex.
+//!
+//! A Responses `custom` tool (its input a grammar or plain text, such as Codex's
+//! `apply_patch`) has no chat form: it is offered as a function with one string argument,
+//! `input`, and the model's call of it goes back as a `custom_tool_call` whose `input` is
+//! that string, which is what Codex runs. Codex may carry its tools in `additional_tools`
+//! input items rather than in `tools`; both are read.
+//!
+//! When Codex's instructions tell the model to edit files with `apply_patch` but offer no
+//! such tool (it does so for model names it does not know, `fcm` among them), fcm offers
+//! `apply_patch` itself and hands its call back as the shell command Codex runs patches
+//! with: `apply_patch` and the patch, through `exec_command`, `shell` or `shell_command`,
+//! whichever Codex offered. Pure: values in, values out. Does not check calls (the gate
+//! does) and does not stream (the translators do).
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use crate::answers::path::Lookup;
+
+/// The one argument of a freeform tool offered as a chat function.
+pub(crate) const INPUT: &str = "input";
+
+/// The name of Codex's patch tool.
+const APPLY_PATCH: &str = "apply_patch";
+
+/// How Codex runs the call of a tool the model was offered as a chat function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// A `custom` tool: a `custom_tool_call` with the `input` string.
+    Custom,
+    /// fcm's own `apply_patch`, run through one of Codex's shell tools.
+    Patch(Shell),
+}
+
+/// Codex's shell tools, each with its own argument shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shell {
+    /// `{"cmd": "..."}`: one command line.
+    Exec,
+    /// `{"command": "..."}`: one command line.
+    Line,
+    /// `{"command": ["apply_patch", "..."]}`: argv.
+    Argv,
+}
+
+/// The tools of a Responses request that are not plain functions, by the chat name the model
+/// sees. Empty for a request with only function tools: every call goes back as it came.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ClientTools {
+    forms: HashMap<String, Form>,
+}
+
+/// Every tool a Responses request offers: its `tools` and those of its `additional_tools`
+/// input items, namespaces left as they are.
+pub(crate) fn declared(request: &Value) -> Vec<&Value> {
+    let mut out: Vec<&Value> = request
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .collect();
+    for item in request
+        .get("input")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if item.get("type").and_then(Value::as_str) == Some("additional_tools") {
+            out.extend(
+                item.get("tools")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten(),
+            );
+        }
+    }
+    out
+}
+
+/// The names of function and custom tools, namespaces flattened.
+fn names<'a>(tools: &[&'a Value], out: &mut Vec<(&'a str, &'a str)>) {
+    for t in tools {
+        let kind = t.get("type").and_then(Value::as_str).unwrap_or("");
+        if kind == "namespace" {
+            let inner: Vec<&Value> = t
+                .get("tools")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .collect();
+            names(&inner, out);
+        } else if let Some(name) = t.get("name").and_then(Value::as_str) {
+            out.push((kind, name));
+        }
+    }
+}
+
+/// Whether the request's instructions (or its developer and system messages) name
+/// `apply_patch`.
+fn instructions_name_patch(request: &Value) -> bool {
+    let said = |v: &Value| v.to_string().contains(APPLY_PATCH);
+    if request.get("instructions").is_some_and(said) {
+        return true;
+    }
+    request
+        .get("input")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|i| {
+            matches!(
+                i.get("role").and_then(Value::as_str),
+                Some("developer" | "system")
+            )
+        })
+        .any(|i| i.get("content").is_some_and(said))
+}
+
+impl ClientTools {
+    /// Reads a Responses request's tools and instructions.
+    pub(crate) fn of(request: &Value) -> ClientTools {
+        let mut listed = Vec::new();
+        names(&declared(request), &mut listed);
+        let mut forms: HashMap<String, Form> = listed
+            .iter()
+            .filter(|(kind, _)| *kind == "custom")
+            .map(|(_, name)| (name.to_string(), Form::Custom))
+            .collect();
+        let offers_patch = listed.iter().any(|(_, name)| *name == APPLY_PATCH);
+        if !offers_patch && instructions_name_patch(request) {
+            let shell = listed.iter().find_map(|(kind, name)| match (*kind, *name) {
+                ("function", "exec_command") => Some(Shell::Exec),
+                ("function", "shell_command") => Some(Shell::Line),
+                ("function", "shell") => Some(Shell::Argv),
+                _ => None,
+            });
+            if let Some(shell) = shell {
+                forms.insert(APPLY_PATCH.to_string(), Form::Patch(shell));
+            }
+        }
+        ClientTools { forms }
+    }
+
+    /// The chat tool fcm adds to those the client offered (`apply_patch`, when bridged).
+    pub(crate) fn added(&self) -> Option<Value> {
+        matches!(self.forms.get(APPLY_PATCH), Some(Form::Patch(_))).then(|| {
+            function(
+                APPLY_PATCH,
+                "Edits files. The input is a patch: `*** Begin Patch`, then for each file \
+                 `*** Add File: path` (every line `+`), `*** Delete File: path` or \
+                 `*** Update File: path` followed by `@@` hunks of context lines (` `), \
+                 removed lines (`-`) and added lines (`+`), then `*** End Patch`.",
+            )
+        })
+    }
+
+    /// The output item for a model's call of `name`, in the form Codex runs: a
+    /// `custom_tool_call` for a custom tool, a shell call for a bridged `apply_patch`, else
+    /// the `function_call` it is.
+    pub(crate) fn item(&self, id: &str, call_id: &str, name: &str, arguments: &str) -> Value {
+        match self.forms.get(name) {
+            Some(Form::Custom) => json!({"type": "custom_tool_call", "id": id, "call_id": call_id,
+                "name": name, "input": input_of(arguments), "status": "completed"}),
+            Some(Form::Patch(shell)) => {
+                let patch = input_of(arguments);
+                let (tool, args) = match shell {
+                    Shell::Exec => ("exec_command", json!({"cmd": heredoc(&patch)})),
+                    Shell::Line => ("shell_command", json!({"command": heredoc(&patch)})),
+                    Shell::Argv => ("shell", json!({"command": [APPLY_PATCH, patch]})),
+                };
+                function_call(id, call_id, tool, &args.to_string())
+            }
+            None => function_call(id, call_id, name, arguments),
+        }
+    }
+}
+
+/// A finished `function_call` output item.
+fn function_call(id: &str, call_id: &str, name: &str, arguments: &str) -> Value {
+    json!({"type": "function_call", "id": id, "call_id": call_id, "name": name,
+           "arguments": arguments, "status": "completed"})
+}
+
+/// A chat function tool with the one string argument `input`.
+fn function(name: &str, description: &str) -> Value {
+    json!({"type": "function", "function": {
+        "name": name,
+        "description": description,
+        "parameters": {"type": "object", "properties": {INPUT: {"type": "string",
+            "description": "The tool's whole input, as raw text."}}, "required": [INPUT]},
+    }})
+}
+
+/// A `custom` tool as a chat function: its description, then what its input must be.
+pub(crate) fn custom_as_function(tool: &Value) -> Option<Value> {
+    let name = tool.get("name").and_then(Value::as_str)?;
+    let mut description = tool
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let format = tool.get("format").unwrap_or(&Value::Null);
+    match format.at("/type").and_then(Value::as_str) {
+        Some("grammar") => {
+            let syntax = format
+                .at("/syntax")
+                .and_then(Value::as_str)
+                .unwrap_or("lark");
+            let definition = format
+                .at("/definition")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            description.push_str(&format!(
+                "\n\nPass the whole input as the string `{INPUT}`. It must match this {syntax} grammar:\n{definition}"
+            ));
+        }
+        _ => description.push_str(&format!(
+            "\n\nPass the whole input as the string `{INPUT}` (plain text, not JSON)."
+        )),
+    }
+    Some(function(name, &description))
+}
+
+/// The string a model's call of a freeform tool carries: `input` of its JSON arguments, or
+/// the arguments themselves when they are not such an object (some models send the raw text).
+pub(crate) fn input_of(arguments: &str) -> String {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(Value::Object(mut args)) => match args.remove(INPUT) {
+            Some(Value::String(s)) => s,
+            Some(other) => other.to_string(),
+            None => match args
+                .into_iter()
+                .find_map(|(_, v)| v.as_str().map(str::to_string))
+            {
+                Some(s) => s,
+                None => arguments.to_string(),
+            },
+        },
+        _ => arguments.to_string(),
+    }
+}
+
+/// The chat arguments of a `custom_tool_call` in the history.
+pub(crate) fn arguments_of(input: &str) -> String {
+    json!({ INPUT: input }).to_string()
+}
+
+/// `apply_patch` with the patch as a quoted here-document: Codex recognises this command
+/// and applies the patch itself.
+fn heredoc(patch: &str) -> String {
+    let patch = patch.trim_end_matches('\n');
+    let mut end = "EOF".to_string();
+    while patch.lines().any(|l| l == end) {
+        end.push('_');
+    }
+    format!("{APPLY_PATCH} <<'{end}'\n{patch}\n{end}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GRAMMAR: &str = "start: begin_patch hunk+ end_patch";
+
+    fn codex(tools: Value, extra: Value, instructions: &str) -> Value {
+        json!({"model": "fcm", "tools": tools, "input": [
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": instructions}]},
+            extra,
+            {"type": "message", "role": "user", "content": "edit it"},
+        ]})
+    }
+
+    fn exec() -> Value {
+        json!({"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}})
+    }
+
+    #[test]
+    fn custom_tools_become_one_string_functions() {
+        let t = json!({"type": "custom", "name": "apply_patch", "description": "Edit files.",
+                       "format": {"type": "grammar", "syntax": "lark", "definition": GRAMMAR}});
+        let f = custom_as_function(&t).unwrap();
+        assert_eq!(f["function"]["name"], "apply_patch");
+        assert_eq!(f["function"]["parameters"]["required"], json!(["input"]));
+        let d = f["function"]["description"].as_str().unwrap();
+        assert!(d.starts_with("Edit files.") && d.contains("lark grammar") && d.contains(GRAMMAR));
+        let plain = custom_as_function(
+            &json!({"type": "custom", "name": "note", "format": {"type": "text"}}),
+        )
+        .unwrap();
+        assert!(plain["function"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("plain text"));
+    }
+
+    #[test]
+    fn call_inputs_are_read_leniently() {
+        for (args, want) in [
+            (r#"{"input":"*** Begin Patch"}"#, "*** Begin Patch"),
+            (r#"{"patch":"*** Begin Patch"}"#, "*** Begin Patch"),
+            ("*** Begin Patch", "*** Begin Patch"),
+            (r#"{"input":7}"#, "7"),
+        ] {
+            assert_eq!(input_of(args), want, "{args}");
+        }
+        assert_eq!(input_of(&arguments_of("a\n\"b\"")), "a\n\"b\"");
+    }
+
+    #[test]
+    fn which_tools_go_back_in_which_form() {
+        let custom = json!({"type": "custom", "name": "apply_patch", "format": {"type": "text"}});
+        let cases = [
+            // A custom tool in `tools`, and one in an `additional_tools` item.
+            (
+                codex(
+                    json!([custom.clone()]),
+                    json!({"type": "message", "role": "user", "content": "x"}),
+                    "use apply_patch",
+                ),
+                "custom_tool_call",
+                "",
+            ),
+            (
+                codex(
+                    json!([]),
+                    json!({"type": "additional_tools", "tools": [custom, exec()]}),
+                    "use apply_patch",
+                ),
+                "custom_tool_call",
+                "",
+            ),
+            // No apply_patch offered, the instructions name it: bridged through exec_command.
+            (
+                codex(
+                    json!([exec()]),
+                    json!({"type": "message", "role": "user", "content": "x"}),
+                    "use apply_patch",
+                ),
+                "function_call",
+                "exec_command",
+            ),
+            (
+                codex(
+                    json!([{"type": "function", "name": "shell"}]),
+                    json!({"type": "message", "role": "user", "content": "x"}),
+                    "use apply_patch",
+                ),
+                "function_call",
+                "shell",
+            ),
+        ];
+        for (request, kind, tool) in cases {
+            let tools = ClientTools::of(&request);
+            let item = tools.item(
+                "fc_1",
+                "call_1",
+                "apply_patch",
+                r#"{"input":"*** Begin Patch\n*** End Patch\n"}"#,
+            );
+            assert_eq!(item["type"], kind, "{request}");
+            assert_eq!(item["call_id"], "call_1");
+            if kind == "custom_tool_call" {
+                assert_eq!(item["input"], "*** Begin Patch\n*** End Patch\n");
+                assert!(tools.added().is_none());
+            } else {
+                assert_eq!(item["name"], tool);
+                assert!(tools.added().is_some());
+            }
+        }
+        let args = ClientTools::of(&codex(
+            json!([exec()]),
+            json!({"role": "user", "content": "x"}),
+            "apply_patch",
+        ))
+        .item(
+            "fc",
+            "c",
+            "apply_patch",
+            r#"{"input":"*** Begin Patch\nEOF\n*** End Patch"}"#,
+        )["arguments"]
+            .as_str()
+            .map(|a| serde_json::from_str::<Value>(a).unwrap())
+            .unwrap();
+        assert_eq!(
+            args["cmd"],
+            "apply_patch <<'EOF_'\n*** Begin Patch\nEOF\n*** End Patch\nEOF_\n"
+        );
+        let argv = ClientTools::of(&codex(
+            json!([{"type": "function", "name": "shell"}]),
+            json!({"role": "user", "content": "x"}),
+            "apply_patch",
+        ))
+        .item("fc", "c", "apply_patch", r#"{"input":"P"}"#);
+        assert_eq!(
+            argv["arguments"],
+            json!({"command": ["apply_patch", "P"]}).to_string()
+        );
+    }
+
+    #[test]
+    fn no_bridge_without_the_instructions_or_a_shell() {
+        let plain = json!({"role": "user", "content": "x"});
+        for request in [
+            codex(json!([exec()]), plain.clone(), "be brief"),
+            codex(json!([]), plain.clone(), "use apply_patch"),
+            codex(
+                json!([exec(), {"type": "function", "name": "apply_patch"}]),
+                plain.clone(),
+                "use apply_patch",
+            ),
+        ] {
+            let tools = ClientTools::of(&request);
+            assert!(tools.added().is_none(), "{request}");
+            assert_eq!(
+                tools.item("fc", "c", "apply_patch", "{}")["type"],
+                "function_call"
+            );
+        }
+    }
+}
