@@ -86,7 +86,7 @@ cat > "$work/catalog.json" <<JSON
   {"id":"continues","tier":"S","context":131072},{"id":"paid_notice_streamed","tier":"S","context":131072},
   {"id":"free_tier_exhausted","tier":"S","context":131072},{"id":"aider_edit","tier":"S","context":131072},
   {"id":"finish_then_drop","tier":"S","context":131072},{"id":"restarts","tier":"S","context":131072},
-  {"id":"sse_error_after_content#again","tier":"S","context":131072}]},
+  {"id":"sse_error_after_content#again","tier":"S","context":131072},{"id":"patches","tier":"S","context":131072}]},
  {"id":"small","name":"Small","baseUrl":"$url","keyRequired":false,"models":[{"id":"ok","tier":"S","context":32768}]},
  {"id":"keyed","name":"Keyed","baseUrl":"$url","apiKeyEnv":["FAKE_KEYED_KEY"],"keyRequired":true,
   "models":[{"id":"echo_masked_key","tier":"S","context":131072}]},
@@ -208,9 +208,23 @@ each_tool "tool round trip after a broken call" "The tool said fcm-tool-ok." "" 
 # next turn, or the provider refuses it (400). None of the tools keeps it; fcm puts it back.
 configure fake/signed_tool_turns
 each_tool "two tool turns with thought signatures" "Both tool turns kept their thought signatures" "" "run the marker command twice" "Bash(echo:*)"
+# Codex under a model name it does not know offers no apply_patch tool but tells the model
+# to use it: fcm offers it, and the model's patch comes back as the command Codex runs. The
+# file is really written (Codex may write in the project: workspace-write).
+configure fake/patches
+rm -f "$work/project/hello.txt"
+check "codex applies a patch through fcm's apply_patch" "fcm-patch-done" "$bin/codex" exec --skip-git-repo-check --ephemeral -s workspace-write "add hello.txt"
+if grep -qx "fcm-patch-ok" "$work/project/hello.txt" 2>/dev/null; then
+  pass "codex: the patch is in hello.txt"
+else
+  fail "codex: hello.txt holds $(cat "$work/project/hello.txt" 2>/dev/null || echo nothing)"
+fi
+rm -f "$work/project/hello.txt"
+
 # The same conversation goes on after fcm serve restarts: Claude Code keeps no signature,
 # fcm kept them in carry.json and puts them back (this model is not named as Gemini, so no
 # placeholder would get it through: without them the next turn is refused).
+configure fake/signed_tool_turns
 check "claude-code two tool turns before a restart" "Both tool turns kept their thought signatures" "$bin/claude" -p "run the marker command twice" --allowedTools "Bash(echo:*)"
 kill "$serve_pid"
 wait "$serve_pid" 2>/dev/null || true
