@@ -360,6 +360,16 @@ pub(crate) fn from_chat_ids(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The names of the function tools a translated request offers, in order.
+    fn tool_names(chat: &Value) -> Vec<&str> {
+        chat["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect()
+    }
     use crate::protocol::{ErrorReport, Protocol};
 
     /// A Responses request of the shape Codex 0.171 sends (its text replaced).
@@ -412,12 +422,7 @@ mod tests {
             json!({"role": "tool", "tool_call_id": "call_1", "content": "ok\n"})
         );
         assert_eq!(m.len(), 5, "the reasoning item is dropped");
-        let names: Vec<&str> = chat["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["function"]["name"].as_str().unwrap())
-            .collect();
+        let names = tool_names(&chat);
         assert_eq!(
             names,
             ["exec_command", "view_image"],
@@ -452,12 +457,7 @@ mod tests {
             {"type": "custom_tool_call_output", "call_id": "call_9", "output": "Done!"},
         ]});
         let chat = to_chat(request).unwrap();
-        let names: Vec<&str> = chat["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["function"]["name"].as_str().unwrap())
-            .collect();
+        let names = tool_names(&chat);
         assert_eq!(
             names,
             ["apply_patch", "exec_command"],
