@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::answers::classify::{classify_http, classify_transport, FailureKind, Verdict};
 use crate::answers::failure::{failure, one_line, Failure};
@@ -40,6 +40,16 @@ pub enum Answer {
     },
     /// A stream with useful content (or past the hold limit); `held` goes to the client first.
     Stream(Box<crate::answers::stream::OpenStream>),
+}
+
+/// Sets a translated chat request's `stream`, and when it streams asks for the usage chunk
+/// (`stream_options.include_usage`): the one rule every chat request fcm builds follows, so
+/// that a streamed answer's tokens are counted whatever protocol the client spoke.
+pub(crate) fn set_stream(out: &mut serde_json::Map<String, Value>, stream: bool) {
+    out.insert("stream".into(), json!(stream));
+    if stream {
+        out.insert("stream_options".into(), json!({"include_usage": true}));
+    }
 }
 
 /// Sends `client_body` to `target` with `key` (one of its keys, or none for a provider

@@ -116,10 +116,7 @@ pub fn to_chat(req: Value) -> Result<Value, BadRequest> {
         }
     }
     let stream = obj.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    out.insert("stream".into(), json!(stream));
-    if stream {
-        out.insert("stream_options".into(), json!({"include_usage": true}));
-    }
+    crate::answers::call::set_stream(&mut out, stream);
     Ok(Value::Object(out))
 }
 

@@ -53,11 +53,12 @@ impl Question {
         let mut body = json!({
             "model": "",
             "messages": [{"role": "user", "content": PING_QUESTION}],
-            "stream": true,
-            "stream_options": {"include_usage": true},
             "max_tokens": PING_MAX_TOKENS,
             "temperature": 0
         });
+        if let Some(map) = body.as_object_mut() {
+            crate::answers::call::set_stream(map, true);
+        }
         if self == Question::ToolCall {
             body["messages"][0]["content"] = json!(TOOL_PING_QUESTION);
             body["max_tokens"] = json!(TOOL_PING_MAX_TOKENS);
