@@ -18,7 +18,9 @@
 # the first panel model answers; the OpenAI and Anthropic Python SDKs, which offer none,
 # get the judge's merge, streamed), when a model needs its thought signatures back on every
 # tool turn (Gemini 3), when a stream breaks after content (the next model finishes the
-# answer; pinned, the OpenAI SDK raises), and with an access token set (each tool sends the
+# answer; pinned, the OpenAI SDK raises and Codex says it broke off), when Codex patches a
+# file under a model name it does not know, or one it knows as GPT (a freeform apply_patch;
+# code mode's one JavaScript tool), and with an access token set (each tool sends the
 # token `fcm install` wrote; a request without it is refused). The npm and PyPI packages
 # are pinned and cached between runs; nothing leaves the machine. FCM_E2E_SHOW=PREFIX
 # keeps each tool's output in PREFIX.<case>.
@@ -86,7 +88,8 @@ cat > "$work/catalog.json" <<JSON
   {"id":"continues","tier":"S","context":131072},{"id":"paid_notice_streamed","tier":"S","context":131072},
   {"id":"free_tier_exhausted","tier":"S","context":131072},{"id":"aider_edit","tier":"S","context":131072},
   {"id":"finish_then_drop","tier":"S","context":131072},{"id":"restarts","tier":"S","context":131072},
-  {"id":"sse_error_after_content#again","tier":"S","context":131072},{"id":"patches","tier":"S","context":131072}]},
+  {"id":"sse_error_after_content#again","tier":"S","context":131072},{"id":"patches","tier":"S","context":131072},
+  {"id":"sse_error_after_content#codex","tier":"S","context":131072}]},
  {"id":"small","name":"Small","baseUrl":"$url","keyRequired":false,"models":[{"id":"ok","tier":"S","context":32768}]},
  {"id":"keyed","name":"Keyed","baseUrl":"$url","apiKeyEnv":["FAKE_KEYED_KEY"],"keyRequired":true,
   "models":[{"id":"echo_masked_key","tier":"S","context":131072}]},
@@ -139,6 +142,15 @@ configure() {
   if ! grep -q '^\[analytics\]' "$HOME/.codex/config.toml"; then
     printf '\n[analytics]\nenabled = false\n\n[features]\nplugins = false\nremote_plugin = false\napps = false\n' >> "$HOME/.codex/config.toml"
   fi
+}
+
+# Stops fcm serve and starts it again on the same port (state kept in $FCM_HOME).
+restart_serve() {
+  kill "$serve_pid"
+  wait "$serve_pid" 2>/dev/null || true
+  "$fcm" serve --port "$port" 2>> "$work/serve.log" &
+  serve_pid=$!
+  for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.05; done
 }
 
 passed=0
@@ -226,12 +238,29 @@ rm -f "$work/project/hello.txt"
 # placeholder would get it through: without them the next turn is refused).
 configure fake/signed_tool_turns
 check "claude-code two tool turns before a restart" "Both tool turns kept their thought signatures" "$bin/claude" -p "run the marker command twice" --allowedTools "Bash(echo:*)"
-kill "$serve_pid"
-wait "$serve_pid" 2>/dev/null || true
-"$fcm" serve --port "$port" 2>> "$work/serve.log" &
-serve_pid=$!
-for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.05; done
+restart_serve
 check "claude-code the tool conversation goes on after fcm serve restarts" "Both tool turns kept their thought signatures (2 calls signed)" "$bin/claude" -p --continue "what did the command print?" --allowedTools "Bash(echo:*)"
+
+# Codex under names it knows as GPT models, routed by fcm's default set: with gpt-5.5 Codex
+# offers apply_patch as a freeform (custom) tool; with gpt-6.2-sol it runs in code mode (one
+# `exec` tool that runs JavaScript, every other tool declared inside it), and fcm offers the
+# declared tools as functions and calls them through `exec`. Either way the model's patch is
+# applied: hello.txt is written.
+"$fcm" sets add codex-gpt fake/patches > /dev/null
+"$fcm" sets use codex-gpt > /dev/null
+restart_serve
+for name in gpt-5.5 gpt-6.2-sol; do
+  rm -f "$work/project/hello.txt"
+  check "codex as $name applies a patch" "fcm-patch-done" "$bin/codex" exec --skip-git-repo-check --ephemeral -m "$name" -s workspace-write "add hello.txt"
+  if grep -qx "fcm-patch-ok" "$work/project/hello.txt" 2>/dev/null; then
+    pass "codex as $name: the patch is in hello.txt"
+  else
+    fail "codex as $name: hello.txt holds $(cat "$work/project/hello.txt" 2>/dev/null || echo nothing)"
+  fi
+done
+rm -f "$work/project/hello.txt"
+"$fcm" sets use none > /dev/null
+restart_serve
 
 # A stream that breaks after its first words: the next model finishes the answer, and the
 # tool shows one answer; pinned to the broken model, the client is told it broke (the
@@ -253,6 +282,12 @@ except openai.APIError as e:
 # of its own breaks here: the one above is behind its open breaker by now.)
 configure broken-restarts
 each_tool "gets a broken answer finished without a repeat" "Partial answer from sse_error_after_content#again and the rest (restarted)" "againPartial" "say hi"
+
+# Pinned to one model whose stream breaks after its first words, Codex is told the answer
+# broke off (a failed response, never a completed one) and never shows the partial answer as
+# a reply.
+configure fake/sse_error_after_content#codex
+check_without "codex is told a broken answer broke off" "the model's answer broke off" "Partial answer from" "$bin/codex" exec --skip-git-repo-check --ephemeral "say hi"
 
 # A whole answer with its finish reason whose connection drops before the body's end is
 # finished: shown once, never handed to another model to continue.

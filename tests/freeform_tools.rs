@@ -217,3 +217,83 @@ fn calls_of_a_tool_not_offered_from_every_model_end_without_a_retry() {
         assert!(message.contains("cannot run"), "{message}");
     }
 }
+
+/// Codex's code mode, as Codex sends it for `gpt-6.2-sol`: one freeform `exec` tool that runs
+/// JavaScript, in a `functions` namespace, with the real tools declared in its description.
+fn code_mode_tools() -> Value {
+    let description = "Run JavaScript code to orchestrate/compose tool calls\n\
+        - All nested tools are available on the global `tools` object.\n\n\
+        ### `apply_patch`\nThe `apply_patch` tool can be used to edit files. This is a FREEFORM tool, so do not wrap the patch in JSON.\n\n\
+        exec tool declaration:\n```ts\ndeclare const tools: { apply_patch(input: string): Promise<unknown>; };\n```\n\n\
+        ### `exec_command`\nRuns a command in a PTY.\n\n\
+        exec tool declaration:\n```ts\ndeclare const tools: { exec_command(args: {\n  // Shell command to execute.\n  cmd: string;\n  login?: boolean;\n}): Promise<unknown>; };\n```\n";
+    json!({"type": "additional_tools", "tools": [
+        {"type": "namespace", "name": "functions", "description": "", "tools": [
+            {"type": "custom", "name": "exec", "description": description, "format": {"type": "text"}},
+            {"type": "function", "name": "wait", "parameters": {"type": "object", "properties": {}}},
+        ]},
+    ]})
+}
+
+/// In code mode the tools `exec` declares are offered as functions; a call of one comes back
+/// as the `exec` script that makes it (in `exec`'s namespace), and in the next turn's
+/// history the model sees its own call again.
+#[test]
+fn code_mode_tools_are_offered_and_called_through_exec() {
+    let fake = fake();
+    let w = World::new();
+    ordered(&w, &fake.base_url(), &["patches"]);
+    let s = w.serve(&[]);
+    let body = codex("gpt-6.2-sol", true, json!([]), &[code_mode_tools()]);
+    let r = s.post("/v1/responses", &body.to_string());
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        offered(&fake),
+        ["exec", "wait", "apply_patch", "exec_command"]
+    );
+    let sent = fake.requests().last().unwrap().json();
+    let exec_command = sent["tools"][3]["function"]["parameters"].clone();
+    assert_eq!(exec_command["required"], json!(["cmd"]));
+    let (_, done) = events(&r.body)
+        .into_iter()
+        .find(|(n, d)| n == "response.output_item.done" && d["item"]["type"] == "custom_tool_call")
+        .expect("a custom_tool_call item");
+    let item = &done["item"];
+    assert_eq!(
+        (item["name"].as_str(), item["namespace"].as_str()),
+        (Some("exec"), Some("functions"))
+    );
+    let script = item["input"].as_str().unwrap();
+    assert_eq!(
+        script,
+        format!("text(await tools[\"apply_patch\"]({}));", json!(PATCH))
+    );
+
+    // Codex ran the script: the call and its output come back as Codex words them.
+    let call_id = item["call_id"].as_str().unwrap();
+    let mut follow_up = codex("gpt-6.2-sol", false, json!([]), &[code_mode_tools()]);
+    let input = follow_up["input"].as_array_mut().unwrap();
+    input.push(json!({"type": "custom_tool_call", "call_id": call_id, "name": "exec", "namespace": "functions", "input": script}));
+    input.push(
+        json!({"type": "custom_tool_call_output", "call_id": call_id, "output": [
+        {"type": "input_text", "text": "Script completed\nOutput:\n"},
+        {"type": "input_text", "text": "Success. Updated: A hello.txt"}]}),
+    );
+    let r = s.post("/v1/responses", &follow_up.to_string());
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        r.json()["output"][0]["content"][0]["text"],
+        "fcm-patch-done"
+    );
+    let sent = fake.requests().last().unwrap().json();
+    let m = sent["messages"].as_array().unwrap();
+    let n = m.len();
+    assert_eq!(
+        m[n - 2]["tool_calls"][0]["function"],
+        json!({"name": "apply_patch", "arguments": json!({"input": PATCH}).to_string()})
+    );
+    assert_eq!(
+        m[n - 1]["content"],
+        "Script completed\nOutput:\n\nSuccess. Updated: A hello.txt"
+    );
+}

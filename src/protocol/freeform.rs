@@ -10,13 +10,16 @@
 //! such tool (it does so for model names it does not know, `fcm` among them), fcm offers
 //! `apply_patch` itself and hands its call back as the shell command Codex runs patches
 //! with: `apply_patch` and the patch, through `exec_command`, `shell` or `shell_command`,
-//! whichever Codex offered. Pure: values in, values out. Does not check calls (the gate
-//! does) and does not stream (the translators do).
+//! whichever Codex offered. In code mode (one `exec` tool that runs JavaScript), the tools
+//! `exec` declares are offered as functions and called through it (see `code_mode`). A call
+//! of a tool Codex offered in a namespace goes back with that namespace. Pure: values in,
+//! values out. Does not check calls (the gate does) and does not stream (the translators do).
 
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
+use super::code_mode::{self, Nested};
 use crate::answers::path::Lookup;
 
 /// The one argument of a freeform tool offered as a chat function.
@@ -26,12 +29,14 @@ pub(crate) const INPUT: &str = "input";
 const APPLY_PATCH: &str = "apply_patch";
 
 /// How Codex runs the call of a tool the model was offered as a chat function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 enum Form {
     /// A `custom` tool: a `custom_tool_call` with the `input` string.
     Custom,
     /// fcm's own `apply_patch`, run through one of Codex's shell tools.
     Patch(Shell),
+    /// A tool declared inside code mode's `exec`: a script for `exec` that calls it.
+    Nested(Nested),
 }
 
 /// Codex's shell tools, each with its own argument shape.
@@ -47,9 +52,13 @@ enum Shell {
 
 /// The tools of a Responses request that are not plain functions, by the chat name the model
 /// sees. Empty for a request with only function tools: every call goes back as it came.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct ClientTools {
     forms: HashMap<String, Form>,
+    /// The namespace each namespaced tool was offered in, by name.
+    namespaces: HashMap<String, String>,
+    /// The chat functions fcm offers besides the client's own.
+    added: Vec<Value>,
 }
 
 /// Every tool a Responses request offers: its `tools` and those of its `additional_tools`
@@ -79,8 +88,16 @@ pub(crate) fn declared(request: &Value) -> Vec<&Value> {
     out
 }
 
-/// The names of function and custom tools, namespaces flattened.
-fn names<'a>(tools: &[&'a Value], out: &mut Vec<(&'a str, &'a str)>) {
+/// A function or custom tool as offered: its type, its name, the namespace it came in.
+struct Listed<'a> {
+    kind: &'a str,
+    name: &'a str,
+    namespace: Option<&'a str>,
+    tool: &'a Value,
+}
+
+/// The function and custom tools, namespaces flattened.
+fn listed<'a>(tools: &[&'a Value], namespace: Option<&'a str>, out: &mut Vec<Listed<'a>>) {
     for t in tools {
         let kind = t.get("type").and_then(Value::as_str).unwrap_or("");
         if kind == "namespace" {
@@ -90,9 +107,14 @@ fn names<'a>(tools: &[&'a Value], out: &mut Vec<(&'a str, &'a str)>) {
                 .into_iter()
                 .flatten()
                 .collect();
-            names(&inner, out);
+            listed(&inner, t.get("name").and_then(Value::as_str), out);
         } else if let Some(name) = t.get("name").and_then(Value::as_str) {
-            out.push((kind, name));
+            out.push(Listed {
+                kind,
+                name,
+                namespace,
+                tool: t,
+            });
         }
     }
 }
@@ -121,16 +143,35 @@ fn instructions_name_patch(request: &Value) -> bool {
 impl ClientTools {
     /// Reads a Responses request's tools and instructions.
     pub(crate) fn of(request: &Value) -> ClientTools {
-        let mut listed = Vec::new();
-        names(&declared(request), &mut listed);
-        let mut forms: HashMap<String, Form> = listed
+        let mut offered = Vec::new();
+        listed(&declared(request), None, &mut offered);
+        let mut forms: HashMap<String, Form> = offered
             .iter()
-            .filter(|(kind, _)| *kind == "custom")
-            .map(|(_, name)| (name.to_string(), Form::Custom))
+            .filter(|t| t.kind == "custom")
+            .map(|t| (t.name.to_string(), Form::Custom))
             .collect();
-        let offers_patch = listed.iter().any(|(_, name)| *name == APPLY_PATCH);
+        let namespaces = offered
+            .iter()
+            .filter_map(|t| Some((t.name.to_string(), t.namespace?.to_string())))
+            .collect();
+        let mut added = Vec::new();
+        // Code mode: the tools `exec` declares, unless one of that name is offered itself.
+        if let Some(exec) = offered
+            .iter()
+            .find(|t| t.kind == "custom" && t.name == code_mode::EXEC)
+        {
+            let description = exec.tool.get("description").and_then(Value::as_str);
+            for tool in code_mode::nested(description.unwrap_or("")) {
+                if !offered.iter().any(|t| t.name == tool.name) {
+                    added.push(tool.function.clone());
+                    forms.insert(tool.name.clone(), Form::Nested(tool));
+                }
+            }
+        }
+        let offers_patch =
+            forms.contains_key(APPLY_PATCH) || offered.iter().any(|t| t.name == APPLY_PATCH);
         if !offers_patch && instructions_name_patch(request) {
-            let shell = listed.iter().find_map(|(kind, name)| match (*kind, *name) {
+            let shell = offered.iter().find_map(|t| match (t.kind, t.name) {
                 ("function", "exec_command") => Some(Shell::Exec),
                 ("function", "shell_command") => Some(Shell::Line),
                 ("function", "shell") => Some(Shell::Argv),
@@ -138,31 +179,52 @@ impl ClientTools {
             });
             if let Some(shell) = shell {
                 forms.insert(APPLY_PATCH.to_string(), Form::Patch(shell));
+                added.push(function(
+                    APPLY_PATCH,
+                    "Edits files. The input is a patch: `*** Begin Patch`, then for each file \
+                     `*** Add File: path` (every line `+`), `*** Delete File: path` or \
+                     `*** Update File: path` followed by `@@` hunks of context lines (` `), \
+                     removed lines (`-`) and added lines (`+`), then `*** End Patch`.",
+                ));
             }
         }
-        ClientTools { forms }
+        ClientTools {
+            forms,
+            namespaces,
+            added,
+        }
     }
 
-    /// The chat tool fcm adds to those the client offered (`apply_patch`, when bridged).
-    pub(crate) fn added(&self) -> Option<Value> {
-        matches!(self.forms.get(APPLY_PATCH), Some(Form::Patch(_))).then(|| {
-            function(
-                APPLY_PATCH,
-                "Edits files. The input is a patch: `*** Begin Patch`, then for each file \
-                 `*** Add File: path` (every line `+`), `*** Delete File: path` or \
-                 `*** Update File: path` followed by `@@` hunks of context lines (` `), \
-                 removed lines (`-`) and added lines (`+`), then `*** End Patch`.",
-            )
-        })
+    /// The chat tools fcm adds to those the client offered: `apply_patch` when bridged, the
+    /// tools code mode's `exec` declares (in the order it declares them).
+    pub(crate) fn added(&self) -> &[Value] {
+        &self.added
+    }
+
+    /// The call a `custom_tool_call` of the history stands for, as the model made it: a
+    /// script fcm wrote for code mode's `exec` is read back into the nested tool's call.
+    pub(crate) fn history_call(name: &str, input: &str) -> (String, String) {
+        if name == code_mode::EXEC {
+            if let Some(call) = code_mode::unscript(input) {
+                return call;
+            }
+        }
+        (name.to_string(), arguments_of(input))
     }
 
     /// The output item for a model's call of `name`, in the form Codex runs: a
     /// `custom_tool_call` for a custom tool, a shell call for a bridged `apply_patch`, else
     /// the `function_call` it is.
     pub(crate) fn item(&self, id: &str, call_id: &str, name: &str, arguments: &str) -> Value {
+        let custom = |name: &str, input: String| {
+            let mut item = json!({"type": "custom_tool_call", "id": id, "call_id": call_id,
+                "name": name, "input": input, "status": "completed"});
+            self.place(&mut item, name);
+            item
+        };
         match self.forms.get(name) {
-            Some(Form::Custom) => json!({"type": "custom_tool_call", "id": id, "call_id": call_id,
-                "name": name, "input": input_of(arguments), "status": "completed"}),
+            Some(Form::Custom) => custom(name, input_of(arguments)),
+            Some(Form::Nested(tool)) => custom(code_mode::EXEC, code_mode::script(tool, arguments)),
             Some(Form::Patch(shell)) => {
                 let patch = input_of(arguments);
                 let (tool, args) = match shell {
@@ -170,9 +232,22 @@ impl ClientTools {
                     Shell::Line => ("shell_command", json!({"command": heredoc(&patch)})),
                     Shell::Argv => ("shell", json!({"command": [APPLY_PATCH, patch]})),
                 };
-                function_call(id, call_id, tool, &args.to_string())
+                let mut item = function_call(id, call_id, tool, &args.to_string());
+                self.place(&mut item, tool);
+                item
             }
-            None => function_call(id, call_id, name, arguments),
+            None => {
+                let mut item = function_call(id, call_id, name, arguments);
+                self.place(&mut item, name);
+                item
+            }
+        }
+    }
+
+    /// Adds the namespace `name` was offered in to its call.
+    fn place(&self, item: &mut Value, name: &str) {
+        if let Some(namespace) = self.namespaces.get(name) {
+            item["namespace"] = json!(namespace);
         }
     }
 }
@@ -363,10 +438,10 @@ mod tests {
             assert_eq!(item["call_id"], "call_1");
             if kind == "custom_tool_call" {
                 assert_eq!(item["input"], "*** Begin Patch\n*** End Patch\n");
-                assert!(tools.added().is_none());
+                assert!(tools.added().is_empty());
             } else {
                 assert_eq!(item["name"], tool);
-                assert!(tools.added().is_some());
+                assert!(!tools.added().is_empty());
             }
         }
         let args = ClientTools::of(&codex(
@@ -412,7 +487,7 @@ mod tests {
             ),
         ] {
             let tools = ClientTools::of(&request);
-            assert!(tools.added().is_none(), "{request}");
+            assert!(tools.added().is_empty(), "{request}");
             assert_eq!(
                 tools.item("fc", "c", "apply_patch", "{}")["type"],
                 "function_call"

@@ -21,6 +21,7 @@ mod redacted;
 pub(crate) mod responses;
 mod responses_stream;
 
+pub(crate) mod code_mode;
 mod content;
 mod dispatch;
 mod errors;

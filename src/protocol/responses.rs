@@ -12,7 +12,7 @@
 use serde_json::{json, Map, Value};
 
 use super::errors::BadRequest;
-use super::freeform::{self, ClientTools};
+use super::freeform::ClientTools;
 use super::wire::{chat_cached, chat_usage, new_id, take, take_string, CallIds};
 use crate::answers::path::Lookup;
 
@@ -155,18 +155,21 @@ pub fn to_chat(req: Value) -> Result<Value, BadRequest> {
                             Value::Null => take(&mut item, "id"),
                             id => id,
                         };
-                        let arguments = match item.get("input").and_then(Value::as_str) {
-                            Some(input) if custom => freeform::arguments_of(input),
-                            _ => item
-                                .get("arguments")
-                                .and_then(Value::as_str)
-                                .unwrap_or("{}")
-                                .to_string(),
+                        let name = item.get("name").and_then(Value::as_str).unwrap_or("");
+                        let (name, arguments) = match item.get("input").and_then(Value::as_str) {
+                            Some(input) if custom => ClientTools::history_call(name, input),
+                            _ => (
+                                name.to_string(),
+                                item.get("arguments")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("{}")
+                                    .to_string(),
+                            ),
                         };
                         let call = json!({
                             "id": if id.is_null() { json!("") } else { id },
                             "type": "function",
-                            "function": {"name": item.get_mut("name").map_or(json!(""), Value::take), "arguments": arguments},
+                            "function": {"name": name, "arguments": arguments},
                         });
                         match messages.last_mut() {
                             // The assistant's text and its calls are one chat turn, and
@@ -211,7 +214,7 @@ pub fn to_chat(req: Value) -> Result<Value, BadRequest> {
         offered = list;
     }
     tools(offered, &mut chat_tools);
-    chat_tools.extend(client.added());
+    chat_tools.extend(client.added().iter().cloned());
     // A tool given twice (in `tools` and an `additional_tools` item) is offered once.
     let mut seen = std::collections::HashSet::new();
     chat_tools.retain(|t| {
