@@ -233,13 +233,16 @@ else
 fi
 rm -f "$work/project/hello.txt"
 
-# The same conversation goes on after fcm serve restarts: Claude Code keeps no signature,
+# The same conversation goes on after fcm serve restarts: Claude Code and Codex keep no signature,
 # fcm kept them in carry.json and puts them back (this model is not named as Gemini, so no
 # placeholder would get it through: without them the next turn is refused).
 configure fake/signed_tool_turns
 check "claude-code two tool turns before a restart" "Both tool turns kept their thought signatures" "$bin/claude" -p "run the marker command twice" --allowedTools "Bash(echo:*)"
+check "codex two tool turns before a restart" "Both tool turns kept their thought signatures" "$bin/codex" exec --skip-git-repo-check "run the marker command twice"
 restart_serve
 check "claude-code the tool conversation goes on after fcm serve restarts" "Both tool turns kept their thought signatures (2 calls signed)" "$bin/claude" -p --continue "what did the command print?" --allowedTools "Bash(echo:*)"
+check "codex the tool conversation goes on after fcm serve restarts" "Both tool turns kept their thought signatures (2 calls signed)" "$bin/codex" exec --skip-git-repo-check resume --last "what did the command print?"
+# (Cline 3.0.65 resumes a session, --id, only in its interactive terminal interface.)
 
 # Codex under names it knows as GPT models, routed by fcm's default set: with gpt-5.5 Codex
 # offers apply_patch as a freeform (custom) tool; with gpt-6.2-sol it runs in code mode (one

@@ -10,6 +10,40 @@ use std::collections::HashMap;
 use crate::answers::path::Lookup;
 use serde_json::Value;
 
+/// The pieces of one chat tool call, whole or a stream delta, as a provider sent them:
+/// every place that reads a call's index, id, name or arguments reads them here. An empty id
+/// or name is none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Piece<'a> {
+    pub index: Option<u64>,
+    pub id: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub arguments: Option<&'a str>,
+}
+
+impl<'a> Piece<'a> {
+    pub(crate) fn of(call: &'a Value) -> Piece<'a> {
+        let text = |v: Option<&'a Value>| v.and_then(Value::as_str);
+        let function = call.get("function");
+        Piece {
+            index: call.get("index").and_then(Value::as_u64),
+            id: text(call.get("id")).filter(|s| !s.is_empty()),
+            name: text(function.and_then(|f| f.get("name"))).filter(|s| !s.is_empty()),
+            arguments: text(function.and_then(|f| f.get("arguments"))),
+        }
+    }
+
+    /// The name, `""` when none was sent.
+    pub(crate) fn name(&self) -> &'a str {
+        self.name.unwrap_or("")
+    }
+
+    /// The arguments, `""` when none were sent.
+    pub(crate) fn arguments(&self) -> &'a str {
+        self.arguments.unwrap_or("")
+    }
+}
+
 /// One tool call assembled from stream deltas.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ToolCall {
@@ -30,20 +64,10 @@ pub struct ToolCalls {
 
 impl ToolCalls {
     pub fn add(&mut self, delta: &Value) {
-        let index = delta.get("index").and_then(Value::as_u64).unwrap_or(0);
-        let id = delta
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string);
-        let name = delta
-            .at("/function/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let args = delta
-            .at("/function/arguments")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        let piece = Piece::of(delta);
+        let index = piece.index.unwrap_or(0);
+        let id = piece.id.map(str::to_string);
+        let (name, args) = (piece.name(), piece.arguments());
         let existing = self.calls.iter_mut().rev().find(|(i, _, _)| *i == index);
         let call = match existing {
             Some((_, known, call)) if id.is_none() || known.is_none() || *known == id => {
@@ -158,6 +182,28 @@ impl Offered {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_piece_reads_what_was_sent_and_nothing_for_empty_names() {
+        let whole =
+            json!({"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}});
+        assert_eq!(
+            Piece::of(&whole),
+            Piece {
+                index: None,
+                id: Some("c1"),
+                name: Some("ls"),
+                arguments: Some("{}")
+            }
+        );
+        let delta = json!({"index": 2, "id": "", "function": {"name": "", "arguments": "{\"a"}});
+        let p = Piece::of(&delta);
+        assert_eq!(
+            (p.index, p.id, p.name, p.name(), p.arguments()),
+            (Some(2), None, None, "", "{\"a")
+        );
+        assert_eq!(Piece::of(&json!("not a call")), Piece::default());
+    }
 
     fn delta(index: u64, id: Option<&str>, name: Option<&str>, args: &str) -> Value {
         let mut f = json!({"arguments": args});

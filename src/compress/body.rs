@@ -11,6 +11,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::answers::toolcall::Piece;
+
 use super::memo::{Changed, Memo};
 use super::mode::Mode;
 use super::result::{file_contents, tool_result, Call};
@@ -89,16 +91,11 @@ fn replacements(
                     .into_iter()
                     .flatten()
                 {
-                    let (Some(id), Some(name)) = (
-                        c.get("id").and_then(Value::as_str),
-                        c.pointer("/function/name").and_then(Value::as_str),
-                    ) else {
+                    let piece = Piece::of(c);
+                    let (Some(id), Some(name)) = (piece.id, piece.name) else {
                         continue;
                     };
-                    let arguments = c
-                        .pointer("/function/arguments")
-                        .and_then(Value::as_str)
-                        .unwrap_or("{}");
+                    let arguments = piece.arguments.unwrap_or("{}");
                     calls.insert(id, Call { name, arguments });
                 }
             }

@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 use super::errors::BadRequest;
 use super::wire::{chat_cached, chat_usage, new_id, take, take_string, CallIds};
 use crate::answers::path::Lookup;
+use crate::answers::toolcall::Piece;
 
 /// Text of a `content` that is a string or an array of text blocks (moved, not copied).
 fn text_of(content: Value) -> String {
@@ -266,11 +267,12 @@ pub(crate) fn from_chat_ids(chat: &Value, model: &str, ids: &mut CallIds) -> Val
         .into_iter()
         .flatten()
     {
+        let piece = Piece::of(call);
         content.push(json!({
             "type": "tool_use",
-            "id": ids.mint("toolu_", call.get("id").and_then(Value::as_str).unwrap_or("")),
-            "name": call.at("/function/name").cloned().unwrap_or(json!("")),
-            "input": tool_input(call.at("/function/arguments").and_then(Value::as_str).unwrap_or("")),
+            "id": ids.mint("toolu_", piece.id.unwrap_or("")),
+            "name": piece.name(),
+            "input": tool_input(piece.arguments()),
         }));
     }
     let has_tools = content.iter().any(|c| c["type"] == "tool_use");

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use super::content::{call_value, ContentSplit};
 use super::wire::new_id;
 use crate::answers::path::Lookup;
-use crate::answers::toolcall::Offered;
+use crate::answers::toolcall::{Offered, Piece};
 
 /// A chat stream's repairs, fed the bytes the hold buffer released and their parsed chunks.
 #[derive(Debug)]
@@ -149,7 +149,7 @@ impl ChatStream {
         for mut chunk in std::mem::take(&mut self.held) {
             if let Some(Value::Array(calls)) = chunk.at_mut("/choices/0/delta/tool_calls") {
                 calls.retain(|c| {
-                    let i = c.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+                    let i = Piece::of(c).index.unwrap_or(0) as usize;
                     !bad.contains(&i)
                 });
                 if calls.is_empty() {
@@ -296,11 +296,10 @@ pub(crate) fn normalize(v: &mut Value, split_think_tags: bool, tools: Option<&Of
                 // taken out of text, and trivial slips to repair (empty arguments: `{}`).
                 let before = calls.len();
                 calls.retain_mut(|c| {
-                    let name = c.at("/function/name").and_then(Value::as_str);
-                    let args = c.at("/function/arguments").and_then(Value::as_str);
-                    match tools.check(name.unwrap_or(""), args.unwrap_or("")) {
+                    let piece = Piece::of(c);
+                    match tools.check(piece.name(), piece.arguments()) {
                         Ok(checked) => {
-                            if Some(checked.as_str()) != args {
+                            if Some(checked.as_str()) != piece.arguments {
                                 c["function"]["arguments"] = json!(checked);
                                 changed = true;
                             }
@@ -344,48 +343,38 @@ impl StreamCalls {
     /// used index, or, without an index, a delta with a name or id) gets a fresh id and the
     /// next index; a continuation gets its call's id and index.
     fn stream(&mut self, call: &mut Value) {
-        let Some(obj) = call.as_object_mut() else {
+        if !call.is_object() {
             return;
-        };
-        let given = obj
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string);
-        let named = obj
-            .get("function")
-            .and_then(|f| f.get("name"))
-            .and_then(Value::as_str)
-            .is_some_and(|n| !n.is_empty());
-        let index = obj.get("index").and_then(Value::as_u64);
-        let continues = match index {
+        }
+        let piece = Piece::of(call);
+        let given = piece.id.map(str::to_string);
+        let continues = match piece.index {
             Some(i) => self.calls.iter().rposition(|(at, known, _)| {
                 *at == Some(i) && !(given.is_some() && known.is_some() && *known != given)
             }),
-            None if given.is_some() || named => None,
+            None if given.is_some() || piece.name.is_some() => None,
             None => self.last,
         };
-        let position = match continues {
-            Some(p) => p,
-            None => {
-                self.calls.push((index, given, new_id("call_")));
-                self.assembled.push((String::new(), String::new()));
-                if !obj.contains_key("type") {
-                    obj.insert("type".into(), json!("function"));
-                }
-                self.calls.len() - 1
-            }
+        let fresh = continues.is_none();
+        let position = continues.unwrap_or_else(|| {
+            self.calls.push((piece.index, given, new_id("call_")));
+            self.assembled.push((String::new(), String::new()));
+            self.calls.len() - 1
+        });
+        let (name, args) = &mut self.assembled[position];
+        if name.is_empty() {
+            name.push_str(piece.name());
+        }
+        args.push_str(piece.arguments());
+        self.last = Some(position);
+        let Some(obj) = call.as_object_mut() else {
+            return;
         };
+        if fresh && !obj.contains_key("type") {
+            obj.insert("type".into(), json!("function"));
+        }
         obj.insert("id".into(), json!(self.calls[position].2));
         obj.insert("index".into(), json!(position));
-        self.last = Some(position);
-        let (name, args) = &mut self.assembled[position];
-        if let Some(f) = obj.get("function") {
-            if name.is_empty() {
-                name.push_str(f.get("name").and_then(Value::as_str).unwrap_or(""));
-            }
-            args.push_str(f.get("arguments").and_then(Value::as_str).unwrap_or(""));
-        }
     }
 
     /// The calls of a complete answer: ids made unique and non-empty where they are not.

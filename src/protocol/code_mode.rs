@@ -11,6 +11,8 @@
 
 use serde_json::{json, Map, Value};
 
+use super::one_string;
+
 /// The name of Codex's code-mode tool.
 pub(crate) const EXEC: &str = "exec";
 
@@ -72,20 +74,22 @@ fn declared(name: &str, prose: &str, declaration: &str) -> Option<Nested> {
         .split(')')
         .next()
         .is_some_and(|args| args.contains(": string") && !args.contains('{'));
-    let parameters = if string_input {
-        json!({"type": "object", "properties": {super::freeform::INPUT: {"type": "string",
-            "description": "The tool's whole input, as raw text."}}, "required": [super::freeform::INPUT]})
-    } else if signature.starts_with(')') {
-        json!({"type": "object", "properties": {}})
-    } else {
-        fields(signature)
-    };
     let description = format!("{prose}\n\nDeclared as:\n{}", declaration.trim());
+    let function = if string_input {
+        one_string::function(name, &description)
+    } else {
+        let parameters = if signature.starts_with(')') {
+            json!({"type": "object", "properties": {}})
+        } else {
+            fields(signature)
+        };
+        json!({"type": "function", "function": {
+            "name": name, "description": description, "parameters": parameters}})
+    };
     Some(Nested {
         name: name.to_string(),
         string_input,
-        function: json!({"type": "function", "function": {
-            "name": name, "description": description, "parameters": parameters}}),
+        function,
     })
 }
 
@@ -173,7 +177,7 @@ fn schema_of(kind: &str) -> Value {
 /// The `exec` script that makes a model's call of a nested tool and prints its result.
 pub(crate) fn script(tool: &Nested, arguments: &str) -> String {
     let argument = if tool.string_input {
-        Value::String(super::freeform::input_of(arguments))
+        Value::String(one_string::input_of(arguments))
     } else {
         match serde_json::from_str::<Value>(arguments) {
             Ok(v @ Value::Object(_)) => v,
@@ -200,7 +204,7 @@ pub(crate) fn unscript(input: &str) -> Option<(String, String)> {
     };
     let rest = rest[stream.byte_offset()..].strip_prefix("](")?;
     let arguments = match serde_json::from_str::<Value>(rest).ok()? {
-        Value::String(s) => super::freeform::arguments_of(&s),
+        Value::String(s) => one_string::arguments_of(&s),
         v @ Value::Object(_) => v.to_string(),
         _ => return None,
     };
@@ -300,7 +304,7 @@ declare const tools: { list_agents(): Promise<unknown>; };
     fn a_call_becomes_a_script_and_the_script_the_call() {
         let tools = nested(DESCRIPTION);
         let patch = "*** Begin Patch\n*** Add File: a \"b\".txt\n+x\n*** End Patch\n";
-        let args = super::super::freeform::arguments_of(patch);
+        let args = one_string::arguments_of(patch);
         let s = script(&tools[0], &args);
         assert_eq!(
             s,

@@ -20,10 +20,8 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use super::code_mode::{self, Nested};
+use super::one_string::{arguments_of, function, input_of, INPUT};
 use crate::answers::path::Lookup;
-
-/// The one argument of a freeform tool offered as a chat function.
-pub(crate) const INPUT: &str = "input";
 
 /// The name of Codex's patch tool.
 const APPLY_PATCH: &str = "apply_patch";
@@ -258,16 +256,6 @@ fn function_call(id: &str, call_id: &str, name: &str, arguments: &str) -> Value 
            "arguments": arguments, "status": "completed"})
 }
 
-/// A chat function tool with the one string argument `input`.
-fn function(name: &str, description: &str) -> Value {
-    json!({"type": "function", "function": {
-        "name": name,
-        "description": description,
-        "parameters": {"type": "object", "properties": {INPUT: {"type": "string",
-            "description": "The tool's whole input, as raw text."}}, "required": [INPUT]},
-    }})
-}
-
 /// A `custom` tool as a chat function: its description, then what its input must be.
 pub(crate) fn custom_as_function(tool: &Value) -> Option<Value> {
     let name = tool.get("name").and_then(Value::as_str)?;
@@ -296,30 +284,6 @@ pub(crate) fn custom_as_function(tool: &Value) -> Option<Value> {
         )),
     }
     Some(function(name, &description))
-}
-
-/// The string a model's call of a freeform tool carries: `input` of its JSON arguments, or
-/// the arguments themselves when they are not such an object (some models send the raw text).
-pub(crate) fn input_of(arguments: &str) -> String {
-    match serde_json::from_str::<Value>(arguments) {
-        Ok(Value::Object(mut args)) => match args.remove(INPUT) {
-            Some(Value::String(s)) => s,
-            Some(other) => other.to_string(),
-            None => match args
-                .into_iter()
-                .find_map(|(_, v)| v.as_str().map(str::to_string))
-            {
-                Some(s) => s,
-                None => arguments.to_string(),
-            },
-        },
-        _ => arguments.to_string(),
-    }
-}
-
-/// The chat arguments of a `custom_tool_call` in the history.
-pub(crate) fn arguments_of(input: &str) -> String {
-    json!({ INPUT: input }).to_string()
 }
 
 /// `apply_patch` with the patch as a quoted here-document: Codex recognises this command

@@ -26,6 +26,7 @@ mod content;
 mod dispatch;
 mod errors;
 pub(crate) mod freeform;
+pub(crate) mod one_string;
 mod shape;
 mod wire;
 

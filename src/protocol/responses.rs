@@ -15,6 +15,7 @@ use super::errors::BadRequest;
 use super::freeform::ClientTools;
 use super::wire::{chat_cached, chat_usage, new_id, take, take_string, CallIds};
 use crate::answers::path::Lookup;
+use crate::answers::toolcall::Piece;
 
 /// The text of an input or output part (moved, not copied).
 fn part_text(mut part: Value) -> Option<String> {
@@ -329,19 +330,10 @@ pub(crate) fn from_chat_ids(
         .into_iter()
         .flatten()
     {
-        let call_id = ids.mint(
-            "call_",
-            call.get("id").and_then(Value::as_str).unwrap_or(""),
-        );
-        let name = call
-            .at("/function/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let args = call
-            .at("/function/arguments")
-            .and_then(Value::as_str)
-            .unwrap_or("{}");
-        output.push(client.item(&new_id("fc_"), &call_id, name, args));
+        let piece = Piece::of(call);
+        let call_id = ids.mint("call_", piece.id.unwrap_or(""));
+        let args = piece.arguments.unwrap_or("{}");
+        output.push(client.item(&new_id("fc_"), &call_id, piece.name(), args));
     }
     let (input, out_tokens) = chat_usage(chat).unwrap_or((0, 0));
     let mut r = response(

@@ -21,6 +21,7 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 
+use crate::answers::toolcall::Piece;
 use crate::state::carry_file::{CarryFile, KeptCall};
 
 /// Calls remembered at most: a long agent session makes a few hundred.
@@ -76,14 +77,9 @@ impl Carried {
             return;
         };
         for (n, call) in calls.iter().enumerate() {
-            let index = call
-                .get("index")
-                .and_then(Value::as_u64)
-                .unwrap_or(n as u64);
-            let id = call
-                .get("id")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty());
+            let piece = Piece::of(call);
+            let index = piece.index.unwrap_or(n as u64);
+            let id = piece.id;
             let slot = match id {
                 Some(id) => match self.calls.iter().position(|(known, _)| known == id) {
                     Some(i) => i,

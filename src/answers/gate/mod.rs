@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::answers::classify::{looks_like_html, FailureKind};
 use crate::answers::path::Lookup;
-use crate::answers::toolcall::Offered;
+use crate::answers::toolcall::{Offered, Piece};
 
 /// How much the gate demands of an answer (`router.failover.contentValidation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -101,14 +101,8 @@ pub(super) fn useful_chars(msg: &Value, tools: bool) -> Option<usize> {
     {
         has_tool |= !calls.is_empty();
         for call in calls {
-            tool += call
-                .at("/function/arguments")
-                .and_then(Value::as_str)
-                .map_or(0, str::len);
-            tool += call
-                .at("/function/name")
-                .and_then(Value::as_str)
-                .map_or(0, str::len);
+            let piece = Piece::of(call);
+            tool += piece.arguments().len() + piece.name().len();
         }
     }
     if let Some(f) = msg.get("function_call").filter(|f| f.is_object()) {
@@ -271,9 +265,8 @@ fn check_tree(
             .into_iter()
             .flatten()
         {
-            let name = call.at("/function/name").and_then(Value::as_str);
-            let args = call.at("/function/arguments").and_then(Value::as_str);
-            if let Err(why) = offered.check(name.unwrap_or(""), args.unwrap_or("")) {
+            let piece = Piece::of(call);
+            if let Err(why) = offered.check(piece.name(), piece.arguments()) {
                 return Err(GateReject::new(FailureKind::InvalidToolCall, why));
             }
             stats.tool_calls += 1;
