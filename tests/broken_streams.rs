@@ -286,13 +286,16 @@ fn a_finished_answer_is_whole_whatever_its_connection_does_after() {
     }
 }
 
+/// A finished answer whose connection stays open and silent ends whole soon after its
+/// finish reason (the usage and `[DONE]` that follow a finish come at once), not at the
+/// stall timeout: here 60 s, against 20 s of silence.
 #[test]
-fn a_finished_answer_whose_connection_goes_silent_ends_whole_at_the_stall_timeout() {
+fn a_finished_answer_whose_connection_goes_silent_ends_whole_soon_after() {
     let fake = fake();
     let w = World::new();
-    let top = "finish_then_drop:4000#top";
+    let top = "finish_then_drop:20000#top";
     ordered(&w, &fake.base_url(), &[top, "continues#next"]);
-    w.write_config(&json!({"router": {"failover": {"streamStallTimeoutMs": 1000}}}));
+    w.write_config(&json!({"router": {"failover": {"streamStallTimeoutMs": 60000}}}));
     let s = w.serve(&["--quiet"]);
     let (path, body) = request("anthropic", "fcm", true);
     let r = s.post(path, &body.to_string());
@@ -303,7 +306,10 @@ fn a_finished_answer_whose_connection_goes_silent_ends_whole_at_the_stall_timeou
         Some("message_stop"),
         "{names:?}"
     );
-    assert_eq!(s.history().last().unwrap()["outcome"], "served");
+    let h = s.history().last().unwrap().clone();
+    assert_eq!(h["outcome"], "served");
+    // Ended before the provider's silence did (it would end at 20 s, the stall at 60 s).
+    assert!(h["wallMs"].as_u64().unwrap() < 15_000, "{h}");
     assert!(fake.requests_for("continues#next").is_empty());
 }
 

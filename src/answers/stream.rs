@@ -29,6 +29,12 @@ const NOTICE_PEEK: usize = 80;
 /// While it peeks, a pause this long in the text commits what there is.
 const PEEK_WAIT: Duration = Duration::from_millis(1_000);
 
+/// How long a stream that said it was done (a finish reason) may stay open and silent
+/// before fcm ends it whole: the usage chunk and `[DONE]` that follow a finish come at
+/// once, so the client is not kept waiting the stall timeout for a connection that
+/// neither ends nor speaks.
+const AFTER_FINISH: Duration = Duration::from_millis(2_000);
+
 /// One item of a committed stream.
 pub(crate) enum StreamItem {
     Data(Vec<u8>),
@@ -221,13 +227,25 @@ impl OpenStream {
 
     /// Waits for the next chunk, at most the stall timeout.
     pub(crate) fn next_item(&mut self) -> StreamItem {
-        self.next_item_within(self.stall)
+        self.next_item_within(self.silence_allowed())
+    }
+
+    /// How long the stream may go without a whole event: the stall timeout, and no more
+    /// than [`AFTER_FINISH`] once the answer said it was done.
+    fn silence_allowed(&self) -> Duration {
+        if self.hold.tracker().is_finished() {
+            self.stall.min(AFTER_FINISH)
+        } else {
+            self.stall
+        }
     }
 
     /// Like [`next_item`](Self::next_item), but `None` when nothing arrived within `max`
     /// while the stall timer still runs: the caller may look at its client meanwhile.
     pub(crate) fn next_item_or_quiet(&mut self, max: Duration) -> Option<StreamItem> {
-        let left = self.stall.saturating_sub(self.last_event.elapsed());
+        let left = self
+            .silence_allowed()
+            .saturating_sub(self.last_event.elapsed());
         if max < left && !self.ended {
             match self.chunks.recv_timeout(max) {
                 Err(RecvTimeoutError::Timeout) => return None,
@@ -248,9 +266,10 @@ impl OpenStream {
         // Once committed only silence ends a stream: the request's budget covers the
         // search for an answer, not the length of a healthy one. Silence is no whole event
         // for the stall timeout: bytes that never finish one do not count.
-        let left = self.stall.saturating_sub(self.last_event.elapsed());
+        let allowed = self.silence_allowed();
+        let left = allowed.saturating_sub(self.last_event.elapsed());
         if left.is_zero() {
-            return self.stalled(self.stall);
+            return self.stalled(allowed);
         }
         let wait = left.min(max);
         match self.chunks.recv_timeout(wait) {
