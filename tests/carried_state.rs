@@ -226,6 +226,14 @@ fn a_lost_signature_is_replaced_by_googles_placeholder() {
         said.contains("went on: 1 calls signed, 1 with a placeholder signature"),
         "the lost one stood in for, the kept one put back: {said}"
     );
+    // The history says the placeholder was used, on that turn only.
+    let h = s.history();
+    let notes = |e: &Value| e["notes"].to_string();
+    assert!(
+        notes(&h[h.len() - 1]).contains("signature_placeholder"),
+        "{h:?}"
+    );
+    assert!(!notes(&h[0]).contains("signature_placeholder"), "{h:?}");
     // A conversation moved onto Gemini: its calls came from a model that signs nothing.
     let elsewhere = [
         ("toolu_a".into(), "{}".into()),
@@ -270,4 +278,40 @@ fn a_corrupt_carry_file_is_set_aside() {
     );
     let kept = std::fs::read_to_string(w.home_file("carry.json")).unwrap();
     assert!(kept.contains("fcm-sig-0"), "a fresh file: {kept}");
+}
+
+/// Through a race and through a fusion set the signatures come back too: both send through
+/// the one path that restores what a provider's earlier answers carried.
+#[test]
+fn signatures_come_back_through_race_and_fusion_sets() {
+    let fake = fake();
+    for set in [
+        json!({"strategy": "race", "width": 2, "models": ["p/signed_tool_turns", "p/slow:1500"]}),
+        json!({"strategy": "fusion", "judge": "p/ok#judge", "models": ["p/signed_tool_turns", "p/ok"]}),
+    ] {
+        let w = World::new();
+        ordered(
+            &w,
+            &fake.base_url(),
+            &["signed_tool_turns", "slow:1500", "ok", "ok#judge"],
+        );
+        w.write_config(&json!({"router": {"sets": {"s": set}, "activeSet": "s"}}));
+        let s = w.serve(&["--quiet"]);
+        let mut calls = Vec::new();
+        for turn in 0..2 {
+            let (path, body) = tool_request("chat", &calls);
+            let r = s.post(path, &body.to_string());
+            assert_eq!(r.status, 200, "{set} turn {turn}: {}", r.body);
+            calls.push(
+                call_of("chat", &r.body)
+                    .unwrap_or_else(|| panic!("{set} turn {turn}: no call: {}", r.body)),
+            );
+        }
+        let (said, model) = last_turn(&s, "chat", &calls);
+        assert!(
+            said.contains("Both tool turns kept their thought signatures (2 calls signed)"),
+            "{set}: {said}"
+        );
+        assert_eq!(model.as_deref(), Some("p/signed_tool_turns"), "{set}");
+    }
 }

@@ -45,6 +45,9 @@ pub(crate) struct Job<'a> {
     pub limits: Limits,
     /// The prompt's estimated tokens, charged against token budgets.
     pub prompt_tokens: u64,
+    /// Whether a Gemini model was sent Google's placeholder for a missing thought
+    /// signature (see `placeholder`): the history says so when one serves.
+    pub placeholder: std::sync::atomic::AtomicBool,
 }
 
 /// What one request has done so far, carried from attempt to attempt.
@@ -407,6 +410,7 @@ impl Router {
         if super::placeholder::checks_signatures(&c.target.wire_model) {
             if let Some(filled) = super::placeholder::fill(restored.as_ref().unwrap_or(&job.body)) {
                 restored = Some(filled);
+                job.placeholder.store(true, Ordering::Relaxed);
             }
         }
         let mut limits = job.limits.clone();

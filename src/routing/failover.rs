@@ -91,6 +91,7 @@ impl Router {
             // Streams keep the gate's parsed chunks: the client's protocol shapes them.
             limits: self.limits(deadline, ask.stream, ask.tools.clone()),
             prompt_tokens,
+            placeholder: Default::default(),
         };
         let mut turn = Turn::new(trace, tokens::with_answer(prompt_tokens, ask.body));
         if let Route::Pinned(key) = route {
@@ -138,7 +139,7 @@ impl Router {
                 .or_else(|| self.last_resort(&job, &queue, &mut turn)),
         };
         if let Some(w) = won {
-            self.note_lowered(w.candidate, &job, &mut turn.trace);
+            self.note_served(w.candidate, &job, &mut turn.trace);
             let key = w.grant.label.clone();
             affinity::settle(self, &mut turn, Some((w.candidate, key.as_deref())));
             return Ok(self.serve(w, turn.trace));
@@ -174,7 +175,7 @@ impl Router {
         let trial = self.breakers.admit(key, crate::time::now_ms()) == Admission::Trial;
         match self.try_one(i, job, trial, &mut turn) {
             Ok(w) => {
-                self.note_lowered(i, job, &mut turn.trace);
+                self.note_served(i, job, &mut turn.trace);
                 Ok(self.serve(w, turn.trace))
             }
             Err(Missed::Failed(f)) => Err(Box::new(Refused::pinned(turn.trace, &f, turn.details))),
@@ -245,9 +246,15 @@ impl Router {
     }
 
     /// Says in the trace when the serving model took a lower answer budget than the request
-    /// asked for (its window had less room: see `tokens::ANSWER_ROOM`).
-    fn note_lowered(&self, i: usize, job: &Job<'_>, trace: &mut Trace) {
+    /// asked for (its window had less room: see `tokens::ANSWER_ROOM`), and when it was
+    /// given Google's placeholder for a thought signature fcm did not have.
+    fn note_served(&self, i: usize, job: &Job<'_>, trace: &mut Trace) {
         let c = self.pool.get(i);
+        if job.placeholder.load(std::sync::atomic::Ordering::Relaxed)
+            && super::placeholder::checks_signatures(&c.target.wire_model)
+        {
+            trace.notes.push("signature_placeholder".to_string());
+        }
         if let Some((asked, room)) = tokens::lowered(c.context, job.prompt_tokens, &job.body) {
             trace.max_tokens = Some(room);
             trace

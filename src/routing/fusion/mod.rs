@@ -47,6 +47,7 @@ pub(in crate::routing) fn fuse<'r>(
         stream: false,
         limits: job.limits.clone(),
         prompt_tokens: job.prompt_tokens,
+        placeholder: Default::default(),
     };
     let mut members: Vec<(usize, Sent)> = Vec::new();
     for i in panel {
@@ -131,6 +132,7 @@ fn judge<'r>(
         body: Cow::Owned(body),
         stream: job.stream,
         limits: job.limits.clone(),
+        placeholder: Default::default(),
     };
     // The judge's window must hold the conversation and the panel's answers.
     let needed = std::mem::replace(
