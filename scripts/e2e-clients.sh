@@ -148,6 +148,8 @@ configure() {
 restart_serve() {
   kill "$serve_pid"
   wait "$serve_pid" 2>/dev/null || true
+  # (Not always this shell's child: Cline's hook below starts one.)
+  while kill -0 "$serve_pid" 2>/dev/null; do sleep 0.05; done
   "$fcm" serve --port "$port" 2>> "$work/serve.log" &
   serve_pid=$!
   for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.05; done
@@ -242,7 +244,34 @@ check "codex two tool turns before a restart" "Both tool turns kept their though
 restart_serve
 check "claude-code the tool conversation goes on after fcm serve restarts" "Both tool turns kept their thought signatures (2 calls signed)" "$bin/claude" -p --continue "what did the command print?" --allowedTools "Bash(echo:*)"
 check "codex the tool conversation goes on after fcm serve restarts" "Both tool turns kept their thought signatures (2 calls signed)" "$bin/codex" exec --skip-git-repo-check resume --last "what did the command print?"
-# (Cline 3.0.65 resumes a session, --id, only in its interactive terminal interface.)
+# Cline resumes a session (--id) only in its terminal interface: here fcm serve restarts in
+# the middle of one task instead, from Cline's hook after its first tool call, and the
+# task's next turns reach the new server.
+mkdir -p "$HOME/.cline/hooks"
+echo "$serve_pid" > "$work/serve.pid"
+cat > "$HOME/.cline/hooks/PostToolUse" <<HOOK
+#!/usr/bin/env bash
+cat > /dev/null
+if [ ! -e "$work/restarted" ]; then
+  touch "$work/restarted"
+  pid=\$(cat "$work/serve.pid")
+  kill "\$pid"
+  while kill -0 "\$pid" 2>/dev/null; do sleep 0.05; done
+  nohup "$fcm" serve --port "$port" >> "$work/serve.log" 2>&1 < /dev/null &
+  echo \$! > "$work/serve.pid"
+  for _ in \$(seq 200); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.05; done
+fi
+echo '{}'
+HOOK
+chmod +x "$HOME/.cline/hooks/PostToolUse"
+check "cline the tool conversation goes on when fcm serve restarts between its turns" "Both tool turns kept their thought signatures (2 calls signed)" "$bin/cline" -y "run the marker command twice"
+serve_pid=$(cat "$work/serve.pid")
+rm -f "$HOME/.cline/hooks/PostToolUse"
+if [ -e "$work/restarted" ]; then
+  pass "cline: fcm serve restarted between the task's turns"
+else
+  fail "cline: the hook that restarts fcm serve never ran"
+fi
 
 # Codex under names it knows as GPT models, routed by fcm's default set: with gpt-5.5 Codex
 # offers apply_patch as a freeform (custom) tool; with gpt-6.2-sol it runs in code mode (one
