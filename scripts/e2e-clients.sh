@@ -291,6 +291,13 @@ for name in gpt-5.5 gpt-6.2-sol; do
   fi
 done
 rm -f "$work/project/hello.txt"
+# And a shell command: in code mode it too is one of the tools `exec` declares.
+"$fcm" sets add codex-gpt-tools fake/tool_round_trip > /dev/null
+"$fcm" sets use codex-gpt-tools > /dev/null
+restart_serve
+for name in gpt-5.5 gpt-6.2-sol; do
+  check "codex as $name tool round trip" "The tool said fcm-tool-ok." "$bin/codex" exec --skip-git-repo-check --ephemeral -m "$name" "run the marker command"
+done
 "$fcm" sets use none > /dev/null
 restart_serve
 
