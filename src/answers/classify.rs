@@ -198,10 +198,6 @@ pub enum LimitSaid {
     /// limit it stated (0 when it did not), so that no prompt that large is sent there
     /// again. Only this prompt is too large: the model is not paused.
     PromptOverTpm(u32),
-    /// A rate limit whose answer stated the model's limits a minute (Google's quota
-    /// failure): kept for the model, so that it is paced and not made a conversation's
-    /// home.
-    PerMinute(super::stated_limits::PerMinute),
 }
 
 impl Verdict {
@@ -256,14 +252,6 @@ impl Verdict {
     pub fn over_tpm(&self) -> Option<u32> {
         match self.limit.as_deref() {
             Some(LimitSaid::PromptOverTpm(n)) => Some(*n),
-            _ => None,
-        }
-    }
-
-    /// The limits a minute a rate-limit answer stated, if it did.
-    pub fn per_minute(&self) -> Option<super::stated_limits::PerMinute> {
-        match self.limit.as_deref() {
-            Some(LimitSaid::PerMinute(p)) => Some(*p),
             _ => None,
         }
     }
@@ -487,17 +475,7 @@ pub fn classify_http(
         (FailureKind::InvalidRequest, 404 | 410) => FailureKind::ModelNotFound,
         _ => kind,
     };
-    let verdict = Verdict::of(kind, retry);
-    match status {
-        429 if !html => match super::stated_limits::per_minute(&text) {
-            Some(stated) => Verdict {
-                limit: Some(Box::new(LimitSaid::PerMinute(stated))),
-                ..verdict
-            },
-            None => verdict,
-        },
-        _ => verdict,
-    }
+    Verdict::of(kind, retry)
 }
 
 pub fn classify_transport(failure: TransportFailure) -> Verdict {
@@ -814,16 +792,6 @@ mod tests {
             NetworkError
         );
         assert!(classify_transport(TransportFailure::Connection).damages_health);
-    }
-
-    #[test]
-    fn a_429_that_states_its_limits_a_minute_carries_them() {
-        let google = r#"[{"error":{"code":429,"message":"You exceeded your current quota. Quota exceeded for metric: generate_content_free_tier_requests, limit: 5","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier","quotaValue":"5"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"41s"}]}}]"#;
-        let v = http(429, Some("application/json"), None, google);
-        assert!(v.quota_pause.is_some() && v.exhausted().is_none(), "{v:?}");
-        assert_eq!(v.per_minute().and_then(|p| p.requests), Some(5));
-        // Anything else a 429 says states nothing a minute.
-        assert_eq!(http(429, None, None, "Too many requests").per_minute(), None);
     }
 
     #[test]

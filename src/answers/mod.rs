@@ -21,7 +21,6 @@ pub(crate) mod path;
 pub(crate) mod readers;
 pub(crate) mod reasoning;
 pub mod sse;
-pub(crate) mod stated_limits;
 pub(crate) mod stream;
 pub(crate) mod textcalls;
 pub(crate) mod toolcall;

@@ -100,9 +100,9 @@ impl Size {
 
 /// Where conversations go within each group of equally strong candidates (same health and
 /// tier, [`Policy::placement_class`](super::rank::Policy::placement_class)): a model that
-/// does not hold [`SHARED_BY`] conversations already, then one whose window the
-/// conversation can grow in, then one with room for a conversation (a day's requests and a
-/// per-minute pace left, no 429 lately), then the one with the fewest conversations now, then the account
+/// does not hold [`SHARED_BY`] conversations already, then one with room for a
+/// conversation (a day's requests and a per-minute pace left, no 429 lately, and a window
+/// it can grow in), then the one with the fewest conversations now, then the account
 /// (provider) with the fewest, then the faster start ([`pace`]), the most headroom, the
 /// fastest first token and the best score. So N agents use N models on as many accounts,
 /// and none lands where it would soon run out. `standings[n]` is `order[n]`'s; only
@@ -166,13 +166,11 @@ struct Room {
 }
 
 /// Where a candidate stands for a conversation's placement, best first: not holding
-/// [`SHARED_BY`] conversations, a window the conversation can grow in (one that cannot is
-/// a move waiting to happen, whatever its limits), its [`Room`] (most first), the fewest
-/// conversations on the model, then on its provider.
+/// [`SHARED_BY`] conversations, its [`Room`] (most first), the fewest conversations on the
+/// model, then on its provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Place {
     full: bool,
-    cramped: bool,
     room: Room,
     on_model: usize,
     on_provider: usize,
@@ -182,7 +180,6 @@ impl Ord for Place {
     fn cmp(&self, other: &Self) -> Ordering {
         self.full
             .cmp(&other.full)
-            .then(self.cramped.cmp(&other.cramped))
             .then(other.room.cmp(&self.room))
             .then(self.on_model.cmp(&other.on_model))
             .then(self.on_provider.cmp(&other.on_provider))
@@ -200,8 +197,7 @@ impl Place {
         let on_model = load.of_model(s.key);
         let on_provider = load.of_provider(s.key);
         let sharing = on_provider as u64 + 1;
-        let fits = size.fits_growing(router.pool.get(i).context);
-        let roomy = s.room.roomy_for(sharing) && fits;
+        let roomy = s.room.roomy_for(sharing) && size.fits_growing(router.pool.get(i).context);
         let room = if roomy {
             // Enough is enough: roomy models are told apart by load and pace.
             Room {
@@ -218,7 +214,6 @@ impl Place {
         };
         Place {
             full: on_model >= SHARED_BY,
-            cramped: !fits,
             room,
             on_model,
             on_provider,
@@ -343,8 +338,8 @@ impl Peers {
 /// After a failure, the candidate to try instead of `i`: of `i` and the candidates that
 /// follow it in `queue` without a break and may stand in for it (the same placement class
 /// and fit), the one whose limits do not block it now, that does not hold [`SHARED_BY`]
-/// conversations, whose window the conversation can grow in, with room, with the fewest
-/// live conversations on the model, then on its provider. Loads and limits are read again now, not taken from the plan: the failure
+/// conversations, with room, with the fewest live conversations on the model, then on its
+/// provider. Loads and limits are read again now, not taken from the plan: the failure
 /// that led here (a 429, a quota used up) may have told of its provider's other models,
 /// and others' requests failing over meanwhile have moved conversations. `i` goes back to
 /// the queue when another is chosen.
@@ -394,7 +389,6 @@ pub(super) fn least_loaded_peer(
         (
             rooms[at].is_err(),
             on_model >= SHARED_BY,
-            !fits,
             !roomy,
             on_model,
             on_provider,

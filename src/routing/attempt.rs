@@ -212,17 +212,7 @@ impl Recorder<'_> {
         let now = crate::time::now_ms();
         if let Some(pause) = f.verdict.quota_pause {
             f.verdict.quota_pause = Some(self.ledger.rate_limited(&c.metered, grant, pause, now));
-            if let Some(stated) = f.verdict.per_minute() {
-                // A wall it described in its body.
-                let (requests, tokens) = (stated.requests, stated.tokens);
-                self.ledger.learn_stated(
-                    &c.metered,
-                    grant,
-                    requests.map(u64::from),
-                    tokens.map(u64::from),
-                    now,
-                );
-            } else if f.rate.is_empty() && f.kind() == FailureKind::RateLimit {
+            if f.rate.is_empty() && f.kind() == FailureKind::RateLimit {
                 // A wall it did not describe: remember where it was.
                 self.ledger.learn_from_429(&c.metered, grant, now);
             }

@@ -44,18 +44,6 @@ impl Learned {
         }
     }
 
-    /// A 429 that stated the model's limits a minute (Google's quota failure): its
-    /// requests a minute, believed until `until` over any figure inferred, and its tokens
-    /// a minute, as a 413's.
-    pub(super) fn stated(&mut self, requests: Option<u64>, tokens: Option<u64>, until: u64) {
-        if let Some(n) = requests.filter(|n| *n > 0) {
-            self.rpm = Some((n, until));
-        }
-        if let Some(t) = tokens.filter(|t| *t > 0) {
-            self.tpm = Some(self.tpm.map_or(t, |x| x.min(t)));
-        }
-    }
-
     /// A prompt of `tokens` refused as larger than `limit` tokens a minute (0: the limit
     /// was not stated, and the prompt's size less one is taken).
     pub(super) fn too_large(&mut self, limit: u64, tokens: u64) {

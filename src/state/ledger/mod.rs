@@ -248,23 +248,6 @@ impl Ledger {
             .refused_at(took, now, now + LEARNED_FOR_MS);
     }
 
-    /// `grant`'s request was answered 429 with the model's limits a minute stated in the
-    /// body (Google's quota failure): kept for [`LEARNED_FOR_MS`], so that the model is
-    /// paced by them and is not taken for roomy.
-    pub fn learn_stated(
-        &self,
-        m: &Metered,
-        grant: &Grant,
-        requests: Option<u64>,
-        tokens: Option<u64>,
-        now: u64,
-    ) {
-        let key = &m.keys[grant.key];
-        self.lock()
-            .learned_of(key)
-            .stated(requests, tokens, now + LEARNED_FOR_MS);
-    }
-
     /// Adds the tokens an answer cost. The model answered: its run of 429s is over.
     pub fn tokens(&self, m: &Metered, grant: &Grant, t: Tokens, now: u64) {
         let key = &m.keys[grant.key];

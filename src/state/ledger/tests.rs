@@ -354,23 +354,3 @@ fn a_429_that_states_no_limit_teaches_what_the_model_took_a_minute() {
     l.learn_from_429(&quiet, &g, NOW + 1);
     assert!(l.blocked(&quiet, 1, NOW + 2).is_none());
 }
-
-#[test]
-fn a_429_that_states_its_limits_paces_the_model_from_the_first_request_on() {
-    let c = catalog("", false);
-    let (m, _) = metered(&c, "p/a", 1);
-    let l = Ledger::new(UsageBook::default(), NOW, 3);
-    // The first request of the minute is refused and says: 5 requests and 250,000
-    // tokens a minute (Google's quota failure). Nothing was counted to infer it from.
-    let g = l.reserve(&m, 1, NOW, false).unwrap();
-    l.learn_stated(&m, &g, Some(5), Some(250_000), NOW);
-    for n in 1..5 {
-        l.reserve(&m, 1, NOW + n * 1_000, false).unwrap();
-    }
-    let b = l.blocked(&m, 1, NOW + 6_000).expect("five in the minute");
-    assert!(
-        matches!(&b.why, Why::Budget(what) if what.contains("5 requests a minute")),
-        "{b:?}"
-    );
-    assert!(l.blocked(&m, 1, NOW + 61_000).is_none(), "the minute rolls on");
-}
