@@ -89,7 +89,8 @@ cat > "$work/catalog.json" <<JSON
   {"id":"free_tier_exhausted","tier":"S","context":131072},{"id":"aider_edit","tier":"S","context":131072},
   {"id":"finish_then_drop","tier":"S","context":131072},{"id":"restarts","tier":"S","context":131072},
   {"id":"sse_error_after_content#again","tier":"S","context":131072},{"id":"patches","tier":"S","context":131072},
-  {"id":"sse_error_after_content#codex","tier":"S","context":131072}]},
+  {"id":"sse_error_after_content#codex","tier":"S","context":131072},
+  {"id":"sse_error_after_content#slow","tier":"S","context":131072},{"id":"continues:6000","tier":"S","context":131072}]},
  {"id":"small","name":"Small","baseUrl":"$url","keyRequired":false,"models":[{"id":"ok","tier":"S","context":32768}]},
  {"id":"keyed","name":"Keyed","baseUrl":"$url","apiKeyEnv":["FAKE_KEYED_KEY"],"keyRequired":true,
   "models":[{"id":"echo_masked_key","tier":"S","context":131072}]},
@@ -116,6 +117,9 @@ export FCM_CATALOG="$work/catalog.json"
 # whole answer with its finish reason, then drops the connection before the body's end.
 "$fcm" sets add broken-restarts fake/sse_error_after_content#again fake/restarts > /dev/null
 "$fcm" sets add finished-cut fake/finish_then_drop fake/continues > /dev/null
+# The same break finished by a model that is silent 6 s first: the tools hear fcm's
+# keep-alive comments meanwhile.
+"$fcm" sets add broken-slow fake/sse_error_after_content#slow fake/continues:6000 > /dev/null
 # A set whose first model went paid and streams the provider's notice as its answer, and one
 # whose first model's free grant is used up (DashScope's 403).
 "$fcm" sets add gone-paid fake/paid_notice_streamed fake/ok > /dev/null
@@ -315,6 +319,11 @@ try:
     print('finished cleanly:', text)
 except openai.APIError as e:
     print('raised:', e.message)"
+
+# The model that finishes it is slow to start: fcm's SSE keep-alive comments reach each
+# tool between the first model's words and the rest, and each shows one answer.
+configure broken-slow
+each_tool "gets a broken answer finished by a slow model" "Partial answer from sse_error_after_content#slow and the rest (continued:" "" "say hi"
 
 # The model that finishes a broken answer starts it over: the tool shows its beginning once
 # (fcm drops what the client already has), never "...againPartial answer from...". (A model

@@ -427,3 +427,31 @@ fn an_answer_cut_at_the_length_limit_says_so_in_every_protocol() {
         }
     }
 }
+
+/// While the model that finishes a broken answer is slow to start, the client hears an SSE
+/// comment every 5 s, between the first model's words and the rest, so that no client or
+/// proxy takes the quiet stream for a dead one; the answer still reads as one.
+#[test]
+fn a_slow_continuation_keeps_the_client_hearing() {
+    let fake = fake();
+    let said = "Partial answer from sse_error_after_content#top";
+    let w = World::new();
+    ordered(
+        &w,
+        &fake.base_url(),
+        &["sse_error_after_content#top", "continues:6000#next"],
+    );
+    let s = w.serve(&["--quiet"]);
+    let (path, body) = request("anthropic", "fcm", true);
+    let r = s.post(path, &body.to_string());
+    assert_eq!(r.status, 200);
+    assert_eq!(text("anthropic", &r.body), format!("{said}{}", rest(said)));
+    let ping = r
+        .body
+        .find(": keep-alive\n\n")
+        .expect("a keep-alive comment");
+    let (before, after) = r.body.split_at(ping);
+    assert!(before.contains("Partial answer from"), "{}", r.body);
+    assert!(after.contains("(continued: "), "{}", r.body);
+    assert_eq!(s.history().last().unwrap()["outcome"], "continued");
+}

@@ -283,18 +283,19 @@ fn relay_stream(
             why = broke.detail.clone();
         }
         let given = relay.given();
+        let (text, call_begun) = (given.text.clone(), given.call_begun);
         let broken = Broken {
             model: &model,
-            text: &given.text,
-            call_begun: given.call_begun,
+            text: &text,
+            call_begun,
             client_here: relay.client_here(),
             continued,
             misfit,
         };
-        match app
-            .router
-            .continue_broken(asked.route, asked.ask, &broken, trace)
-        {
+        let router = &app.router;
+        match with_keep_alive(relay, || {
+            router.continue_broken(asked.route, asked.ask, &broken, trace)
+        }) {
             Continued::Not(kept) => {
                 relay.fail(&why, secrets);
                 return kept;
@@ -338,6 +339,33 @@ fn relay_stream(
             }
         }
     }
+}
+
+/// How often a client whose answer broke hears from fcm while the next model is sought.
+const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs `search` (the search for a model to finish a broken answer: seconds, when models
+/// are slow to start) while the client is sent an SSE comment every [`KEEP_ALIVE`].
+fn with_keep_alive<T: Send>(
+    relay: &mut forward::Relay<'_>,
+    search: impl FnOnce() -> T + Send,
+) -> T {
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let searching = s.spawn(move || {
+            let _ = tx.send(search());
+        });
+        loop {
+            match rx.recv_timeout(KEEP_ALIVE) {
+                Ok(found) => return found,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => relay.keep_alive(),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => match searching.join() {
+                    Err(panic) => std::panic::resume_unwind(panic),
+                    Ok(()) => unreachable!("the search sends what it found before it ends"),
+                },
+            }
+        }
+    })
 }
 
 /// What the client is told of a continuation that started the answer over.

@@ -202,6 +202,14 @@ impl<'c> Relay<'c> {
         true
     }
 
+    /// An SSE comment for the client while the next model is sought: every SSE reader
+    /// skips it, and no client or proxy between takes the quiet stream for a dead one.
+    pub(crate) fn keep_alive(&mut self) {
+        if !self.gone && !self.client.send(b": keep-alive\n\n") {
+            self.gone = true;
+        }
+    }
+
     /// The client still reads the answer.
     pub(crate) fn client_here(&self) -> bool {
         !self.gone

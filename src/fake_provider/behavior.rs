@@ -90,8 +90,9 @@ pub enum Behavior {
     /// Finishes an answer another model began (the text it was given as the assistant's
     /// turn), in one of the ways models do: `continues` goes on (and says how much it was
     /// given), `restarts` says all of it again first, `repeats_last:N` its last N words,
-    /// `starts_over` begins it again and departs from it (see `continuations`).
-    Finishes(Finishing),
+    /// `starts_over` begins it again and departs from it (see `continuations`). With a
+    /// number (`continues:6000`), it is silent that many milliseconds before it answers.
+    Finishes(Finishing, Option<Duration>),
     /// Waits this long, then answers 500.
     SlowFail(Duration),
     /// The first this many requests are answered like `ok`; later ones get 400, as a model
@@ -296,12 +297,12 @@ impl Behavior {
             "finish_then_drop" => Behavior::FinishThenDrop(param.map(Duration::from_millis)),
             // Named like Google's models too, so fcm treats it as Gemini.
             "signed_tool_turns" | "gemini_signed_tool_turns" => Behavior::SignedToolTurns,
-            "continues" => Behavior::Finishes(Finishing::GoesOn),
-            "restarts" => Behavior::Finishes(Finishing::StartsOver),
+            "continues" => Behavior::Finishes(Finishing::GoesOn, param.map(Duration::from_millis)),
+            "restarts" => Behavior::Finishes(Finishing::StartsOver, None),
             "repeats_last" => {
-                Behavior::Finishes(Finishing::RepeatsLast(param.unwrap_or(2) as usize))
+                Behavior::Finishes(Finishing::RepeatsLast(param.unwrap_or(2) as usize), None)
             }
-            "starts_over" => Behavior::Finishes(Finishing::DepartsFromIt),
+            "starts_over" => Behavior::Finishes(Finishing::DepartsFromIt, None),
             "slow_fail" => Behavior::SlowFail(ms(300)),
             "bad_request_after" => Behavior::BadRequestAfter(param.unwrap_or(1)),
             "long_stream" => Behavior::LongStream(ms(10_000)),
@@ -371,7 +372,7 @@ mod tests {
         );
         assert_eq!(
             Behavior::parse("repeats_last:3#next"),
-            Some(Behavior::Finishes(Finishing::RepeatsLast(3)))
+            Some(Behavior::Finishes(Finishing::RepeatsLast(3), None))
         );
         assert_eq!(
             Behavior::parse("finish_then_drop"),

@@ -449,7 +449,12 @@ pub(super) fn respond(
             };
             ok_answer(out, &id, &model, text, stream, usage, Duration::ZERO)
         }
-        Behavior::Finishes(how) => continuations::finish(out, &id, &model, &body, how, (stream, usage)),
+        Behavior::Finishes(how, silence) => {
+            if let Some(d) = silence {
+                std::thread::sleep(d);
+            }
+            continuations::finish(out, &id, &model, &body, how, (stream, usage))
+        }
         Behavior::CallsOfferedTool => offered_tool_answer(out, &said_ok, &body, ToolMove::Call),
         Behavior::DescribesOfferedTool => offered_tool_answer(out, &said_ok, &body, ToolMove::Describe),
         Behavior::BreaksOfferedTool => offered_tool_answer(out, &said_ok, &body, ToolMove::Break),
