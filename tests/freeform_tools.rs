@@ -61,6 +61,29 @@ fn offered(fake: &fcm::fake_provider::FakeProvider) -> Vec<String> {
         .collect()
 }
 
+/// Sends Codex's follow-up after it applied the patch; checks the model's answer and that
+/// the patch call went upstream as an `apply_patch` function call. What fcm sent upstream.
+fn patch_round_trip(
+    s: &Server,
+    fake: &fcm::fake_provider::FakeProvider,
+    follow_up: &Value,
+) -> Vec<Value> {
+    let r = s.post("/v1/responses", &follow_up.to_string());
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        r.json()["output"][0]["content"][0]["text"],
+        "fcm-patch-done"
+    );
+    let sent = fake.requests().last().unwrap().json();
+    let m = sent["messages"].as_array().unwrap().clone();
+    let n = m.len();
+    assert_eq!(
+        m[n - 2]["tool_calls"][0]["function"],
+        json!({"name": "apply_patch", "arguments": json!({"input": PATCH}).to_string()})
+    );
+    m
+}
+
 #[test]
 fn a_custom_tool_in_additional_tools_is_called_and_its_output_goes_back() {
     let fake = fake();
@@ -112,19 +135,8 @@ fn a_custom_tool_in_additional_tools_is_called_and_its_output_goes_back() {
     let input = follow_up["input"].as_array_mut().unwrap();
     input.push(json!({"type": "custom_tool_call", "call_id": call_id, "name": "apply_patch", "input": PATCH}));
     input.push(json!({"type": "custom_tool_call_output", "call_id": call_id, "output": "Success. Updated: A hello.txt"}));
-    let r = s.post("/v1/responses", &follow_up.to_string());
-    assert_eq!(r.status, 200, "{r:?}");
-    assert_eq!(
-        r.json()["output"][0]["content"][0]["text"],
-        "fcm-patch-done"
-    );
-    let sent = fake.requests().last().unwrap().json();
-    let m = sent["messages"].as_array().unwrap();
+    let m = patch_round_trip(&s, &fake, &follow_up);
     let n = m.len();
-    assert_eq!(
-        m[n - 2]["tool_calls"][0]["function"],
-        json!({"name": "apply_patch", "arguments": json!({"input": PATCH}).to_string()})
-    );
     assert_eq!(
         m[n - 1],
         json!({"role": "tool", "tool_call_id": call_id, "content": "Success. Updated: A hello.txt"})
@@ -279,19 +291,8 @@ fn code_mode_tools_are_offered_and_called_through_exec() {
         {"type": "input_text", "text": "Script completed\nOutput:\n"},
         {"type": "input_text", "text": "Success. Updated: A hello.txt"}]}),
     );
-    let r = s.post("/v1/responses", &follow_up.to_string());
-    assert_eq!(r.status, 200, "{r:?}");
-    assert_eq!(
-        r.json()["output"][0]["content"][0]["text"],
-        "fcm-patch-done"
-    );
-    let sent = fake.requests().last().unwrap().json();
-    let m = sent["messages"].as_array().unwrap();
+    let m = patch_round_trip(&s, &fake, &follow_up);
     let n = m.len();
-    assert_eq!(
-        m[n - 2]["tool_calls"][0]["function"],
-        json!({"name": "apply_patch", "arguments": json!({"input": PATCH}).to_string()})
-    );
     assert_eq!(
         m[n - 1]["content"],
         "Script completed\nOutput:\n\nSuccess. Updated: A hello.txt"
