@@ -284,6 +284,8 @@ pub const WORDING_RULES: &[(&str, FailureKind)] = &[
     ("insufficient_quota", FailureKind::QuotaExhausted),
     ("insufficient credits", FailureKind::QuotaExhausted),
     ("quota", FailureKind::QuotaExhausted),
+    // OpenRouter's free pool: the model's upstream is at capacity, not this account.
+    ("rate-limited upstream", FailureKind::ModelOverloaded),
     ("rate limit", FailureKind::RateLimit),
     ("rate_limit", FailureKind::RateLimit),
     ("ratelimit", FailureKind::RateLimit),
@@ -448,8 +450,10 @@ pub fn classify_http(
     let kind = match status {
         401 | 403 => FailureKind::AuthError,
         402 => FailureKind::QuotaExhausted,
+        // A 429 that speaks of the model's capacity (Mistral's 3505, OpenRouter's
+        // upstream) is the model's passing moment, not this account's limit.
         429 => match worded {
-            Some(FailureKind::QuotaExhausted) => FailureKind::QuotaExhausted,
+            Some(k @ (FailureKind::QuotaExhausted | FailureKind::ModelOverloaded)) => k,
             _ => FailureKind::RateLimit,
         },
         // A notice says "quota" or "credits" in the provider's words, not as an error.
@@ -606,6 +610,24 @@ mod tests {
         );
         assert_eq!(kind_from_wording("no capacity left"), Some(ModelOverloaded));
         assert_eq!(kind_from_wording("fine"), None);
+    }
+
+    #[test]
+    fn a_429_about_the_models_capacity_is_an_overload_not_this_accounts_limit() {
+        let upstream = r#"{"error":{"message":"Provider returned error","code":429,"metadata":{"raw":"moonshotai/kimi-k2-0905 is temporarily rate-limited upstream. Please retry shortly, or add your own key to accumulate your rate limits","provider_name":"GMICloud"}}}"#;
+        let tier = r#"{"object":"error","message":"Service tier capacity exceeded for this model.","type":"service_tier_capacity_exceeded","param":null,"code":"3505"}"#;
+        for body in [upstream, tier] {
+            let v = http(429, None, None, body);
+            assert_eq!(v.kind, ModelOverloaded, "{body}");
+            assert_eq!(v.quota_pause, None, "no pause for the account: {body}");
+            assert_eq!(v.backoff, Some(OVERLOAD_PAUSE));
+        }
+        assert_eq!(
+            http(429, None, Some("7"), upstream).backoff,
+            Some(Duration::from_secs(7))
+        );
+        let own = r#"{"error":{"message":"Rate limit exceeded: free-models-per-min.","code":429}}"#;
+        assert_eq!(http(429, None, None, own).kind, RateLimit);
     }
 
     #[test]

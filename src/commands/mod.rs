@@ -68,6 +68,7 @@ impl Setup {
         let overlay: crate::providers::overlay::Overlay =
             files::load_json(&files::state_file("catalog-overlay.json")?)?;
         overlay.apply(&mut setup.catalog);
+        setup.catalog.share_line_quotas();
         Ok(setup)
     }
 

@@ -138,6 +138,7 @@ impl Overlay {
                     context: l.context.max(1),
                     capabilities: Vec::new(),
                     quota: None,
+                    quota_of_line: None,
                 });
             }
         }

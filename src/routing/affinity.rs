@@ -79,6 +79,8 @@ const SHARED_BY: usize = 2;
 /// How much a conversation may grow: twice its prompt, at least this many tokens (an
 /// agent's history grows several times over in a long task).
 const GROWTH_TOKENS: u64 = 65_536;
+/// How much a conversation grows a turn, about: a tool's output and the answer to it.
+const TURN_TOKENS: u64 = 2_000;
 
 /// What a conversation needs of its home: the window it needs now (`needed`, the prompt
 /// and the answer's room) and its prompt alone.
@@ -96,13 +98,23 @@ impl Size {
                 .needed
                 .saturating_add(self.prompt.saturating_mul(2).max(GROWTH_TOKENS))
     }
+
+    /// Turns the conversation can grow for in a window of `context` tokens: as many as
+    /// any limit allows when it [fits growing](Self::fits_growing).
+    fn turns_in(&self, context: u64) -> u64 {
+        if self.fits_growing(context) {
+            return u64::MAX;
+        }
+        context.saturating_sub(self.needed) / TURN_TOKENS
+    }
 }
 
 /// Where conversations go within each group of equally strong candidates (same health and
 /// tier, [`Policy::placement_class`](super::rank::Policy::placement_class)): a model that
-/// does not hold [`SHARED_BY`] conversations already, then one with room for a
-/// conversation (a day's requests and a per-minute pace left, no 429 lately, and a window
-/// it can grow in), then the one with the fewest conversations now, then the account
+/// does not hold [`SHARED_BY`] conversations already, then the one that can hold the
+/// conversation longest ([`holds`]: a day's requests and a per-minute pace left, no limit
+/// of unknown size met lately, a window it can grow in; any with room for a whole
+/// conversation are equal), then the one with the fewest conversations now, then the account
 /// (provider) with the fewest, then the faster start ([`pace`]), the most headroom, the
 /// fastest first token and the best score. So N agents use N models on as many accounts,
 /// and none lands where it would soon run out. `standings[n]` is `order[n]`'s; only
@@ -153,25 +165,13 @@ pub(super) fn spread(
     }
 }
 
-/// What a candidate's limits leave a conversation, ordered: room for it (see
-/// `Headroom::roomy_for`) above any without; among those without, the more requests a
-/// minute it would get (a model that cannot keep an agent's pace for long still beats one
-/// that stops it at once), then the more left today. Shared with the conversations on its
-/// account, this one too.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Room {
-    roomy: bool,
-    per_minute: u64,
-    day_left: u64,
-}
-
 /// Where a candidate stands for a conversation's placement, best first: not holding
-/// [`SHARED_BY`] conversations, its [`Room`] (most first), the fewest conversations on the
-/// model, then on its provider.
+/// [`SHARED_BY`] conversations, the most turns it can hold the conversation for (see
+/// [`holds`]), the fewest conversations on the model, then on its provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Place {
     full: bool,
-    room: Room,
+    holds: u64,
     on_model: usize,
     on_provider: usize,
 }
@@ -180,7 +180,7 @@ impl Ord for Place {
     fn cmp(&self, other: &Self) -> Ordering {
         self.full
             .cmp(&other.full)
-            .then(other.room.cmp(&self.room))
+            .then(other.holds.cmp(&self.holds))
             .then(self.on_model.cmp(&other.on_model))
             .then(self.on_provider.cmp(&other.on_provider))
     }
@@ -196,29 +196,26 @@ impl Place {
     fn of(router: &Router, i: usize, s: &Standing<'_>, load: &Load, size: Size) -> Place {
         let on_model = load.of_model(s.key);
         let on_provider = load.of_provider(s.key);
-        let sharing = on_provider as u64 + 1;
-        let roomy = s.room.roomy_for(sharing) && size.fits_growing(router.pool.get(i).context);
-        let room = if roomy {
-            // Enough is enough: roomy models are told apart by load and pace.
-            Room {
-                roomy,
-                per_minute: u64::MAX,
-                day_left: u64::MAX,
-            }
-        } else {
-            Room {
-                roomy,
-                per_minute: s.room.per_minute.map_or(u64::MAX, |m| m / sharing),
-                day_left: s.room.day_left.map_or(u64::MAX, |d| d / sharing),
-            }
-        };
         Place {
             full: on_model >= SHARED_BY,
-            room,
+            holds: holds(
+                &s.room,
+                on_provider,
+                size.turns_in(router.pool.get(i).context),
+            ),
             on_model,
             on_provider,
         }
     }
+}
+
+/// Turns a candidate can be expected to keep a conversation before it must move (see
+/// `Headroom::holds_for`): its limits shared with the `on_provider` conversations on
+/// its account and this one, and the turns its window leaves it to grow (`grows`). At
+/// most `ROOMY_DAY_LEFT`, which is room for a whole conversation: those are told apart
+/// by load and pace.
+fn holds(room: &crate::state::ledger::Headroom, on_provider: usize, grows: u64) -> u64 {
+    room.holds_for(on_provider as u64 + 1).min(grows)
 }
 
 /// A conversation on a weaker tier goes back up when a model of the strongest tier in
@@ -282,8 +279,9 @@ pub(super) fn place(router: &Router, i: usize, turn: &Turn<'_>) {
 
 /// What placing a conversation knows of each candidate of a plan, by candidate index: its
 /// placement class (health, tier) in the plan, whether it has what the request needs (the
-/// two say which candidates may stand in for one another), and whether its window lets the
-/// conversation grow; and the prompt's size, to weigh their limits again after a failure.
+/// two say which candidates may stand in for one another), and the turns its window lets
+/// the conversation grow for; and the prompt's size, to weigh their limits again after a
+/// failure.
 #[derive(Debug, Default)]
 pub(super) struct Peers {
     by_index: Vec<Option<Peer>>,
@@ -294,7 +292,7 @@ pub(super) struct Peers {
 struct Peer {
     class: usize,
     meets: bool,
-    fits: bool,
+    grows: u64,
 }
 
 impl Peers {
@@ -325,7 +323,7 @@ impl Peers {
             by_index[i] = Some(Peer {
                 class,
                 meets: needs.met_by_or_proven(&c.capabilities, false),
-                fits: size.fits_growing(c.context),
+                grows: size.turns_in(c.context),
             });
         }
         Peers {
@@ -338,8 +336,8 @@ impl Peers {
 /// After a failure, the candidate to try instead of `i`: of `i` and the candidates that
 /// follow it in `queue` without a break and may stand in for it (the same placement class
 /// and fit), the one whose limits do not block it now, that does not hold [`SHARED_BY`]
-/// conversations, with room, with the fewest live conversations on the model, then on its
-/// provider. Loads and limits are read again now, not taken from the plan: the failure
+/// conversations, that can hold the conversation longest ([`holds`]), with the fewest live
+/// conversations on the model, then on its provider. Loads and limits are read again now, not taken from the plan: the failure
 /// that led here (a 429, a quota used up) may have told of its provider's other models,
 /// and others' requests failing over meanwhile have moved conversations. `i` goes back to
 /// the queue when another is chosen.
@@ -381,15 +379,14 @@ pub(super) fn least_loaded_peer(
         let j = members[at];
         let key = router.pool.get(j).key();
         let (on_model, on_provider) = (load.of_model(key), load.of_provider(key));
-        let fits = peers.peer(j).is_some_and(|p| p.fits);
-        let roomy = fits
-            && rooms[at]
-                .as_ref()
-                .is_ok_and(|h| h.roomy_for(on_provider as u64 + 1));
+        let grows = peers.peer(j).map_or(0, |p| p.grows);
+        let turns = rooms[at]
+            .as_ref()
+            .map_or(0, |h| holds(h, on_provider, grows));
         (
             rooms[at].is_err(),
             on_model >= SHARED_BY,
-            !roomy,
+            std::cmp::Reverse(turns),
             on_model,
             on_provider,
         )

@@ -319,6 +319,13 @@ impl Router {
     /// Whether candidate `i` may be tried now ([`Candidate::barred`], with a fresh word from
     /// its breaker), and as its breaker's HALF_OPEN trial; a skip in the trace when not.
     pub(super) fn admit(&self, i: usize, turn: &mut Turn<'_>) -> Option<bool> {
+        self.admit_as(i, turn, false)
+    }
+
+    /// [`admit`](Self::admit); with `overlook`, the pause its last answer set (an
+    /// overload's back-off, a 429's) does not stop it: the conversation it holds asks it
+    /// once more.
+    pub(super) fn admit_as(&self, i: usize, turn: &mut Turn<'_>, overlook: bool) -> Option<bool> {
         let c = self.pool.get(i);
         let blocked = turn.blocked.contains(c.target.provider_id.as_str());
         // The breaker is asked last: asking may take its trial slot.
@@ -331,7 +338,15 @@ impl Router {
             turn.trace.skipped.push(c.down_skip(until_ms));
             return None;
         }
-        let admission = self.breakers.admit(c.key(), now);
+        let admission = match self.breakers.admit(c.key(), now) {
+            // The pause its last answer set: an overload's back-off, or a burst's 429.
+            Admission::Paused(p)
+                if overlook && matches!(p.why, None | Some(FailureKind::ModelOverloaded)) =>
+            {
+                Admission::Yes
+            }
+            a => a,
+        };
         let trial = admission == Admission::Trial;
         match c.barred(0, false, BreakerSays::of_admission(admission)) {
             Some(skip) => {

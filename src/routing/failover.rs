@@ -39,6 +39,8 @@ const SHORT_RETRY: Duration = Duration::from_secs(5);
 /// instant 429, 403 or 404) cost the request nothing: it does not use up one of
 /// `maxAttempts`, which bounds the attempts that reached a model and cost time.
 const FREE_FAILURE: Duration = Duration::from_millis(1500);
+/// How long a burst limit's 429 is waited out before the held model is asked again.
+const BURST_WAIT: Duration = Duration::from_secs(1);
 /// Free failures one request may meet before it gives up all the same: each is an
 /// upstream request, and a request that every provider turns away is not worth more.
 const MAX_FREE_FAILURES: usize = 24;
@@ -68,6 +70,9 @@ struct Queue {
     key_retries: Vec<usize>,
     /// The conversation's own model was asked again after a passing server error.
     held_retried: bool,
+    /// The conversation's own model, asked again after an instant "overloaded": its
+    /// back-off, set for everyone else, does not stop this one request.
+    overlooked: Option<usize>,
     deadline: Instant,
     /// Which candidates may stand in for one another when a conversation is placed (see
     /// `affinity::Peers`).
@@ -129,6 +134,7 @@ impl Router {
             waited: false,
             key_retries: Vec::new(),
             held_retried: false,
+            overlooked: None,
             deadline,
         };
         let won = match self.side_by_side_first(route, &job, &mut queue, &mut turn) {
@@ -397,12 +403,20 @@ impl Router {
                 affinity::least_loaded_peer(self, i, &mut queue.order, &queue.peers, turn)
             };
             self.trim_to_fit(i, job, &queue.order, turn);
-            let Some(trial) = self.admit(i, turn) else {
+            let overlook = queue.overlooked.take() == Some(i);
+            let Some(trial) = self.admit_as(i, turn, overlook) else {
                 continue;
             };
             affinity::place(self, i, turn);
             let f = match self.try_one(i, job, trial, turn) {
-                Ok(w) => return Some(w),
+                Ok(w) => {
+                    if overlook {
+                        // Answered past the pause its last answer set: that was a moment's.
+                        self.breakers
+                            .lift_pause(self.pool.get(i).key(), crate::time::now_ms());
+                    }
+                    return Some(w);
+                }
                 Err(Missed::Failed(f)) => f,
                 // Its budget was spent since planning (by a request running beside this
                 // one): skipped like the others, nothing sent.
@@ -432,8 +446,8 @@ impl Router {
     /// Whether candidate `i`, which just failed with `f`, goes again at once: with another
     /// of its keys after a rejected or rate-limited one (the ledger holds that one back);
     /// once, when it is the model the conversation holds (`held`) and the failure was a
-    /// server error or a dropped connection that came back at once (a passing fault:
-    /// moving the conversation would cost more than asking again); or as the last candidate
+    /// server error, an "overloaded" or a dropped connection that came back at once (a
+    /// passing fault: moving the conversation would cost more than asking again); or as the last candidate
     /// after a short `Retry-After` on a 502/503/504 (waited out once).
     fn again(&self, i: usize, f: &Failure, queue: &mut Queue, held: bool) -> bool {
         let keys = self.pool.get(i).metered.key_count();
@@ -449,11 +463,15 @@ impl Router {
                 f.kind(),
                 FailureKind::ProviderServerError | FailureKind::HtmlMaintenance
             );
-        let passing = (server_error || f.kind() == FailureKind::NetworkError)
+        let overloaded = f.kind() == FailureKind::ModelOverloaded;
+        let passing = (server_error || overloaded || f.kind() == FailureKind::NetworkError)
             && f.elapsed < FREE_FAILURE
             && f.retry_after.is_none_or(|w| w <= SHORT_RETRY);
         if held && passing && !queue.held_retried {
             queue.held_retried = true;
+            if overloaded {
+                queue.overlooked = Some(i);
+            }
             return true;
         }
         // The conversation's own model said to come back within seconds (a 429 with a short
@@ -467,6 +485,19 @@ impl Router {
                     return true;
                 }
             }
+        }
+        // A 429 that gave no time while the windows it reported still had room: a limit
+        // of a second or a burst, not the minute's or the day's. Asked once more after a
+        // second, past the pause that 429 set.
+        if held
+            && !queue.held_retried
+            && burst_limited(f)
+            && Instant::now() + BURST_WAIT < queue.deadline
+        {
+            queue.held_retried = true;
+            queue.overlooked = Some(i);
+            std::thread::sleep(BURST_WAIT);
+            return true;
         }
         let Some(wait) = f.retry_after.filter(|w| *w <= SHORT_RETRY) else {
             return false;
@@ -580,6 +611,17 @@ impl Spent {
 /// gate, a timeout and a race's loser reached a model; a refusal of the request itself
 /// (`invalid_request`) counts too, since another model would likely refuse it the same
 /// way and `maxAttempts` keeps it from being sent everywhere.
+/// Whether `f` is a 429 that said nothing of when to come back while every window its
+/// headers reported had requests and tokens left (see `again`).
+fn burst_limited(f: &Failure) -> bool {
+    f.kind() == FailureKind::RateLimit
+        && f.retry_after.is_none()
+        && !f.rate.is_empty()
+        && f.rate
+            .iter()
+            .all(|w| w.remaining.is_none_or(|left| left > 0))
+}
+
 fn cost_nothing(a: &crate::state::trace::AttemptRecord) -> bool {
     let quick = a.latency_ms < FREE_FAILURE.as_millis() as u64;
     let unanswered = match (a.status, a.kind) {

@@ -7,10 +7,12 @@
 //!
 //! The files: `schema` (the types and lookups), `load` (the embedded catalog,
 //! `FCM_CATALOG`, parsing and validation), `age` (its `updated` date and how old that is),
-//! `keys` (which key a provider uses) and `url` (its endpoints).
+//! `keys` (which key a provider uses), `url` (its endpoints) and `lines` (a quota stated for
+//! some models of a line, given to the others).
 
 mod age;
 mod keys;
+mod lines;
 mod load;
 mod schema;
 mod url;

@@ -91,6 +91,10 @@ pub struct Model {
         deserialize_with = "quota_object"
     )]
     pub quota: Option<Quota>,
+    /// The model of the same line whose quota it took, not having one of its own (see
+    /// `lines`); not in the file.
+    #[serde(skip)]
+    pub quota_of_line: Option<String>,
 }
 
 /// A `quota` object; the word older catalogs put there (`"free"`, `"limited"`) states no

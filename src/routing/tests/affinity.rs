@@ -270,6 +270,81 @@ fn a_passing_server_error_on_the_held_model_is_asked_again_once_not_moved() {
 }
 
 #[test]
+fn an_instant_overloaded_on_the_held_model_is_asked_again_and_its_back_off_lifted() {
+    let world = Setup {
+        models: equals(&["p/a", "q/b"]),
+        ..Setup::default()
+    }
+    .world();
+    let held = world
+        .ask_in(Some("c"), "fcm", turn("c", 1))
+        .trace
+        .served_model
+        .unwrap();
+    let overloaded = Reply::Status(503, "The server is overloaded or not ready yet.", vec![]);
+    world.script.on(&held[2..], [overloaded]);
+    let next = world.ask_in(Some("c"), "fcm", turn("c", 2));
+    assert_eq!(
+        next.decision,
+        format!("{held}!served|{held}:503->{held}:200|skips=0")
+    );
+    assert_eq!(next.trace.affinity.as_deref(), Some("kept"));
+    // It answered past its back-off: the conversation's next turn is not held back by it.
+    let third = world.ask_in(Some("c"), "fcm", turn("c", 3));
+    assert_eq!(third.decision, format!("{held}!served|{held}:200|skips=0"));
+}
+
+#[test]
+fn a_429_with_room_left_in_its_windows_is_a_burst_the_held_model_is_asked_again() {
+    let world = Setup {
+        models: equals(&["p/a", "q/b"]),
+        ..Setup::default()
+    }
+    .world();
+    let held = world
+        .ask_in(Some("c"), "fcm", turn("c", 1))
+        .trace
+        .served_model
+        .unwrap();
+    let burst = || {
+        Reply::Status(
+            429,
+            r#"{"message":"Rate limit exceeded"}"#,
+            vec![
+                ("x-ratelimit-limit-req-minute", "60"),
+                ("x-ratelimit-remaining-req-minute", "41"),
+            ],
+        )
+    };
+    world.script.on(&held[2..], [burst()]);
+    let next = world.ask_in(Some("c"), "fcm", turn("c", 2));
+    assert_eq!(
+        next.decision,
+        format!("{held}!served|{held}:429->{held}:200|skips=0")
+    );
+    assert_eq!(next.trace.affinity.as_deref(), Some("kept"));
+    // A minute spent is no burst: the conversation moves.
+    world.script.on(
+        &held[2..],
+        [Reply::Status(
+            429,
+            r#"{"message":"Rate limit exceeded"}"#,
+            vec![
+                ("x-ratelimit-limit-req-minute", "60"),
+                ("x-ratelimit-remaining-req-minute", "0"),
+            ],
+        )],
+    );
+    let moved = world.ask_in(Some("c"), "fcm", turn("c", 3));
+    assert_eq!(moved.trace.affinity.as_deref(), Some("moved:429"));
+    assert!(
+        moved.decision.contains(&format!("|{held}:429->")),
+        "{}",
+        moved.decision
+    );
+}
+
+#[test]
 fn a_session_id_names_the_conversation_whatever_its_words() {
     let world = Setup {
         models: equals(&["p/a", "q/b", "r/c"]),

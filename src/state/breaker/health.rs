@@ -130,6 +130,13 @@ impl Health {
         }
     }
 
+    /// No pause from `now` on (see `Breakers::lift_pause`).
+    pub(super) fn lift_pause(&mut self, now: u64) {
+        self.quota_until_ms = None;
+        self.paused_for = None;
+        self.updated_at_ms = now;
+    }
+
     /// Cuts what lies further ahead of `now` than fcm ever sets it: a cooldown past
     /// `maxCooldownMs`, a pause past the longest pause, a trip or update in the future
     /// (the clock that wrote them was ahead of this one).

@@ -85,6 +85,13 @@ impl Breakers {
         self.dirty.store(true, Ordering::Release);
     }
 
+    /// Lifts a model's pause: a request sent past it was answered, so what set it (an
+    /// overload, a burst's 429) has passed.
+    pub fn lift_pause(&self, model: &str, now: u64) {
+        self.with(model, |h| h.lift_pause(now));
+        self.dirty.store(true, Ordering::Release);
+    }
+
     pub fn release_trial(&self, model: &str) {
         self.with(model, Health::release_trial);
     }

@@ -227,12 +227,18 @@ impl Figures {
                 share: least,
                 day_left,
                 per_minute,
-                limited_lately: learned.is_some_and(|l| l.poor_until > now)
-                    || (!self.poor_providers.is_empty()
-                        && self
-                            .poor_providers
-                            .get(&key.at_provider)
-                            .is_some_and(|t| *t > now)),
+                // Its own 429 is no longer a limit of unknown size once it taught its
+                // limit a minute (which `per_minute` holds now); a sibling's still is.
+                limited_lately: match learned.filter(|l| l.poor_until > now) {
+                    Some(l) => !l.knows_its_minute(now),
+                    None => {
+                        !self.poor_providers.is_empty()
+                            && self
+                                .poor_providers
+                                .get(&key.at_provider)
+                                .is_some_and(|t| *t > now)
+                    }
+                },
             }),
         }
     }

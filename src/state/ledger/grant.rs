@@ -97,20 +97,38 @@ pub struct Headroom {
 pub const LIMITED_LATELY_MS: u64 = 10 * 60_000;
 
 /// Requests left today below which a model is no home for a conversation: an agent's
-/// conversation runs to dozens of turns, and moving it costs its prompt cache.
+/// conversation runs to dozens of turns, and moving it costs its prompt cache. Also the
+/// most turns [`Headroom::holds_for`] counts: more is enough for any conversation.
 pub const ROOMY_DAY_LEFT: u64 = 60;
 /// Requests a minute below which a model cannot keep up with one agent (a turn every four
 /// seconds while it works).
 pub const ROOMY_PER_MINUTE: u64 = 15;
+/// Turns a conversation is expected to get from a model limited lately by a limit fcm
+/// does not know the size of: its provider's models often share that limit, or are given
+/// the same, and it comes back within minutes. Fewer than a known limit gives one that
+/// fcm can keep it under.
+pub const LATELY_TURNS: u64 = 10;
 
 impl Headroom {
-    /// Whether one more conversation fits here beside `sharing - 1` others on the same
-    /// limits: each gets its share of the day's requests and of the per-minute pace.
-    pub fn roomy_for(&self, sharing: u64) -> bool {
+    /// Turns one more conversation, beside `sharing - 1` others on the same limits, can
+    /// expect here before a limit moves it, up to [`ROOMY_DAY_LEFT`]: its share of the
+    /// day's requests left; of a per-minute pace slower than an agent's, about a
+    /// minute's worth; [`LATELY_TURNS`] after a limit of unknown size.
+    pub fn holds_for(&self, sharing: u64) -> u64 {
         let n = sharing.max(1);
-        self.day_left.is_none_or(|d| d / n >= ROOMY_DAY_LEFT)
-            && self.per_minute.is_none_or(|m| m / n >= ROOMY_PER_MINUTE)
-            && !self.limited_lately
+        let mut turns = ROOMY_DAY_LEFT;
+        if let Some(d) = self.day_left {
+            turns = turns.min(d / n);
+        }
+        if let Some(m) = self.per_minute.map(|m| m / n) {
+            if m < ROOMY_PER_MINUTE {
+                turns = turns.min(m);
+            }
+        }
+        if self.limited_lately {
+            turns = turns.min(LATELY_TURNS);
+        }
+        turns
     }
 
     /// Nothing known: no limit, no 429.

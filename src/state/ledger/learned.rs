@@ -44,6 +44,11 @@ impl Learned {
         }
     }
 
+    /// Whether a 429 taught its limit a minute, believed still at `now`.
+    pub(super) fn knows_its_minute(&self, now: u64) -> bool {
+        self.rpm.is_some_and(|(_, until)| until > now)
+    }
+
     /// A prompt of `tokens` refused as larger than `limit` tokens a minute (0: the limit
     /// was not stated, and the prompt's size less one is taken).
     pub(super) fn too_large(&mut self, limit: u64, tokens: u64) {
