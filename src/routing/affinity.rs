@@ -18,10 +18,12 @@ use super::rank::Standing;
 use super::router::Router;
 
 /// Conversations an agent is working in now, per model and per provider (an account's
-/// limits are shared by its models), not counting the one being placed.
+/// limits are shared by its models), not counting the one being placed; and the provider
+/// that one is leaving, if it holds a model.
 pub(super) struct Load {
     by_model: HashMap<String, usize>,
     by_provider: HashMap<String, usize>,
+    leaving: Option<String>,
 }
 
 impl Load {
@@ -33,13 +35,27 @@ impl Load {
             .unwrap_or_default();
         let mut by_provider: HashMap<String, usize> = HashMap::new();
         for (model, n) in &by_model {
-            let provider = model.split('/').next().unwrap_or(model);
-            *by_provider.entry(provider.to_string()).or_default() += n;
+            *by_provider
+                .entry(provider_of(model).to_string())
+                .or_default() += n;
         }
         Load {
             by_model,
             by_provider,
+            leaving: None,
         }
+    }
+
+    /// The conversation being placed holds a model of `provider`: when it moves, another
+    /// account goes first among those that hold it as long (a refusal there often speaks
+    /// for the provider's other models too).
+    pub(super) fn leaving(mut self, held_model: Option<&str>) -> Load {
+        self.leaving = held_model.map(|m| provider_of(m).to_string());
+        self
+    }
+
+    fn beside_leaving(&self, key: &str) -> bool {
+        self.leaving.as_deref() == Some(provider_of(key))
     }
 
     fn of_model(&self, key: &str) -> usize {
@@ -53,9 +69,13 @@ impl Load {
         if self.by_provider.is_empty() {
             return 0;
         }
-        let provider = key.split('/').next().unwrap_or(key);
-        self.by_provider.get(provider).copied().unwrap_or(0)
+        self.by_provider.get(provider_of(key)).copied().unwrap_or(0)
     }
+}
+
+/// The provider of `provider/modelId`.
+fn provider_of(key: &str) -> &str {
+    key.split('/').next().unwrap_or(key)
 }
 
 /// How fast a model starts, coarsely, for placing conversations: its median first token
@@ -167,11 +187,13 @@ pub(super) fn spread(
 
 /// Where a candidate stands for a conversation's placement, best first: not holding
 /// [`SHARED_BY`] conversations, the most turns it can hold the conversation for (see
-/// [`holds`]), the fewest conversations on the model, then on its provider.
+/// [`holds`]), not on the account the conversation is leaving, the fewest conversations on
+/// the model, then on its provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Place {
     full: bool,
     holds: u64,
+    beside: bool,
     on_model: usize,
     on_provider: usize,
 }
@@ -181,6 +203,7 @@ impl Ord for Place {
         self.full
             .cmp(&other.full)
             .then(other.holds.cmp(&self.holds))
+            .then(self.beside.cmp(&other.beside))
             .then(self.on_model.cmp(&other.on_model))
             .then(self.on_provider.cmp(&other.on_provider))
     }
@@ -203,6 +226,7 @@ impl Place {
                 on_provider,
                 size.turns_in(router.pool.get(i).context),
             ),
+            beside: load.beside_leaving(s.key),
             on_model,
             on_provider,
         }
@@ -336,8 +360,8 @@ impl Peers {
 /// After a failure, the candidate to try instead of `i`: of `i` and the candidates that
 /// follow it in `queue` without a break and may stand in for it (the same placement class
 /// and fit), the one whose limits do not block it now, that does not hold [`SHARED_BY`]
-/// conversations, that can hold the conversation longest ([`holds`]), with the fewest live
-/// conversations on the model, then on its provider. Loads and limits are read again now, not taken from the plan: the failure
+/// conversations, that can hold the conversation longest ([`holds`]), not on an account that
+/// failed this turn, with the fewest live conversations on the model, then on its provider. Loads and limits are read again now, not taken from the plan: the failure
 /// that led here (a 429, a quota used up) may have told of its provider's other models,
 /// and others' requests failing over meanwhile have moved conversations. `i` goes back to
 /// the queue when another is chosen.
@@ -383,10 +407,16 @@ pub(super) fn least_loaded_peer(
         let turns = rooms[at]
             .as_ref()
             .map_or(0, |h| holds(h, on_provider, grows));
+        let failed_here = turn
+            .trace
+            .attempts
+            .iter()
+            .any(|a| provider_of(&a.model) == provider_of(key));
         (
             rooms[at].is_err(),
             on_model >= SHARED_BY,
             std::cmp::Reverse(turns),
+            failed_here,
             on_model,
             on_provider,
         )

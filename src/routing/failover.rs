@@ -39,7 +39,8 @@ const SHORT_RETRY: Duration = Duration::from_secs(5);
 /// instant 429, 403 or 404) cost the request nothing: it does not use up one of
 /// `maxAttempts`, which bounds the attempts that reached a model and cost time.
 const FREE_FAILURE: Duration = Duration::from_millis(1500);
-/// How long a burst limit's 429 is waited out before the held model is asked again.
+/// How long an instant "overloaded" or a burst limit's 429 is waited out before the held
+/// model is asked again.
 const BURST_WAIT: Duration = Duration::from_secs(1);
 /// Free failures one request may meet before it gives up all the same: each is an
 /// upstream request, and a request that every provider turns away is not worth more.
@@ -299,7 +300,8 @@ impl Router {
             _ => affinity::Peers::of(self, &order, &plan.standings, size, needs),
         };
         let load = turn.keeping.as_ref().map(|k| {
-            let load = affinity::Load::now(self, Some(k.conversation.id()));
+            let held = k.held.as_ref().map(|h| h.model.as_str());
+            let load = affinity::Load::now(self, Some(k.conversation.id())).leaving(held);
             affinity::spread(self, &mut order, &plan.standings, &load, size);
             load
         });
@@ -470,7 +472,11 @@ impl Router {
         if held && passing && !queue.held_retried {
             queue.held_retried = true;
             if overloaded {
+                // "Retry shortly": a second, not at once into the same moment.
                 queue.overlooked = Some(i);
+                if Instant::now() + BURST_WAIT < queue.deadline {
+                    std::thread::sleep(BURST_WAIT);
+                }
             }
             return true;
         }

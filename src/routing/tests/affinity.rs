@@ -345,6 +345,39 @@ fn a_429_with_room_left_in_its_windows_is_a_burst_the_held_model_is_asked_again(
 }
 
 #[test]
+fn a_conversation_that_must_move_goes_to_another_account_before_a_sibling() {
+    let world = Setup {
+        models: equals(&["p/a", "p/b", "q/c"]),
+        ..Setup::default()
+    }
+    .world();
+    // A conversation on one of p's models.
+    let (session, held) = (0..10)
+        .map(|n| format!("s{n}"))
+        .find_map(|s| {
+            let served = world
+                .ask_in(Some(&s), "fcm", turn(&s, 1))
+                .trace
+                .served_model?;
+            served.starts_with("p/").then_some((s, served))
+        })
+        .expect("some conversation lands on p");
+    // Its model fails twice (asked again once): it moves, and not to p's other model.
+    world.script.on(
+        &held[2..],
+        (0..2).map(|_| Reply::Status(500, "internal error", vec![])),
+    );
+    let moved = world.ask_in(Some(&session), "fcm", turn(&session, 2));
+    assert_eq!(
+        moved.trace.served_model.as_deref(),
+        Some("q/c"),
+        "{}",
+        moved.decision
+    );
+    assert_eq!(moved.trace.affinity.as_deref(), Some("moved:500"));
+}
+
+#[test]
 fn a_session_id_names_the_conversation_whatever_its_words() {
     let world = Setup {
         models: equals(&["p/a", "q/b", "r/c"]),
