@@ -134,8 +134,9 @@ impl Size {
 /// does not hold [`SHARED_BY`] conversations already, then the one that can hold the
 /// conversation longest ([`holds`]: a day's requests and a per-minute pace left, no limit
 /// of unknown size met lately, a window it can grow in; any with room for a whole
-/// conversation are equal), then the one with the fewest conversations now, then the account
-/// (provider) with the fewest, then the faster start ([`pace`]), the most headroom, the
+/// conversation are equal), then one on another account than the conversation leaves,
+/// then the one with the fewest conversations now, then the account (provider) with the
+/// fewest, then the faster start ([`pace`]), the most headroom, the
 /// fastest first token and the best score. So N agents use N models on as many accounts,
 /// and none lands where it would soon run out. `standings[n]` is `order[n]`'s; only
 /// `quality` has equally strong candidates.
@@ -360,8 +361,9 @@ impl Peers {
 /// After a failure, the candidate to try instead of `i`: of `i` and the candidates that
 /// follow it in `queue` without a break and may stand in for it (the same placement class
 /// and fit), the one whose limits do not block it now, that does not hold [`SHARED_BY`]
-/// conversations, that can hold the conversation longest ([`holds`]), not on an account that
-/// failed this turn, with the fewest live conversations on the model, then on its provider. Loads and limits are read again now, not taken from the plan: the failure
+/// conversations, that can hold the conversation longest ([`holds`]), not on an account
+/// that failed this turn, with the fewest live conversations on the model, then on its
+/// provider. Loads and limits are read again now, not taken from the plan: the failure
 /// that led here (a 429, a quota used up) may have told of its provider's other models,
 /// and others' requests failing over meanwhile have moved conversations. `i` goes back to
 /// the queue when another is chosen.
