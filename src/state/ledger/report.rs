@@ -48,6 +48,10 @@ pub struct UsageLine {
     /// whether they count for the provider or for each model), the model's own with a
     /// model-scoped provider quota under it on a model's line; `null` when none is stated.
     pub limits: Option<Quota>,
+    /// The model of the same line whose stated limits a model's line shows, the catalog
+    /// stating none of its own (see `catalog::lines`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits_from: Option<String>,
     /// What the provider last said is left, in its tightest live window.
     pub remaining: Left,
     /// When each of those windows is full again.
@@ -177,7 +181,10 @@ impl UsageLine {
     pub fn limits_cell(&self) -> String {
         match &self.limits {
             None => "-".to_string(),
-            Some(q) if self.limits_are_its_own() => q.describe(),
+            Some(q) if self.limits_are_its_own() => match &self.limits_from {
+                Some(from) => format!("{} (as {from} states)", q.describe()),
+                None => q.describe(),
+            },
             Some(q) => format!("{} per model", q.describe()),
         }
     }
@@ -347,6 +354,7 @@ pub fn report(
     }
     for (key, m) in models.iter_mut() {
         let found = catalog.find(key);
+        m.limits_from = found.and_then(|f| f.model.quota_of_line.clone());
         m.limits = found.and_then(|f| {
             quota::rules(f.provider.quota.as_ref(), f.model.quota.as_ref())
                 .into_iter()
@@ -558,6 +566,17 @@ mod tests {
             "30/min per model",
             "Groq's limits count per model"
         );
+        let gemini = UsageLine {
+            limits: Some(Quota {
+                requests_per_minute: Some(5),
+                scope: Some(crate::providers::quota::Scope::Model),
+                ..Quota::default()
+            }),
+            limits_from: Some("gemini-3.5-flash".into()),
+            model: Some("googleai/gemini-3.8-flash".into()),
+            ..UsageLine::default()
+        };
+        assert_eq!(gemini.limits_cell(), "5/min (as gemini-3.5-flash states)");
         assert_eq!(groq.requests_cell(), "6");
         // The tightest model per key: gpt-oss has 5 requests left.
         assert_eq!(
