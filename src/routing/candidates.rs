@@ -550,13 +550,8 @@ fn moved_ahead(without: &[usize], with: &[usize], proven: &[usize]) -> usize {
 /// A model's family across providers: its id without the vendor path, the `:free` tag or
 /// an `-instruct`/`-it` suffix (`openai/gpt-oss-120b` and `gpt-oss-120b` are one family).
 pub(crate) fn family(model_id: &str) -> String {
-    let last = model_id
-        .rsplit('/')
-        .next()
-        .unwrap_or(model_id)
-        .to_ascii_lowercase();
-    let base = last.split(':').next().unwrap_or(&last);
-    base.trim_end_matches("-instruct")
+    crate::providers::catalog::bare_id(model_id)
+        .trim_end_matches("-instruct")
         .trim_end_matches("-it")
         .to_string()
 }

@@ -20,16 +20,19 @@ const RELEASE_WORDS: [&str; 5] = ["preview", "latest", "exp", "experimental", "f
 /// without the dash-separated words that are versions (numbers: `3.8`, `0731`) or
 /// releases (`preview`, `latest`). A size (`120b`) stays: it is another model.
 pub fn line(model_id: &str) -> String {
-    let last = model_id
-        .rsplit('/')
-        .next()
-        .unwrap_or(model_id)
-        .to_ascii_lowercase();
-    let base = last.split(':').next().unwrap_or(&last);
-    base.split('-')
+    bare_id(model_id)
+        .split('-')
         .filter(|w| !w.is_empty() && !is_version(w) && !RELEASE_WORDS.contains(w))
         .collect::<Vec<_>>()
         .join("-")
+}
+
+/// A model id as its own name, whoever serves it: its last path segment, lower case,
+/// without a `:tag` (`z-ai/GLM-5.2:free` is `glm-5.2`).
+pub fn bare_id(model_id: &str) -> String {
+    let last = model_id.rsplit('/').next().unwrap_or(model_id);
+    let base = last.split(':').next().unwrap_or(last);
+    base.to_ascii_lowercase()
 }
 
 /// `3.8`, `0731`, `3`: a number, not a size (`120b`, `2.4t`: a different model).

@@ -19,6 +19,7 @@ mod url;
 
 pub use age::{Age, OLD_AFTER_DAYS};
 pub use keys::{key_hint, key_id, process_env, ApiKey, KeyList, KeySource, KeyStatus};
+pub use lines::bare_id;
 pub use load::InvalidCatalog;
 // Tests elsewhere start from the embedded catalog.
 #[cfg(test)]

@@ -246,8 +246,10 @@ fn a_conversation_keeps_its_key_while_other_requests_rotate() {
     );
 }
 
-#[test]
-fn a_passing_server_error_on_the_held_model_is_asked_again_once_not_moved() {
+/// A conversation on one of two equal models whose second turn first gets `reply` from its
+/// model: that model is asked again and serves the turn (`status` the failed attempt's).
+/// Returns the world and the held model, for what follows.
+fn asked_again_after(reply: Reply, status: u16) -> (super::World, String) {
     let world = Setup {
         models: equals(&["p/a", "q/b"]),
         ..Setup::default()
@@ -258,37 +260,37 @@ fn a_passing_server_error_on_the_held_model_is_asked_again_once_not_moved() {
         .trace
         .served_model
         .unwrap();
-    world
-        .script
-        .on(&held[2..], [Reply::Status(502, "bad gateway", vec![])]);
+    world.script.on(&held[2..], [reply]);
     let next = world.ask_in(Some("c"), "fcm", turn("c", 2));
     assert_eq!(
         next.decision,
-        format!("{held}!served|{held}:502->{held}:200|skips=0")
+        format!("{held}!served|{held}:{status}->{held}:200|skips=0")
     );
     assert_eq!(next.trace.affinity.as_deref(), Some("kept"));
+    (world, held)
+}
+
+/// Mistral's 429: no reset, the minute's requests left in its headers.
+fn rate_limited(left: &'static str) -> Reply {
+    Reply::Status(
+        429,
+        r#"{"message":"Rate limit exceeded"}"#,
+        vec![
+            ("x-ratelimit-limit-req-minute", "60"),
+            ("x-ratelimit-remaining-req-minute", left),
+        ],
+    )
+}
+
+#[test]
+fn a_passing_server_error_on_the_held_model_is_asked_again_once_not_moved() {
+    asked_again_after(Reply::Status(502, "bad gateway", vec![]), 502);
 }
 
 #[test]
 fn an_instant_overloaded_on_the_held_model_is_asked_again_and_its_back_off_lifted() {
-    let world = Setup {
-        models: equals(&["p/a", "q/b"]),
-        ..Setup::default()
-    }
-    .world();
-    let held = world
-        .ask_in(Some("c"), "fcm", turn("c", 1))
-        .trace
-        .served_model
-        .unwrap();
     let overloaded = Reply::Status(503, "The server is overloaded or not ready yet.", vec![]);
-    world.script.on(&held[2..], [overloaded]);
-    let next = world.ask_in(Some("c"), "fcm", turn("c", 2));
-    assert_eq!(
-        next.decision,
-        format!("{held}!served|{held}:503->{held}:200|skips=0")
-    );
-    assert_eq!(next.trace.affinity.as_deref(), Some("kept"));
+    let (world, held) = asked_again_after(overloaded, 503);
     // It answered past its back-off: the conversation's next turn is not held back by it.
     let third = world.ask_in(Some("c"), "fcm", turn("c", 3));
     assert_eq!(third.decision, format!("{held}!served|{held}:200|skips=0"));
@@ -296,45 +298,9 @@ fn an_instant_overloaded_on_the_held_model_is_asked_again_and_its_back_off_lifte
 
 #[test]
 fn a_429_with_room_left_in_its_windows_is_a_burst_the_held_model_is_asked_again() {
-    let world = Setup {
-        models: equals(&["p/a", "q/b"]),
-        ..Setup::default()
-    }
-    .world();
-    let held = world
-        .ask_in(Some("c"), "fcm", turn("c", 1))
-        .trace
-        .served_model
-        .unwrap();
-    let burst = || {
-        Reply::Status(
-            429,
-            r#"{"message":"Rate limit exceeded"}"#,
-            vec![
-                ("x-ratelimit-limit-req-minute", "60"),
-                ("x-ratelimit-remaining-req-minute", "41"),
-            ],
-        )
-    };
-    world.script.on(&held[2..], [burst()]);
-    let next = world.ask_in(Some("c"), "fcm", turn("c", 2));
-    assert_eq!(
-        next.decision,
-        format!("{held}!served|{held}:429->{held}:200|skips=0")
-    );
-    assert_eq!(next.trace.affinity.as_deref(), Some("kept"));
+    let (world, held) = asked_again_after(rate_limited("41"), 429);
     // A minute spent is no burst: the conversation moves.
-    world.script.on(
-        &held[2..],
-        [Reply::Status(
-            429,
-            r#"{"message":"Rate limit exceeded"}"#,
-            vec![
-                ("x-ratelimit-limit-req-minute", "60"),
-                ("x-ratelimit-remaining-req-minute", "0"),
-            ],
-        )],
-    );
+    world.script.on(&held[2..], [rate_limited("0")]);
     let moved = world.ask_in(Some("c"), "fcm", turn("c", 3));
     assert_eq!(moved.trace.affinity.as_deref(), Some("moved:429"));
     assert!(
